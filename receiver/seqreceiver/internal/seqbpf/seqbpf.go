@@ -1,0 +1,250 @@
+//go:build linux
+
+package seqbpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// Event types as seq.h numbers them; the event package decodes them.
+const (
+	EvFork        = 1
+	EvExec        = 2
+	EvExit        = 3
+	EvThreadStart = 4
+	EvThreadExit  = 5
+	evMax         = 8
+)
+
+const (
+	slotSize = 128
+	// MaxArgs is the most argv bytes one exec record can carry (SEQ_MAX_ARGS).
+	MaxArgs = 4096
+)
+
+// Options say what the programs capture and how big the ring is.
+type Options struct {
+	// RingSlots is the number of 128-byte slots, a power of two.
+	RingSlots int
+	// Events is the set of event types (Ev*) to produce; others never claim a ticket.
+	Events []int
+	// MaxArgs bounds the argv bytes copied per exec (0..MaxArgs).
+	MaxArgs int
+}
+
+// Sequencer is the loaded, attached set of programs with the ring mapped in.
+type Sequencer struct {
+	objs     seqObjects
+	links    []link.Link
+	ctl      []byte
+	slots    []byte
+	doorbell *ringbuf.Reader
+	rec      ringbuf.Record
+}
+
+// Open checks the kernel and privileges, loads the programs, attaches them and
+// maps the ring. On any error nothing is left loaded.
+func Open(opts Options) (_ *Sequencer, err error) {
+	if opts.RingSlots <= 0 || opts.RingSlots&(opts.RingSlots-1) != 0 {
+		return nil, fmt.Errorf("ring size %d slots is not a power of two", opts.RingSlots)
+	}
+	if opts.MaxArgs < 0 || opts.MaxArgs > MaxArgs {
+		return nil, fmt.Errorf("max args %d out of range 0..%d", opts.MaxArgs, MaxArgs)
+	}
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	// Kernels with memcg accounting (5.11+) need no memlock rlimit; where the
+	// raise is refused the load below still works, so the error is ignored.
+	_ = rlimit.RemoveMemlock()
+
+	spec, err := loadSeq()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
+	}
+	spec.Maps["seq_slots"].MaxEntries = uint32(opts.RingSlots)
+	var mask uint32
+	for _, t := range opts.Events {
+		if t <= 0 || t >= evMax {
+			return nil, fmt.Errorf("unknown event type %d", t)
+		}
+		mask |= 1 << t
+	}
+	for name, v := range map[string]any{
+		"seq_ring_mask":  uint64(opts.RingSlots - 1),
+		"seq_event_mask": mask,
+		"seq_max_args":   uint32(opts.MaxArgs),
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+
+	s := &Sequencer{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+		// Load again with the verifier's log on, so the error says what it rejected.
+		var again seqObjects
+		opts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 24}}
+		if err2 := spec.LoadAndAssign(&again, opts); err2 != nil {
+			err = err2
+		} else {
+			again.Close()
+		}
+		return nil, explainLoad(err)
+	}
+	for _, p := range []*ebpf.Program{s.objs.SeqFork, s.objs.SeqExec, s.objs.SeqExit} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
+		if err != nil {
+			return nil, fmt.Errorf("attach %s: %w", p, err)
+		}
+		s.links = append(s.links, l)
+	}
+	if s.ctl, err = mmap(s.objs.SeqControl, 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+		return nil, err
+	}
+	if s.slots, err = mmap(s.objs.SeqSlots, opts.RingSlots*slotSize, unix.PROT_READ); err != nil {
+		return nil, err
+	}
+	if s.doorbell, err = ringbuf.NewReader(s.objs.SeqDoorbell); err != nil {
+		return nil, fmt.Errorf("open doorbell ring buffer: %w", err)
+	}
+	return s, nil
+}
+
+func mmap(m *ebpf.Map, size int, prot int) ([]byte, error) {
+	page := os.Getpagesize()
+	size = (size + page - 1) / page * page
+	b, err := unix.Mmap(m.FD(), 0, size, prot, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s: %w", m, err)
+	}
+	return b, nil
+}
+
+// Control is the mapped struct seq_ctl (head and parked flag).
+func (s *Sequencer) Control() []byte { return s.ctl[:128] }
+
+// Slots is the mapped ring of slots (read-only).
+func (s *Sequencer) Slots() []byte { return s.slots }
+
+// Wait blocks until a producer rings the doorbell or the timeout passes. The
+// caller must have set the parked flag (and re-checked the head) first.
+// It returns true when woken by a producer.
+func (s *Sequencer) Wait(timeout time.Duration) (bool, error) {
+	s.doorbell.SetDeadline(time.Now().Add(timeout))
+	err := s.doorbell.ReadInto(&s.rec)
+	switch {
+	case err == nil:
+		// Drain the other doorbell records that piled up, without blocking.
+		s.doorbell.SetDeadline(time.Unix(0, 1))
+		for s.doorbell.ReadInto(&s.rec) == nil {
+		}
+		return true, nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// Interrupt makes a blocked Wait return (used by Shutdown).
+func (s *Sequencer) Interrupt() { s.doorbell.SetDeadline(time.Unix(0, 1)) }
+
+// Counters are the kernel's own counts, summed over CPUs.
+type Counters struct {
+	Events         [evMax]uint64 // records produced, by type
+	Tickets        [evMax]uint64 // tickets claimed, by type
+	NoSlot         uint64
+	Doorbells      uint64
+	DoorbellFailed uint64
+}
+
+// TotalTickets is the sum of tickets claimed over all types.
+func (c Counters) TotalTickets() (n uint64) {
+	for _, t := range c.Tickets {
+		n += t
+	}
+	return n
+}
+
+// Counters reads and sums the per-CPU counters.
+func (s *Sequencer) Counters() (Counters, error) {
+	var per []seqSeqStats
+	var c Counters
+	if err := s.objs.SeqCounters.Lookup(uint32(0), &per); err != nil {
+		return c, fmt.Errorf("read seq_counters: %w", err)
+	}
+	for _, p := range per {
+		for i := range evMax {
+			c.Events[i] += p.Events[i]
+			c.Tickets[i] += p.Tickets[i]
+		}
+		c.NoSlot += p.NoSlot
+		c.Doorbells += p.Doorbells
+		c.DoorbellFailed += p.DoorbellFailed
+	}
+	return c, nil
+}
+
+// ProgramIDs lists the kernel ids of the loaded programs (for leak checks).
+func (s *Sequencer) ProgramIDs() []ebpf.ProgramID {
+	var ids []ebpf.ProgramID
+	for _, p := range []*ebpf.Program{s.objs.SeqFork, s.objs.SeqExec, s.objs.SeqExit} {
+		if info, err := p.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// Close detaches every link, unmaps the ring and closes every program and map.
+func (s *Sequencer) Close() error {
+	var errs []error
+	for _, l := range s.links {
+		errs = append(errs, l.Close())
+	}
+	s.links = nil
+	if s.doorbell != nil {
+		errs = append(errs, s.doorbell.Close())
+		s.doorbell = nil
+	}
+	for _, b := range [][]byte{s.ctl, s.slots} {
+		if b != nil {
+			errs = append(errs, unix.Munmap(b))
+		}
+	}
+	s.ctl, s.slots = nil, nil
+	errs = append(errs, s.objs.Close())
+	return errors.Join(errs...)
+}
+
+// explainLoad turns verifier and permission errors into a sentence that names the fix.
+func explainLoad(err error) error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("load BPF programs: permission denied; the seq receiver needs CAP_BPF and CAP_PERFMON (or root): %w", err)
+	case strings.Contains(msg, "BPF_ATOMIC") || strings.Contains(msg, "unknown opcode") || strings.Contains(msg, "invalid BPF_STX"):
+		return fmt.Errorf("load BPF programs: this kernel lacks BPF atomic fetch-add/exchange (Linux 5.12 or newer is needed): %w", err)
+	case strings.Contains(msg, "tp_btf") || strings.Contains(msg, "attach_btf"):
+		return fmt.Errorf("load BPF programs: this kernel cannot attach tp_btf programs to the sched_process_* tracepoints (needs BTF and Linux 5.5+): %w", err)
+	}
+	return fmt.Errorf("load BPF programs: %w", err)
+}
