@@ -90,6 +90,23 @@ static __always_inline void seq_copy_payload(struct seq_slot *s, struct seq_scra
 		dst[j] = src[j];
 }
 
+/*
+ * Takes slot s for ticket t: only from a published or never-written older
+ * ticket, with a compare-and-swap from the value seen. A producer that stalls
+ * mid-write (NMI, vCPU preemption) keeps the slot marked "being written", so a
+ * producer a lap later cannot write into it, and the stalled one, having
+ * owned the slot, cannot spoil a newer record: a reader never sees two
+ * writers' bytes mixed under one ticket.
+ */
+static __always_inline bool seq_own(struct seq_slot *s, __u64 t)
+{
+	__u64 old = *(volatile __u64 *)&s->seq;
+
+	if (old & SEQ_WRITING || old > t)
+		return false;
+	return __sync_val_compare_and_swap(&s->seq, old, (t + 1) | SEQ_WRITING) == old;
+}
+
 /* Claims the tickets for a staged record of len bytes and publishes it slot by slot. */
 static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16 type)
 {
@@ -124,11 +141,16 @@ static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16
 		idx = t & seq_ring_mask;
 		s = bpf_map_lookup_elem(&seq_slots, &idx);
 		if (!s) {
-			/* Cannot happen for idx < max_entries; the reader counts the ticket as abandoned. */
+			/* Cannot happen for idx < max_entries; the reader counts the ticket lost. */
 			st->no_slot++;
 			continue;
 		}
-		__sync_lock_test_and_set(&s->seq, (t + 1) | SEQ_WRITING);
+		if (!seq_own(s, t)) {
+			/* A stalled older writer holds the slot, or a newer ticket is already
+			 * there: the ring was lapped. Skip it; the reader counts it lost. */
+			st->overrun++;
+			continue;
+		}
 		s->len = len;
 		s->nslots = n;
 		s->index = i;

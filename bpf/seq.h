@@ -7,9 +7,13 @@
  * Ring: a BPF_F_MMAPABLE array of SEQ_SLOT_SIZE-byte slots, a power of two of them.
  * Ticket t lives in slot t & (slots-1). A producer
  *   1. claims n tickets with one atomic fetch-add on seq_ctl.head,
- *   2. for each of its slots: xchg(seq, (t+1) | SEQ_WRITING), fills the slot,
+ *   2. for each of its slots: takes it with cmpxchg(seq, old, (t+1) | SEQ_WRITING),
+ *      only if old is not being written and holds an older ticket (otherwise
+ *      the slot is skipped and counted in seq_stats.overrun), fills the slot,
  *      then xchg(seq, t+1) — the publish, always last.
  * A reader accepts slot t only if seq == t+1 both before and after copying it.
+ * Owning the slot with the compare-and-swap means a producer that stalls
+ * mid-write can neither be overwritten by one a lap later nor spoil its record.
  *
  * A record (one event) is `len` bytes split over `nslots` consecutive tickets,
  * SEQ_SLOT_PAYLOAD bytes per slot; every slot of a record carries the same len
@@ -89,7 +93,7 @@ struct seq_stats {
 	__u64 no_slot;             /* a claimed slot the program could not look up (never expected) */
 	__u64 doorbells;           /* wake-ups sent to a parked reader */
 	__u64 doorbell_failed;     /* wake-ups that found the doorbell ring full */
-	__u64 _pad;
+	__u64 overrun;             /* slots skipped: being written by a stalled producer, or already newer */
 };
 
 #endif

@@ -65,4 +65,3 @@ func kernelVersion() (major, minor int, ok bool) {
 	_, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
 	return major, minor, err == nil
 }
-

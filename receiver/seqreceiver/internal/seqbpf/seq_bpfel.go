@@ -42,7 +42,7 @@ type seqSeqStats struct {
 	NoSlot         uint64
 	Doorbells      uint64
 	DoorbellFailed uint64
-	Pad            uint64
+	Overrun        uint64
 }
 
 // Names of all BPF objects in the ELF.

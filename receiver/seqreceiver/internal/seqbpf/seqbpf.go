@@ -155,15 +155,16 @@ func (s *Sequencer) Wait(timeout time.Duration) (bool, error) {
 		for s.doorbell.ReadInto(&s.rec) == nil {
 		}
 		return true, nil
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
 		return false, nil
 	default:
 		return false, err
 	}
 }
 
-// Interrupt makes a blocked Wait return (used by Shutdown).
-func (s *Sequencer) Interrupt() { s.doorbell.SetDeadline(time.Unix(0, 1)) }
+// Interrupt makes a blocked Wait return at once, or the next one if none is
+// blocked; it may be called from any goroutine (used by Shutdown).
+func (s *Sequencer) Interrupt() { _ = s.doorbell.Flush() }
 
 // Counters are the kernel's own counts, summed over CPUs.
 type Counters struct {
@@ -172,6 +173,7 @@ type Counters struct {
 	NoSlot         uint64
 	Doorbells      uint64
 	DoorbellFailed uint64
+	Overrun        uint64 // slots a producer skipped because the ring was lapped under it
 }
 
 // TotalTickets is the sum of tickets claimed over all types.
@@ -197,6 +199,7 @@ func (s *Sequencer) Counters() (Counters, error) {
 		c.NoSlot += p.NoSlot
 		c.Doorbells += p.Doorbells
 		c.DoorbellFailed += p.DoorbellFailed
+		c.Overrun += p.Overrun
 	}
 	return c, nil
 }
@@ -214,13 +217,32 @@ func (s *Sequencer) ProgramIDs() []ebpf.ProgramID {
 	return ids
 }
 
-// Close detaches every link, unmaps the ring and closes every program and map.
-func (s *Sequencer) Close() error {
+// Detach stops the producers: nothing new enters the ring, what is there stays readable.
+func (s *Sequencer) Detach() error {
 	var errs []error
 	for _, l := range s.links {
 		errs = append(errs, l.Close())
 	}
 	s.links = nil
+	return errors.Join(errs...)
+}
+
+// MapIDs lists the kernel ids of the maps (for leak checks).
+func (s *Sequencer) MapIDs() []ebpf.MapID {
+	var ids []ebpf.MapID
+	for _, m := range []*ebpf.Map{s.objs.SeqControl, s.objs.SeqSlots, s.objs.SeqCounters, s.objs.SeqScratchbuf, s.objs.SeqDoorbell} {
+		if info, err := m.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// Close detaches every link, unmaps the ring and closes every program and map.
+func (s *Sequencer) Close() error {
+	errs := []error{s.Detach()}
 	if s.doorbell != nil {
 		errs = append(errs, s.doorbell.Close())
 		s.doorbell = nil

@@ -1,0 +1,90 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package seqreceiver
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Event names accepted in `events`.
+const (
+	EventFork = "fork"
+	EventExec = "exec"
+	EventExit = "exit"
+)
+
+var knownEvents = []string{EventFork, EventExec, EventExit}
+
+// Limits of the settings, shared by Validate and the docs.
+const (
+	minRingSlots = 256
+	maxRingSlots = 1 << 22 // 4 Mi slots of 128 bytes: 512 MiB of ring
+	maxArgsBytes = 4096    // SEQ_MAX_ARGS in bpf/seq.h
+	maxMaxBatch  = 65536
+)
+
+// Config is the seq receiver's configuration. `seq: {}` uses the defaults.
+type Config struct {
+	// RingSlots is the number of 128-byte slots in the ring (a power of two).
+	// Size it for 1–2 s of the host's peak event rate: a reader that falls
+	// further behind than this loses the oldest events, counted as lost.
+	RingSlots int `mapstructure:"ring_slots"`
+
+	// Events lists which process events to capture: fork, exec, exit.
+	// Events not listed are filtered in the kernel and never take a ticket.
+	Events []string `mapstructure:"events"`
+
+	// ThreadEvents also captures thread creation and thread exit, emitted as
+	// `thread.start` / `thread.exit` records (never as process events).
+	ThreadEvents bool `mapstructure:"thread_events"`
+
+	// MaxArgsBytes bounds the argv bytes copied per exec (0 disables argv).
+	// Longer command lines are cut and flagged `seq.args.truncated`.
+	MaxArgsBytes int `mapstructure:"max_args_bytes"`
+
+	// MaxBatch is the most log records handed to the pipeline in one call.
+	MaxBatch int `mapstructure:"max_batch"`
+
+	_ struct{}
+}
+
+func createDefaultConfig() *Config {
+	return &Config{
+		RingSlots:    65536,
+		Events:       []string{EventFork, EventExec, EventExit},
+		MaxArgsBytes: 1024,
+		MaxBatch:     1024,
+	}
+}
+
+// Validate names the field and the allowed range of every bad value.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.RingSlots < minRingSlots || c.RingSlots > maxRingSlots || c.RingSlots&(c.RingSlots-1) != 0 {
+		errs = append(errs, fmt.Errorf("ring_slots: %d is not allowed; use a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))
+	}
+	if len(c.Events) == 0 && !c.ThreadEvents {
+		errs = append(errs, fmt.Errorf("events: empty; list one or more of %s (or set thread_events)", strings.Join(knownEvents, ", ")))
+	}
+	seen := map[string]bool{}
+	for _, e := range c.Events {
+		switch {
+		case !slices.Contains(knownEvents, e):
+			errs = append(errs, fmt.Errorf("events: unknown event %q; allowed: %s", e, strings.Join(knownEvents, ", ")))
+		case seen[e]:
+			errs = append(errs, fmt.Errorf("events: %q listed twice", e))
+		}
+		seen[e] = true
+	}
+	if c.MaxArgsBytes < 0 || c.MaxArgsBytes > maxArgsBytes {
+		errs = append(errs, fmt.Errorf("max_args_bytes: %d is out of range 0 to %d", c.MaxArgsBytes, maxArgsBytes))
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > maxMaxBatch {
+		errs = append(errs, fmt.Errorf("max_batch: %d is out of range 1 to %d", c.MaxBatch, maxMaxBatch))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,59 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package seqreceiver
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg := loadConfig(t, "")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, createDefaultConfig(), cfg)
+	assert.Equal(t, 65536, cfg.RingSlots)
+	assert.Equal(t, []string{"fork", "exec", "exit"}, cfg.Events)
+	assert.False(t, cfg.ThreadEvents)
+}
+
+func TestConfigCustom(t *testing.T) {
+	cfg := loadConfig(t, "custom")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, &Config{RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxBatch: 64}, cfg)
+}
+
+func TestConfigInvalid(t *testing.T) {
+	for name, want := range map[string]string{
+		"bad_ring":  "ring_slots: 1000 is not allowed; use a power of two from 256 to 4194304",
+		"bad_event": `events: unknown event "spawn"; allowed: fork, exec, exit`,
+		"bad_args":  "max_args_bytes: 5000 is out of range 0 to 4096",
+		"bad_batch": "max_batch: 0 is out of range 1 to 65536",
+		"no_events": "events: empty; list one or more of fork, exec, exit",
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := confmap.Validate(loadConfig(t, name))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), want)
+		})
+	}
+}

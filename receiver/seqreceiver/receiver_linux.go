@@ -1,0 +1,343 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package seqreceiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/seqbpf"
+)
+
+// How the reader waits. After a burst it lingers once before parking, so a
+// steady trickle of events costs one doorbell per linger period at most; a
+// parked reader is woken by the first producer that sees the parked flag.
+const (
+	lingerWait   = 250 * time.Microsecond
+	pendingFirst = 20 * time.Microsecond
+	pendingMax   = time.Millisecond
+	parkTimeout  = time.Second
+)
+
+// consumeRetries bounds how often a batch refused with a retryable error is
+// offered again before it is counted as refused (obsreport) and dropped.
+var consumeRetries = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 80 * time.Millisecond}
+
+type seqReceiver struct {
+	cfg  *Config
+	set  receiver.Settings
+	next consumer.Logs
+	obs  *receiverhelper.ObsReport
+
+	seq    *seqbpf.Sequencer
+	rd     *ring.Reader
+	tb     *metadata.TelemetryBuilder
+	mapper pdatamap.Mapper
+	ev     event.Event
+
+	readPos atomic.Uint64 // the reader's next ticket, for the occupancy gauge
+	final   finalAccount  // the ring's accounting when Shutdown stopped it
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	// per-batch tallies, flushed into the telemetry once per batch
+	delivered [event.Synth + 1]int64
+	lost      map[string]int64
+	typeAttrs [event.Synth + 1]metric.MeasurementOption
+}
+
+// finalAccount is the ring's accounting at shutdown, after the producers were
+// detached and the reader drained: Stats.Tickets + Stats.Lost == Issued.
+type finalAccount struct {
+	Stats  ring.Stats
+	Issued uint64
+	Kernel seqbpf.Counters
+}
+
+func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+		ReceiverID:             set.ID,
+		Transport:              "ebpf",
+		ReceiverCreateSettings: set,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := cfg.(*Config)
+	r := &seqReceiver{cfg: c, set: set, next: next, obs: obs, lost: map[string]int64{}}
+	r.mapper.IncludeThreads = c.ThreadEvents
+	for t := range r.typeAttrs {
+		r.typeAttrs[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("event", event.Type(t).String())))
+	}
+	return r, nil
+}
+
+func (r *seqReceiver) bpfEvents() []int {
+	var evs []int
+	for _, e := range r.cfg.Events {
+		switch e {
+		case EventFork:
+			evs = append(evs, seqbpf.EvFork)
+		case EventExec:
+			evs = append(evs, seqbpf.EvExec)
+		case EventExit:
+			evs = append(evs, seqbpf.EvExit)
+		}
+	}
+	if r.cfg.ThreadEvents {
+		evs = append(evs, seqbpf.EvThreadStart, seqbpf.EvThreadExit)
+	}
+	return evs
+}
+
+func (r *seqReceiver) Start(_ context.Context, _ component.Host) (err error) {
+	r.seq, err = seqbpf.Open(seqbpf.Options{RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes})
+	if err != nil {
+		return fmt.Errorf("seq receiver: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			r.closeKernel()
+		}
+	}()
+	if r.rd, err = ring.NewReader(r.seq.Control(), r.seq.Slots()); err != nil {
+		return fmt.Errorf("seq receiver: map ring: %w", err)
+	}
+	r.readPos.Store(r.rd.Next())
+	if err = r.startTelemetry(); err != nil {
+		return fmt.Errorf("seq receiver: telemetry: %w", err)
+	}
+	r.set.Logger.Info("seq receiver capturing process events",
+		zap.Strings("events", r.cfg.Events), zap.Bool("thread_events", r.cfg.ThreadEvents),
+		zap.Int("ring_slots", r.cfg.RingSlots), zap.Int("ring_bytes", len(r.seq.Slots())))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	go r.run(ctx)
+	return nil
+}
+
+func (r *seqReceiver) startTelemetry() (err error) {
+	if r.tb, err = metadata.NewTelemetryBuilder(r.set.TelemetrySettings); err != nil {
+		return err
+	}
+	return errors.Join(
+		r.tb.RegisterReceiverSeqTicketsIssuedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.rd.Head()))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqRingOccupancyCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.rd.Head() - r.readPos.Load()))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqRingCapacityCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.cfg.RingSlots))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqKernelEventsCallback(func(_ context.Context, o metric.Int64Observer) error {
+			c, err := r.seq.Counters()
+			if err != nil {
+				return err
+			}
+			for t, n := range c.Events {
+				if n > 0 && t < len(r.typeAttrs) {
+					o.Observe(int64(n), r.typeAttrs[t].(metric.ObserveOption))
+				}
+			}
+			return nil
+		}),
+	)
+}
+
+// run is the reader: it drains the ring in ticket order, hands each batch to
+// the pipeline, and parks on the doorbell when there is nothing to read.
+func (r *seqReceiver) run(ctx context.Context) {
+	defer close(r.done)
+	lingered := false
+	pendingWait := pendingFirst
+	for ctx.Err() == nil {
+		n, st := r.readBatch(ctx)
+		switch st {
+		case ring.Full:
+			lingered = false
+			continue
+		case ring.Pending:
+			// A producer claimed a ticket and is still writing its slot.
+			sleep(pendingWait)
+			pendingWait = min(2*pendingWait, pendingMax)
+			continue
+		}
+		pendingWait = pendingFirst
+		if n > 0 || !lingered {
+			lingered = true
+			sleep(lingerWait)
+			continue
+		}
+		lingered = false
+		// Park: set the flag, then look at the head again (the producer
+		// publishes, then reads the flag: one of the two sees the other).
+		r.rd.SetParked()
+		if r.rd.Head() != r.rd.Next() {
+			r.rd.ClearParked()
+			continue
+		}
+		woke, err := r.seq.Wait(parkTimeout)
+		r.rd.ClearParked()
+		if woke {
+			r.tb.ReceiverSeqWakeups.Add(ctx, 1)
+		}
+		if err != nil {
+			r.set.Logger.Warn("seq receiver: waiting on the doorbell failed; polling instead", zap.Error(err))
+			sleep(10 * time.Millisecond)
+		}
+	}
+	// Hand over what was published before shutdown rather than dropping it.
+	for {
+		if n, st := r.readBatch(context.Background()); n == 0 || st != ring.Full {
+			return
+		}
+	}
+}
+
+// readBatch reads up to MaxBatch records into one plog.Logs and consumes it.
+func (r *seqReceiver) readBatch(ctx context.Context) (int, ring.State) {
+	logs := plog.NewLogs()
+	sl := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(metadata.ScopeName)
+	sl.Scope().SetVersion(r.set.BuildInfo.Version)
+	recs := sl.LogRecords()
+
+	observed := time.Now()
+	r.mapper.BootOffset = bootOffset(observed)
+	n, st := r.rd.Read(r.cfg.MaxBatch, func(it *ring.Item) {
+		switch it.Kind {
+		case ring.Record:
+			if err := event.Decode(it.Ticket, it.Data, &r.ev); err != nil {
+				r.set.Logger.Warn("seq receiver: undecodable record", zap.Uint64("seq.number", it.Ticket), zap.Error(err))
+				r.lose(recs, it.Ticket, uint64(it.Slots), "decode", observed)
+				return
+			}
+			if r.mapper.AppendEvent(recs, &r.ev, observed) {
+				r.delivered[r.ev.Type]++
+				if it.Slots > 1 {
+					// The next record's seq.number is this one's plus its tickets.
+					recs.At(recs.Len()-1).Attributes().PutInt(pdatamap.AttrSeqTickets, int64(it.Slots))
+				}
+			}
+		case ring.Gap:
+			r.lose(recs, it.Ticket, it.Lost, it.Reason.String(), observed)
+		}
+	})
+	r.readPos.Store(r.rd.Next())
+	if recs.Len() > 0 {
+		r.consume(ctx, logs)
+	}
+	r.flushTallies(ctx)
+	return n, st
+}
+
+func (r *seqReceiver) lose(recs plog.LogRecordSlice, first, count uint64, reason string, observed time.Time) {
+	r.mapper.AppendLost(recs, first, count, reason, observed)
+	r.lost[reason] += int64(count)
+}
+
+func (r *seqReceiver) flushTallies(ctx context.Context) {
+	for t, n := range r.delivered {
+		if n > 0 {
+			r.tb.ReceiverSeqEventsDelivered.Add(ctx, n, r.typeAttrs[t].(metric.AddOption))
+			r.delivered[t] = 0
+		}
+	}
+	for reason, n := range r.lost {
+		r.tb.ReceiverSeqEventsLost.Add(ctx, n, metric.WithAttributes(attribute.String("reason", reason)))
+		delete(r.lost, reason)
+	}
+}
+
+// consume hands one batch to the pipeline. A retryable refusal is offered
+// again a few times; a batch still refused is counted by obsreport as refused.
+func (r *seqReceiver) consume(ctx context.Context, logs plog.Logs) {
+	n := logs.LogRecordCount()
+	octx := r.obs.StartLogsOp(ctx)
+	err := r.next.ConsumeLogs(octx, logs)
+	for i := 0; err != nil && !consumererror.IsPermanent(err) && i < len(consumeRetries) && ctx.Err() == nil; i++ {
+		time.Sleep(consumeRetries[i])
+		err = r.next.ConsumeLogs(octx, logs)
+	}
+	r.obs.EndLogsOp(octx, metadata.Type.String(), n, err)
+	if err != nil {
+		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process events", zap.Int("records", n), zap.Error(err))
+	}
+}
+
+// Shutdown detaches the producers first, lets the reader drain what they
+// published, records the final accounting, then closes every program and map.
+func (r *seqReceiver) Shutdown(context.Context) error {
+	if r.cancel == nil {
+		return r.closeKernel()
+	}
+	err := r.seq.Detach()
+	r.cancel()
+	r.seq.Interrupt()
+	<-r.done
+	r.cancel = nil
+	r.final.Stats = r.rd.Stats()
+	r.final.Issued = r.rd.Head() - r.rd.Start()
+	r.final.Kernel, _ = r.seq.Counters()
+	r.set.Logger.Info("seq receiver stopped",
+		zap.Uint64("tickets_issued", r.final.Issued),
+		zap.Uint64("tickets_delivered", r.final.Stats.Tickets),
+		zap.Uint64("tickets_lost", r.final.Stats.Lost),
+		zap.Uint64("records_delivered", r.final.Stats.Records))
+	if r.tb != nil {
+		r.tb.Shutdown()
+	}
+	return errors.Join(err, r.closeKernel())
+}
+
+func (r *seqReceiver) closeKernel() error {
+	if r.seq == nil {
+		return nil
+	}
+	err := r.seq.Close()
+	r.seq = nil
+	return err
+}
+
+// bootOffset is wall clock minus boot clock, to turn bpf_ktime_get_boot_ns into wall time.
+func bootOffset(now time.Time) int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0
+	}
+	return now.UnixNano() - ts.Nano()
+}
+
+// sleep waits d; unlike time.Sleep it honours waits below a millisecond.
+func sleep(d time.Duration) {
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
+}

@@ -1,0 +1,385 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package seqreceiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/seqbpf"
+)
+
+// These tests load the real BPF programs into the running kernel and watch
+// processes that the test itself starts. They need root (CAP_BPF,
+// CAP_PERFMON); CI runs as root, where they never skip.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF programs; CI runs as root and runs this test")
+	}
+}
+
+// rec is the part of a log record the tests look at.
+type rec struct {
+	name  string
+	seq   int64
+	attrs map[string]any
+	ts    time.Time
+}
+
+func (r rec) int(k string) int64 {
+	v, _ := r.attrs[k].(int64)
+	return v
+}
+
+func flatten(logs []plog.Logs) []rec {
+	var out []rec
+	for _, l := range logs {
+		for i := 0; i < l.ResourceLogs().Len(); i++ {
+			sls := l.ResourceLogs().At(i).ScopeLogs()
+			for j := 0; j < sls.Len(); j++ {
+				lrs := sls.At(j).LogRecords()
+				for k := 0; k < lrs.Len(); k++ {
+					lr := lrs.At(k)
+					r := rec{name: lr.EventName(), attrs: lr.Attributes().AsRaw(), ts: lr.Timestamp().AsTime()}
+					r.seq = r.int("seq.number")
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkOrder asserts that seq.number strictly increases and that every jump
+// is explained by a seq.lost record in its place; it returns the tickets
+// delivered and lost that the stream itself accounts for.
+func checkOrder(t *testing.T, recs []rec) (delivered, lost int64) {
+	t.Helper()
+	next := int64(-1)
+	for _, r := range recs {
+		if next >= 0 && r.seq != next {
+			// A record never jumps without a seq.lost record before it; threads filtered
+			// in userspace never happen by default (they are filtered in the kernel).
+			t.Fatalf("ticket %d follows %d without a seq.lost record explaining the jump", r.seq, next-1)
+		}
+		if r.name == "seq.lost" {
+			n := r.int("seq.lost.count")
+			lost += n
+			next = r.seq + n
+			continue
+		}
+		delivered++
+		next = r.seq + max(1, r.int("seq.tickets"))
+	}
+	return delivered, lost
+}
+
+func startReceiver(t *testing.T, cfg *Config, next *consumertest.LogsSink) *seqReceiver {
+	t.Helper()
+	require.NoError(t, cfg.Validate())
+	set := receivertest.NewNopSettings(metadata.Type)
+	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
+	require.NoError(t, err)
+	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+	return rcv.(*seqReceiver)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestShellTreeForkExecExit(t *testing.T) {
+	requireRoot(t)
+	sink := &consumertest.LogsSink{}
+	r := startReceiver(t, createDefaultConfig(), sink)
+	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
+
+	marker := fmt.Sprintf("seq-marker-%d", rand.Uint32())
+	// The outer shell forks a child that execs /bin/sh with marker arguments and exits 7.
+	cmd := exec.Command("/bin/sh", "-c", `/bin/sh -c 'exit 7' `+marker+` second-arg; echo done >/dev/null`)
+	require.NoError(t, cmd.Run())
+	outer := int64(cmd.Process.Pid)
+
+	var fork, execR, exit rec
+	waitFor(t, "the child's fork, exec and exit", func() bool {
+		var child int64
+		for _, r := range flatten(sink.AllLogs()) {
+			switch {
+			case r.name == "process.fork" && r.int("process.parent_pid") == outer:
+				fork, child = r, r.int("process.pid")
+			case r.name == "process.exec" && child != 0 && r.int("process.pid") == child:
+				execR = r
+			case r.name == "process.exit" && child != 0 && r.int("process.pid") == child:
+				exit = r
+			}
+		}
+		return exit.name != ""
+	})
+	child := fork.int("process.pid")
+	assert.NotZero(t, child)
+	assert.NotEqual(t, outer, child)
+
+	assert.Equal(t, child, execR.int("process.pid"))
+	assert.Equal(t, outer, execR.int("process.parent_pid"))
+	assert.Equal(t, "/bin/sh", execR.attrs["process.executable.path"])
+	assert.Equal(t, []any{"/bin/sh", "-c", "exit 7", marker, "second-arg"}, execR.attrs["process.command_args"])
+
+	assert.Equal(t, child, exit.int("process.pid"))
+	assert.Equal(t, int64(7), exit.int("process.exit.code"))
+	assert.Equal(t, child, exit.int("thread.id"))
+
+	assert.Less(t, fork.seq, execR.seq, "fork before exec")
+	assert.Less(t, execR.seq, exit.seq, "exec before exit")
+	assert.False(t, fork.ts.After(execR.ts), "fork timestamp not after exec's")
+	assert.False(t, execR.ts.After(exit.ts), "exec timestamp not after exit's")
+	assert.WithinDuration(t, time.Now(), exit.ts, 10*time.Second, "boot clock converted to wall clock")
+
+	// The outer shell itself: forked by this test, exec'd /bin/sh, exited 0.
+	var sawOuterFork, sawOuterExit bool
+	for _, r := range flatten(sink.AllLogs()) {
+		if r.int("process.pid") != outer {
+			continue
+		}
+		switch r.name {
+		case "process.fork":
+			sawOuterFork = r.int("process.parent_pid") == int64(os.Getpid())
+		case "process.exit":
+			sawOuterExit = r.int("process.exit.code") == 0
+		}
+	}
+	assert.True(t, sawOuterFork, "fork of the outer shell by the test process")
+	assert.True(t, sawOuterExit, "exit 0 of the outer shell")
+}
+
+func TestSignalExitAndThreads(t *testing.T) {
+	requireRoot(t)
+	sink := &consumertest.LogsSink{}
+	cfg := createDefaultConfig()
+	cfg.ThreadEvents = true
+	r := startReceiver(t, cfg, sink)
+	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
+
+	cmd := exec.Command("/bin/sleep", "30")
+	require.NoError(t, cmd.Start())
+	pid := int64(cmd.Process.Pid)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+
+	var exit rec
+	var threadStarts int
+	waitFor(t, "the killed process's exit", func() bool {
+		threadStarts = 0
+		for _, r := range flatten(sink.AllLogs()) {
+			if r.name == "process.exit" && r.int("process.pid") == pid {
+				exit = r
+			}
+			if r.name == "thread.start" && r.int("process.pid") == int64(os.Getpid()) {
+				threadStarts++
+			}
+		}
+		return exit.name != ""
+	})
+	assert.Equal(t, "SIGKILL", exit.attrs["seq.exit.signal"])
+	// A Go test binary runs several threads: their creation would show as thread.start
+	// only if it happened after Start; the receiver's own goroutines may create some.
+	t.Logf("thread.start records for the test process: %d", threadStarts)
+}
+
+// A fork storm with the default ring: the kernel's own counters must equal
+// what was delivered plus what was reported lost, per event type and in total.
+func TestForkStormAccounting(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("stress-ng"); err != nil {
+		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)
+	}
+	sink := &consumertest.LogsSink{}
+	r := startReceiver(t, createDefaultConfig(), sink)
+	out, err := exec.Command("stress-ng", "--fork", "4", "--fork-ops", "20000", "--timeout", "60s", "--quiet").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.NoError(t, r.Shutdown(context.Background()))
+
+	f := r.final
+	t.Logf("issued %d tickets, delivered %d (%d records), lost %d; kernel events %v",
+		f.Issued, f.Stats.Tickets, f.Stats.Records, f.Stats.Lost, f.Kernel.Events)
+	assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
+	assert.Equal(t, f.Kernel.TotalTickets(), f.Issued, "kernel per-CPU ticket counters = ring head")
+	assert.GreaterOrEqual(t, f.Kernel.Events[seqbpf.EvFork], uint64(20000))
+
+	recs := flatten(sink.AllLogs())
+	delivered, lost := checkOrder(t, recs)
+	assert.Equal(t, int64(f.Stats.Records), delivered)
+	assert.Equal(t, int64(f.Stats.Lost), lost)
+	byType := map[string]int64{}
+	for _, r := range recs {
+		byType[r.name]++
+	}
+	if lost == 0 {
+		assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvFork]), byType["process.fork"])
+		assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvExec]), byType["process.exec"])
+		assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvExit]), byType["process.exit"])
+	}
+}
+
+// slowSink holds the reader back so that producers lap it.
+type slowSink struct {
+	consumertest.LogsSink
+	delay time.Duration
+}
+
+func (s *slowSink) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	time.Sleep(s.delay)
+	return s.LogsSink.ConsumeLogs(ctx, ld)
+}
+
+// A tiny ring and a slow pipeline: events are lost, and every lost ticket is
+// counted and reported in place as a seq.lost record.
+func TestLappedReaderReportsEveryGap(t *testing.T) {
+	requireRoot(t)
+	sink := &slowSink{delay: 30 * time.Millisecond}
+	cfg := createDefaultConfig()
+	cfg.RingSlots = 256
+	cfg.MaxBatch = 16
+	require.NoError(t, cfg.Validate())
+	rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+	r := rcv.(*seqReceiver)
+
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 300 {
+				_ = exec.Command("/bin/true").Run()
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, r.Shutdown(context.Background()))
+
+	f := r.final
+	t.Logf("issued %d, delivered %d, lost %d: %+v", f.Issued, f.Stats.Tickets, f.Stats.Lost, f.Stats)
+	assert.Positive(t, f.Stats.Lost, "the ring of 256 slots must have been lapped")
+	assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
+	_, lost := checkOrder(t, flatten(sink.AllLogs()))
+	assert.Equal(t, int64(f.Stats.Lost), lost, "every lost ticket reported in a seq.lost record")
+}
+
+// Shutdown detaches and closes every program and map the receiver created.
+func TestShutdownLeavesNothingLoaded(t *testing.T) {
+	requireRoot(t)
+	r := startReceiver(t, createDefaultConfig(), &consumertest.LogsSink{})
+	progs, maps := r.seq.ProgramIDs(), r.seq.MapIDs()
+	require.Len(t, progs, 3)
+	require.Len(t, maps, 5)
+	require.NoError(t, r.Shutdown(context.Background()))
+	// The kernel frees programs and maps after an RCU grace period, not at close.
+	gone := func() (left []string) {
+		for _, id := range progs {
+			if p, err := ebpf.NewProgramFromID(id); err == nil {
+				p.Close()
+				left = append(left, fmt.Sprintf("program %d", id))
+			} else if !errors.Is(err, os.ErrNotExist) {
+				left = append(left, fmt.Sprintf("program %d (%v)", id, err))
+			}
+		}
+		for _, id := range maps {
+			if m, err := ebpf.NewMapFromID(id); err == nil {
+				m.Close()
+				left = append(left, fmt.Sprintf("map %d", id))
+			} else if !errors.Is(err, os.ErrNotExist) {
+				left = append(left, fmt.Sprintf("map %d (%v)", id, err))
+			}
+		}
+		return left
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for left := gone(); len(left) > 0; left = gone() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still in the kernel 10 s after Shutdown: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// arrivalSink notes when each record reached the pipeline.
+type arrivalSink struct {
+	mu      sync.Mutex
+	latency map[int64]time.Duration // exit records by pid: arrival minus event time
+}
+
+func (s *arrivalSink) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (s *arrivalSink) ConsumeLogs(_ context.Context, ld plog.Logs) error {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range flatten([]plog.Logs{ld}) {
+		if r.name == "process.exit" {
+			s.latency[r.int("process.pid")] = now.Sub(r.ts)
+		}
+	}
+	return nil
+}
+
+func (s *arrivalSink) get(pid int64) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.latency[pid]
+	return d, ok
+}
+
+// A parked reader is woken by the doorbell: an event that follows a quiet
+// period reaches the pipeline in milliseconds, not after the park timeout.
+func TestParkedReaderWakesOnEvent(t *testing.T) {
+	requireRoot(t)
+	sink := &arrivalSink{latency: map[int64]time.Duration{}}
+	rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), createDefaultConfig(), sink)
+	require.NoError(t, err)
+	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, rcv.Shutdown(context.Background())) }()
+
+	var lat []time.Duration
+	for range 10 {
+		time.Sleep(100 * time.Millisecond) // quiet: the reader lingers, then parks
+		cmd := exec.Command("/bin/true")
+		require.NoError(t, cmd.Run())
+		pid := int64(cmd.Process.Pid)
+		waitFor(t, "exit record", func() bool { _, ok := sink.get(pid); return ok })
+		d, _ := sink.get(pid)
+		lat = append(lat, d)
+	}
+	slices.Sort(lat)
+	t.Logf("event to pipeline after a quiet period: min %v, median %v, max %v", lat[0], lat[len(lat)/2], lat[len(lat)-1])
+	assert.Less(t, lat[len(lat)/2], parkTimeout/4, "a parked reader must be woken by the doorbell, not by its timeout")
+}
