@@ -36,6 +36,7 @@ e2e: $(COLLECTOR)
 build: $(COLLECTOR)
 
 $(COLLECTOR): $(BUILDER) builder-config.yaml go.mod go.sum $(GO_SOURCES)
+	mkdir -p build/otelcol-seq
 	$(BUILDER) --config builder-config.yaml
 	mkdir -p bin
 	cp build/otelcol-seq/otelcol-seq $(COLLECTOR)

@@ -230,7 +230,7 @@ func (r *seqReceiver) readBatch(ctx context.Context) (int, ring.State) {
 	recs := sl.LogRecords()
 
 	observed := time.Now()
-	r.mapper.BootOffset = bootOffset(observed)
+	r.syncBootOffset(observed)
 	n, st := r.rd.Read(r.cfg.MaxBatch, func(it *ring.Item) {
 		switch it.Kind {
 		case ring.Record:
@@ -324,6 +324,17 @@ func (r *seqReceiver) closeKernel() error {
 	err := r.seq.Close()
 	r.seq = nil
 	return err
+}
+
+// syncBootOffset keeps the boot-clock→wall-clock offset steady: reading the
+// two clocks jitters by microseconds, which would make one process's
+// creation time print differently in its fork and exit records. The offset
+// moves only when the wall clock was stepped (by more than a millisecond).
+func (r *seqReceiver) syncBootOffset(now time.Time) {
+	off := bootOffset(now)
+	if d := off - r.mapper.BootOffset; d > int64(time.Millisecond) || d < -int64(time.Millisecond) {
+		r.mapper.BootOffset = off
+	}
 }
 
 // bootOffset is wall clock minus boot clock, to turn bpf_ktime_get_boot_ns into wall time.

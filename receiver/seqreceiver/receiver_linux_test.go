@@ -130,7 +130,8 @@ func TestShellTreeForkExecExit(t *testing.T) {
 	outer := int64(cmd.Process.Pid)
 
 	var fork, execR, exit rec
-	waitFor(t, "the child's fork, exec and exit", func() bool {
+	var outerFork, outerExit rec
+	waitFor(t, "the child's fork, exec and exit, and the outer shell's exit", func() bool {
 		var child int64
 		for _, r := range flatten(sink.AllLogs()) {
 			switch {
@@ -140,9 +141,13 @@ func TestShellTreeForkExecExit(t *testing.T) {
 				execR = r
 			case r.name == "process.exit" && child != 0 && r.int("process.pid") == child:
 				exit = r
+			case r.name == "process.fork" && r.int("process.pid") == outer:
+				outerFork = r
+			case r.name == "process.exit" && r.int("process.pid") == outer:
+				outerExit = r
 			}
 		}
-		return exit.name != ""
+		return exit.name != "" && outerExit.name != ""
 	})
 	child := fork.int("process.pid")
 	assert.NotZero(t, child)
@@ -164,20 +169,10 @@ func TestShellTreeForkExecExit(t *testing.T) {
 	assert.WithinDuration(t, time.Now(), exit.ts, 10*time.Second, "boot clock converted to wall clock")
 
 	// The outer shell itself: forked by this test, exec'd /bin/sh, exited 0.
-	var sawOuterFork, sawOuterExit bool
-	for _, r := range flatten(sink.AllLogs()) {
-		if r.int("process.pid") != outer {
-			continue
-		}
-		switch r.name {
-		case "process.fork":
-			sawOuterFork = r.int("process.parent_pid") == int64(os.Getpid())
-		case "process.exit":
-			sawOuterExit = r.int("process.exit.code") == 0
-		}
-	}
-	assert.True(t, sawOuterFork, "fork of the outer shell by the test process")
-	assert.True(t, sawOuterExit, "exit 0 of the outer shell")
+	assert.Equal(t, int64(os.Getpid()), outerFork.int("process.parent_pid"), "fork of the outer shell by the test process")
+	assert.Equal(t, int64(0), outerExit.int("process.exit.code"), "exit 0 of the outer shell")
+	assert.Less(t, outerFork.seq, fork.seq)
+	assert.Less(t, exit.seq, outerExit.seq, "the child exits before the shell that waits for it")
 }
 
 func TestSignalExitAndThreads(t *testing.T) {

@@ -257,7 +257,12 @@ func TestBadConfigNamesField(t *testing.T) {
 
 func writeConfig(t *testing.T, receiver string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.yaml")
+	// Not t.TempDir(): its parent is private, and the unprivileged user must read the file.
+	dir, err := os.MkdirTemp("", "seq-e2e-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	p := filepath.Join(dir, "config.yaml")
 	cfg := "receivers:\n  " + receiver + "\nexporters:\n  debug: {}\nservice:\n  pipelines:\n    logs:\n      receivers: [seq]\n      exporters: [debug]\n"
 	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
 	return p

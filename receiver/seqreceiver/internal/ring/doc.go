@@ -23,10 +23,18 @@
 //
 // A record of len bytes takes n = max(1, ceil(len/SlotPayload)) slots, at most
 // [MaxSlots]. The producer claims tickets t0..t0+n-1 with one atomic fetch-add
-// of n on head, then for each slot i: xchg(seq, (t0+i+1)|[Writing]); store len,
-// nslots = n, index = i and payload chunk i; xchg(seq, t0+i+1), the publish,
-// always last. It then swaps parked to 0 and, if it was 1, rings the reader's
-// doorbell. [Producer] is a Go model of exactly this.
+// of n on head, then for each slot i, ticket t = t0+i:
+//
+//  1. own: load seq; if [Writing] is set or seq > t (the slot holds ticket t
+//     or newer), skip the slot; otherwise one compare-and-swap from that value
+//     to (t+1)|[Writing], and skip the slot if it fails;
+//  2. store len, nslots = n, index = i and payload chunk i;
+//  3. publish: xchg(seq, t+1), always last.
+//
+// A skipped slot is counted in seq_stats.overrun and the producer carries on
+// with the record's next slot. It then swaps parked to 0 and, if it was 1,
+// rings the reader's doorbell. [Producer] is a Go model of exactly this
+// (seq_own and seq_commit in bpf/seq.bpf.c), [Producer.Overrun] its overrun.
 //
 // # Reader protocol
 //
@@ -35,8 +43,9 @@
 // load, the payload included: atomic loads are ordered among themselves (on
 // arm64 LDAR is an acquire), so the second seq load cannot be satisfied before
 // the data loads, and the race detector sees no race against the Go producer
-// model, which stores atomically too. The BPF producer's xchg operations are
-// full barriers, which order its plain data stores between its two seq writes.
+// model, which stores atomically too. The BPF producer's compare-and-swap and
+// xchg are full barriers, which order its plain data stores between its two
+// seq writes.
 //
 // A slot that shows a newer ticket means the producers have lapped the reader:
 // the reader counts every ticket from where it was up to a resync point near
@@ -52,18 +61,22 @@
 // [Producer] and [NewMemory] exist for tests and benchmarks, in this package
 // and in the packages built on it; the real producers are the BPF programs.
 //
-// # Known limitation
+// # Stalled producers
 //
-// The seqlock detects a writer that starts after the reader's first seq load,
-// but not one that started before it: a producer that stalls for a full lap of
-// the ring between its first xchg and its last data store writes into a slot
-// that a newer ticket has already published (and its first xchg may also
-// clobber a newer published record), and a reader that copies the slot during
-// those stores, before the stalled producer publishes, accepts the mixed bytes
-// (TestKnownLimitationLaggingWriter). Goroutine producers, which are preempted
-// mid-write, hit this in TestConcurrentProducersLapping; BPF producers only if
-// a CPU stalls (NMI, vCPU preemption) for as long as the ring takes to lap.
-// Size the ring accordingly, or give producers exclusive slot ownership as
-// [Producer.Exclusive] models: take a slot with a compare-and-swap only from
-// an older, not-being-written seq, and drop the record otherwise.
+// A slot's seq only grows (ignoring [Writing]), and only the producer that
+// owns a slot, having marked it [Writing] with its compare-and-swap, stores
+// into it or changes its seq until it publishes. So a producer that stalls
+// mid-write (NMI, vCPU preemption, or a preempted goroutine in the model) for
+// a full lap of the ring keeps its slot: the producer of the ticket a lap
+// later cannot own it and skips it, instead of publishing a newer record there
+// that the stalled producer's late stores would then mix their bytes into. The
+// stalled producer writes only into its own, still unpublished slot, and
+// cannot clobber a newer record either: every slot the reader accepts holds
+// the bytes of exactly the producer that claimed its ticket, and a record's
+// slots, all claimed by one fetch-add, those of one Write.
+//
+// The ticket of a skipped slot is never published. The reader sees it pending
+// and loses it, with the rest of its record: as [Lapped] once ticket t+N is
+// claimed (N the ring's size), or as [Abandoned] after [StuckAfter] if the ring
+// is too quiet for that. Records after it are delivered as usual.
 package ring

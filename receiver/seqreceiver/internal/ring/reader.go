@@ -32,8 +32,11 @@ type LossReason uint8
 
 const (
 	// Lapped: the producers reused the tickets' slots (or claimed the
-	// tickets that will reuse them) before the reader got there. The reader skips ahead to a resync point, and every ticket it
-	// skips is lost with this reason.
+	// tickets that will reuse them) before the reader got there. The reader
+	// skips ahead to a resync point, and every ticket it skips is lost with
+	// this reason. A ticket whose producer had to skip its slot (see
+	// Producer.Overrun) is lost as Lapped once the ticket a lap later is
+	// claimed, if the reader has not given up on it as Abandoned before.
 	Lapped LossReason = iota + 1
 	// Torn: a slot was overwritten while the reader copied it (its seq changed
 	// between the two loads); then the same as Lapped.
@@ -43,7 +46,9 @@ const (
 	// start, a continuation that does not match its first slot).
 	Corrupt
 	// Abandoned: tickets claimed (below head) but left unpublished for longer
-	// than StuckAfter; a producer claimed them and never finished.
+	// than StuckAfter: a producer claimed them and never finished, or skipped
+	// their slot because a stalled producer a lap behind still owned it, and
+	// the ring has been too quiet since to lap them.
 	Abandoned
 	numReasons = iota + 1
 )
@@ -170,12 +175,15 @@ type Reader struct {
 	hook func(stage hookStage, t uint64) // tests only
 }
 
-// hookStage names the points at which tests may interfere with a slot read.
+// hookStage names the points at which tests may interfere with a slot read
+// (Reader) or a slot write (Producer).
 type hookStage uint8
 
 const (
-	hookAfterFirstLoad hookStage = iota + 1 // seq read t+1, nothing copied yet
-	hookBeforeRecheck                       // copied, seq not yet read again
+	hookAfterFirstLoad hookStage = iota + 1 // reader: seq read t+1, nothing copied yet
+	hookBeforeRecheck                       // reader: copied, seq not yet read again
+	hookOwned                               // producer: slot owned ((t+1)|Writing), nothing stored yet
+	hookFilled                              // producer: header and payload stored, not yet published
 )
 
 // NewReader returns a Reader over the mmap'd control block and slot array.
@@ -257,7 +265,7 @@ func (r *Reader) Stats() Stats {
 // The producer rings after its publish, so a reader that also sleeps while
 // Pending is woken when that ticket is published, provided it re-ran Read
 // after SetParked; it should still sleep with a timeout (StuckAfter) in case
-// the producer never publishes.
+// the producer never publishes, or skipped the slot (Producer.Overrun).
 func (r *Reader) SetParked() { atomic.StoreUint64(r.parked, 1) }
 
 // ClearParked takes the doorbell request back (parked = 0) after waking or
@@ -288,7 +296,8 @@ func (r *Reader) readSlot(t uint64, i int) (meta, slotState) {
 		if s1&^Writing > want {
 			return meta{}, slotLapped
 		}
-		// Older ticket, never written, or ours being written.
+		// Older ticket, never written, ours being written, or an older
+		// one still being written (then t's producer skipped the slot).
 		h := r.loadHead()
 		if h <= t {
 			return meta{}, slotIdle

@@ -2,7 +2,6 @@ package ring
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -147,6 +146,10 @@ func TestLayoutMatchesSeqH(t *testing.T) {
 			t.Errorf("seq.h no longer says %q", s)
 		}
 	}
+	// The producers count the slots they skip (Producer.Overrun's counterpart).
+	if !regexp.MustCompile(`struct seq_stats \{[^}]*\b__u64 overrun;`).MatchString(string(src)) {
+		t.Error("seq.h's struct seq_stats has no overrun counter")
+	}
 	if HeadOffset != 0 || ParkedOffset != 8*8 || CtlSize != 16*8 || Writing != 1<<63 || MaxRecord != MaxSlots*SlotPayload {
 		t.Error("control block layout")
 	}
@@ -263,7 +266,9 @@ func countSlots(recs [][]byte) (n int) {
 func TestPayloadPadding(t *testing.T) {
 	_, slots, p, _ := newRing(t, 4)
 	for i := range slots {
-		slots[i] = 0xff
+		if i%SlotSize >= 8 { // garbage everywhere but seq, which must say never written
+			slots[i] = 0xff
+		}
 	}
 	p.Write([]byte{1, 2, 3})
 	// The last word is padded with zeros; the rest of the payload is untouched.
@@ -665,38 +670,214 @@ func TestParkDoorbell(t *testing.T) {
 	t.Logf("%d sleeps, %d doorbells", sleeps, rings.Load())
 }
 
-// TestKnownLimitationLaggingWriter shows what the seq.h protocol cannot
-// detect: a producer that stalls for a full lap between its first xchg and
-// its data stores writes into a slot a newer ticket has since published, and
-// a reader copying the slot at that moment delivers the mixed record. If this
-// test starts failing, the protocol has been fixed: turn it around.
-func TestKnownLimitationLaggingWriter(t *testing.T) {
-	ctl, _, p, r := newRing(t, 4)
-	// Writer A claims ticket 0, marks the slot Writing, and stalls.
-	a := claim(ctl, 1)
-	s := p.slot(a)
-	atomic.SwapUint64(word(s, seqOffset), (a+1)|Writing)
-	// Meanwhile the other producers write tickets 1..4; 4 reuses slot 0.
-	for range 4 {
-		p.Write(bytes.Repeat([]byte("B"), 16))
-	}
-	// The reader, lapped, resyncs to 1 and reads on. While it copies
-	// ticket 4, A wakes up and stores its data, and publishes only later.
-	r.hook = func(stage hookStage, tk uint64) {
-		if stage == hookAfterFirstLoad && tk == 4 {
-			atomic.StoreUint64(word(s, SlotHeader), binary64("AAAAAAAA"))
+// TestLaggingWriter is the scenario that broke seq.h's original protocol
+// (mark the slot with xchg, write, publish): a producer that stalls for a full
+// lap mid-write must neither be overwritten by the producer a lap later nor
+// mix its bytes into a newer record. With slot ownership the later producer
+// skips the slot (Overrun), the reader never accepts it for the newer ticket,
+// and the accounting stays exact, whether the ring then goes quiet (the
+// skipped ticket is Abandoned after StuckAfter) or laps again (Lapped).
+func TestLaggingWriter(t *testing.T) {
+	for _, quiet := range []bool{true, false} {
+		name := "lapped again"
+		if quiet {
+			name = "quiet"
 		}
-	}
-	var got []byte
-	r.Read(0, func(it *Item) {
-		if it.Kind == Record && it.Ticket == 4 {
-			got = bytes.Clone(it.Data)
-		}
-	})
-	atomic.SwapUint64(word(s, seqOffset), a+1) // A's late publish
-	if string(got) != "AAAAAAAABBBBBBBB" {
-		t.Fatalf("ticket 4 read as %q: the lagging writer is now detected?", got)
+		t.Run(name, func(t *testing.T) { laggingWriter(t, quiet) })
 	}
 }
 
-func binary64(s string) uint64 { return binary.NativeEndian.Uint64([]byte(s)) }
+func laggingWriter(t *testing.T, quiet bool) {
+	clk := newClock()
+	_, slots, p, r := newRing(t, 4, Clock(clk.now), StuckAfter(time.Second))
+	a := bytes.Repeat([]byte("A"), 16)
+	b := bytes.Repeat([]byte("B"), 16)
+	s0 := slots[:SlotSize] // the slot of tickets 0, 4, 8
+	var items []Item
+	read := func(want State) {
+		t.Helper()
+		got, st := readAll(r, 0)
+		if st != want {
+			t.Fatalf("Read stopped %v, want %v; items %s", st, want, fmtItems(got))
+		}
+		for _, it := range got {
+			if it.Kind == Record && !bytes.Equal(it.Data, b) {
+				t.Fatalf("ticket %d delivered as %q", it.Ticket, it.Data)
+			}
+		}
+		items = append(items, got...)
+		checkInvariantStats(t, r)
+	}
+	r.hook = func(stage hookStage, tk uint64) {
+		if tk&3 == 0 && stage == hookAfterFirstLoad {
+			// Only ticket 8, in the lapped-again run, may be read from slot 0.
+			if quiet || tk != 8 {
+				t.Errorf("reader accepted slot 0 for ticket %d", tk)
+			}
+		}
+	}
+	stalled := false
+	p.hook = func(stage hookStage, tk uint64) {
+		if tk != 0 {
+			return
+		}
+		switch stage {
+		case hookOwned:
+			// Writer A owns ticket 0's slot and stalls before its stores,
+			// while the other producers write tickets 1..4; 4 is slot 0's
+			// next ticket and cannot be owned: skipped, not written.
+			stalled = true
+			for range 4 {
+				p.Write(b)
+			}
+			if p.Overrun() != 1 {
+				t.Fatalf("overrun %d, want 1", p.Overrun())
+			}
+			if seq, _ := slotHeaderOf(s0); seq != 1|Writing {
+				t.Fatalf("slot 0 seq %#x, want A's 1|Writing", seq)
+			}
+			if !bytes.Equal(s0[8:], make([]byte, SlotSize-8)) {
+				t.Fatalf("ticket 4's producer wrote into A's slot: % x", s0[8:])
+			}
+			// Lapped: resync to head 5 - 4 + 1 = 2; ticket 4 is pending.
+			read(Pending)
+		case hookFilled:
+			// A has stored its bytes, not yet published: they are only in
+			// its own slot, and the reader still does not take them.
+			if seq, m := slotHeaderOf(s0); seq != 1|Writing || m != (meta{len: 16, nslots: 1}) || !bytes.Equal(s0[SlotHeader:SlotHeader+16], a) {
+				t.Fatalf("slot 0: seq %#x %+v % x", seq, m, s0[SlotHeader:SlotHeader+16])
+			}
+			read(Pending)
+		}
+	}
+	if tk := p.Write(a); tk != 0 || !stalled {
+		t.Fatalf("A wrote ticket %d, stalled %v", tk, stalled)
+	}
+	p.hook = nil
+	if seq, _ := slotHeaderOf(s0); seq != 1 {
+		t.Fatalf("A's publish: slot 0 seq %d, want 1", seq)
+	}
+	read(Pending) // A's late publish is of a ticket already lost; 4 stays pending
+	if quiet {
+		clk.add(time.Second)
+		read(Idle)
+		wantItems(t, items, []Item{gap(0, 2, Lapped), rec(2, 1), rec(3, 1), gap(4, 1, Abandoned)})
+	} else {
+		// Tickets 5..8; A is done, so ticket 8 owns slot 0 again.
+		for range 4 {
+			p.Write(b)
+		}
+		read(Idle)
+		// Ticket 4 lapped: resync to head 9 - 4 + 1 = 6.
+		wantItems(t, items, []Item{gap(0, 2, Lapped), rec(2, 1), rec(3, 1), gap(4, 2, Lapped), rec(6, 1), rec(7, 1), rec(8, 1)})
+	}
+	if p.Overrun() != 1 {
+		t.Fatalf("overrun %d, want 1", p.Overrun())
+	}
+	if s := r.Stats(); s.Tickets+s.Lost != r.Head() || r.Next() != r.Head() {
+		t.Fatalf("delivered %d + lost %d != head %d (next %d)", s.Tickets, s.Lost, r.Head(), r.Next())
+	}
+}
+
+// TestSkippedMiddleSlot: a producer stalled on ticket 1 makes the producer of
+// a 3-slot record at tickets 8..10 skip its middle slot (9, slot 1). That
+// producer still writes the record's other slots, and the reader loses the
+// whole record, as Abandoned on a quiet ring or as Lapped once ticket 17 is
+// claimed, and delivers the records after it.
+func TestSkippedMiddleSlot(t *testing.T) {
+	for _, quiet := range []bool{true, false} {
+		name := "lapped"
+		if quiet {
+			name = "quiet"
+		}
+		t.Run(name, func(t *testing.T) {
+			clk := newClock()
+			_, slots, p, r := newRing(t, 8, Clock(clk.now), StuckAfter(time.Second))
+			one := []byte("one")
+			var items []Item
+			read := func(want State) {
+				t.Helper()
+				got, st := readAll(r, 0)
+				if st != want {
+					t.Fatalf("Read stopped %v, want %v; items %s", st, want, fmtItems(got))
+				}
+				items = append(items, got...)
+				checkInvariantStats(t, r)
+			}
+			p.Write(one) // 0
+			p.hook = func(stage hookStage, tk uint64) {
+				if stage != hookOwned || tk != 1 {
+					return
+				}
+				p.hook = nil // the stall: ticket 1's producer owns slot 1
+				for range 6 {
+					p.Write(one) // 2..7
+				}
+				if tk := p.Write(bytes.Repeat([]byte("R"), 3*SlotPayload)); tk != 8 {
+					t.Fatalf("record at %d", tk)
+				}
+				if p.Overrun() != 1 {
+					t.Fatalf("overrun %d, want 1", p.Overrun())
+				}
+				// Slots 0 and 2 hold the record's first and last slots.
+				for _, c := range []struct{ slot, seq uint64 }{{0, 9}, {1, 2 | Writing}, {2, 11}} {
+					if seq, _ := slotHeaderOf(slots[c.slot*SlotSize:]); seq != c.seq {
+						t.Fatalf("slot %d seq %#x, want %#x", c.slot, seq, c.seq)
+					}
+				}
+				p.Write(one) // 11
+				p.Write(one) // 12
+				// Lapped at 0 (slot 0 holds 8): resync to 13 - 8 + 1 = 6;
+				// then 8 waits on its middle slot.
+				read(Pending)
+			}
+			if tk := p.Write(one); tk != 1 {
+				t.Fatal(tk)
+			}
+			read(Pending) // A published ticket 1, long lost; 9 is still unpublished
+			if quiet {
+				clk.add(time.Second)
+				read(Idle)
+				wantItems(t, items, []Item{gap(0, 6, Lapped), rec(6, 1), rec(7, 1), gap(8, 3, Abandoned), rec(11, 1), rec(12, 1)})
+			} else {
+				for range 5 {
+					p.Write(one) // 13..17; 17 owns slot 1 now that A is done
+				}
+				read(Idle)
+				// 9 lapped: resync to max(10, 18 - 8 + 1 = 11), the record's end.
+				want := []Item{gap(0, 6, Lapped), rec(6, 1), rec(7, 1), gap(8, 3, Lapped)}
+				for tk := uint64(11); tk <= 17; tk++ {
+					want = append(want, rec(tk, 1))
+				}
+				wantItems(t, items, want)
+			}
+			for _, it := range items {
+				if it.Kind == Record && string(it.Data) != "one" {
+					t.Fatalf("ticket %d delivered as %q", it.Ticket, it.Data)
+				}
+			}
+			if s := r.Stats(); s.Tickets+s.Lost != r.Head() || r.Next() != r.Head() || p.Overrun() != 1 {
+				t.Fatalf("delivered %d + lost %d != head %d (next %d), overrun %d", s.Tickets, s.Lost, r.Head(), r.Next(), p.Overrun())
+			}
+		})
+	}
+}
+
+// slotHeaderOf reads a slot's seq and header, atomically.
+func slotHeaderOf(slot []byte) (seq uint64, m meta) {
+	p := unsafe.Pointer(&slot[0])
+	return atomic.LoadUint64(word(p, seqOffset)), unpackMeta(atomic.LoadUint64(word(p, metaOffset)))
+}
+
+// checkInvariantStats checks what holds at any time: delivered + lost tickets
+// == next - start, and the reasons add up.
+func checkInvariantStats(t *testing.T, r *Reader) {
+	t.Helper()
+	s := r.Stats()
+	if s.Tickets+s.Lost != r.Next()-r.Start() {
+		t.Fatalf("delivered %d + lost %d tickets, next - start = %d", s.Tickets, s.Lost, r.Next()-r.Start())
+	}
+	if s.Lost != s.LostLapped+s.LostTorn+s.LostCorrupt+s.LostAbandoned {
+		t.Fatalf("lost by reason does not add up: %+v", s)
+	}
+}
