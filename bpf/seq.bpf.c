@@ -200,6 +200,8 @@ static __always_inline void seq_fill(struct seq_event *e, struct task_struct *ta
 	e->filename_len = 0;
 	e->args_len = 0;
 	bpf_probe_read_kernel(e->comm, sizeof(e->comm), task->comm);
+	e->sid = BPF_CORE_READ(task, signal, pids[PIDTYPE_SID], numbers[0].nr);
+	e->_pad = 0;
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -287,5 +289,25 @@ int BPF_PROG(seq_exit, struct task_struct *p, bool group_dead)
 	}
 	e->exit_code = code;
 	seq_commit(rec, sizeof(*e), type);
+	return 0;
+}
+
+/*
+ * The processes alive when the receiver starts: one struct seq_event (type
+ * SEQ_EV_SNAPSHOT) per thread-group leader, written to the iterator's output.
+ * The receiver attaches the tracepoints first and reads this second, so a
+ * process is seen at least once, by one or both.
+ */
+SEC("iter/task")
+int seq_snapshot(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct seq_event e = {};
+
+	if (!task || task->pid != task->tgid)
+		return 0;
+	seq_fill(&e, task, SEQ_EV_SNAPSHOT, true);
+	e.ktime_ns = task->start_boottime;
+	bpf_seq_write(ctx->meta->seq, &e, sizeof(e));
 	return 0;
 }

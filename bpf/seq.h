@@ -30,7 +30,7 @@
 /* Largest record: the fixed event, a filename and argv. */
 #define SEQ_MAX_FILENAME 256
 #define SEQ_MAX_ARGS 4096
-#define SEQ_MAX_SLOTS 42 /* ceil((88 + 256 + 4096) / 112) = 40, rounded up */
+#define SEQ_MAX_SLOTS 42 /* ceil((96 + 256 + 4096) / 112) = 40, rounded up */
 #define SEQ_SCRATCH (SEQ_MAX_SLOTS * SEQ_SLOT_PAYLOAD)
 
 struct seq_slot {
@@ -56,6 +56,7 @@ enum seq_event_type {
 	SEQ_EV_THREAD_START = 4, /* clone with CLONE_THREAD */
 	SEQ_EV_THREAD_EXIT = 5,  /* a thread exited, its process lives on */
 	SEQ_EV_SYNTH = 6,        /* bench-only synthetic producer */
+	SEQ_EV_SNAPSHOT = 7,     /* a process alive when the receiver started (task iterator, never in the ring) */
 	SEQ_EV_MAX = 8,
 };
 
@@ -84,6 +85,8 @@ struct seq_event {
 	__u16 filename_len;    /* bytes of filename after this struct, no NUL */
 	__u16 args_len;        /* bytes of argv after the filename, NUL-separated */
 	char comm[16];
+	__u32 sid;             /* session id: a process whose pid == sid leads its session */
+	__u32 _pad;
 };
 
 /* seq_counters (map): one per-CPU struct seq_stats. */

@@ -25,6 +25,9 @@ const (
 	maxRingSlots = 1 << 22 // 4 Mi slots of 128 bytes: 512 MiB of ring
 	maxArgsBytes = 4096    // SEQ_MAX_ARGS in bpf/seq.h
 	maxMaxBatch  = 65536
+	minProcesses = 64
+	maxProcesses = 1 << 22
+	commLen      = 15 // TASK_COMM_LEN - 1
 )
 
 // Config is the seq receiver's configuration. `seq: {}` uses the defaults.
@@ -49,7 +52,37 @@ type Config struct {
 	// MaxBatch is the most log records handed to the pipeline in one call.
 	MaxBatch int `mapstructure:"max_batch"`
 
+	// Traces shapes the span-per-process output of a traces pipeline.
+	Traces TracesConfig `mapstructure:"traces"`
+
 	_ struct{}
+}
+
+// TracesConfig shapes the spans: one per process lifetime, parent to child,
+// and where a trace starts.
+type TracesConfig struct {
+	// ServiceName is the service.name resource attribute of the spans and log records.
+	ServiceName string `mapstructure:"service_name"`
+
+	// RootParents are executable names (comm, at most 15 characters) whose
+	// children start a new trace: daemons that run jobs, logins, container shims.
+	RootParents []string `mapstructure:"root_parents"`
+
+	// SessionLeaders makes a child of a session leader (an interactive shell,
+	// a daemon after setsid) start a new trace: one trace per command typed.
+	SessionLeaders bool `mapstructure:"session_leaders"`
+
+	// MaxProcesses bounds the live processes tracked; beyond it the oldest is
+	// evicted (its span exported early, marked seq.process.evicted), counted.
+	MaxProcesses int `mapstructure:"max_processes"`
+
+	_ struct{}
+}
+
+// DefaultRootParents are the executables whose children start a trace by default.
+var DefaultRootParents = []string{
+	"systemd", "init", "cron", "crond", "anacron", "atd", "sshd", "login", "su", "sudo",
+	"containerd-shim", "conmon", "runc", "crun", "tmux: server", "screen",
 }
 
 func createDefaultConfig() *Config {
@@ -58,6 +91,12 @@ func createDefaultConfig() *Config {
 		Events:       []string{EventFork, EventExec, EventExit},
 		MaxArgsBytes: 1024,
 		MaxBatch:     1024,
+		Traces: TracesConfig{
+			ServiceName:    "linux-processes",
+			RootParents:    DefaultRootParents,
+			SessionLeaders: true,
+			MaxProcesses:   65536,
+		},
 	}
 }
 
@@ -85,6 +124,17 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > maxMaxBatch {
 		errs = append(errs, fmt.Errorf("max_batch: %d is out of range 1 to %d", c.MaxBatch, maxMaxBatch))
+	}
+	if c.Traces.ServiceName == "" {
+		errs = append(errs, errors.New("traces::service_name: empty; give the service.name for the process spans"))
+	}
+	if c.Traces.MaxProcesses < minProcesses || c.Traces.MaxProcesses > maxProcesses {
+		errs = append(errs, fmt.Errorf("traces::max_processes: %d is out of range %d to %d", c.Traces.MaxProcesses, minProcesses, maxProcesses))
+	}
+	for _, name := range c.Traces.RootParents {
+		if name == "" || len(name) > commLen {
+			errs = append(errs, fmt.Errorf("traces::root_parents: %q is not an executable name as the kernel keeps it (1 to %d characters)", name, commLen))
+		}
 	}
 	return errors.Join(errs...)
 }

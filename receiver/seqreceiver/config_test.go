@@ -39,7 +39,10 @@ func TestConfigDefaults(t *testing.T) {
 func TestConfigCustom(t *testing.T) {
 	cfg := loadConfig(t, "custom")
 	require.NoError(t, confmap.Validate(cfg))
-	assert.Equal(t, &Config{RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxBatch: 64}, cfg)
+	assert.Equal(t, &Config{
+		RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxBatch: 64,
+		Traces: TracesConfig{ServiceName: "build-farm", RootParents: []string{"cron", "make"}, MaxProcesses: 1024},
+	}, cfg)
 }
 
 func TestConfigInvalid(t *testing.T) {
@@ -49,6 +52,9 @@ func TestConfigInvalid(t *testing.T) {
 		"bad_args":  "max_args_bytes: 5000 is out of range 0 to 4096",
 		"bad_batch": "max_batch: 0 is out of range 1 to 65536",
 		"no_events": "events: empty; list one or more of fork, exec, exit",
+		"bad_traces": "traces::service_name: empty; give the service.name for the process spans\n" +
+			"traces::max_processes: 10 is out of range 64 to 4194304\n" +
+			`traces::root_parents: "containerd-shim-runc-v2" is not an executable name as the kernel keeps it (1 to 15 characters)`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := confmap.Validate(loadConfig(t, name))

@@ -16,5 +16,6 @@ func NewFactory() receiver.Factory {
 		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
 		receiver.WithLogs(createLogs, metadata.LogsStability),
+		receiver.WithTraces(createTraces, metadata.TracesStability),
 	)
 }

@@ -6,9 +6,14 @@
 package seqreceiver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.opentelemetry.io/otel/attribute"
@@ -26,6 +32,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/seqbpf"
 )
@@ -45,15 +52,17 @@ const (
 var consumeRetries = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 80 * time.Millisecond}
 
 type seqReceiver struct {
-	cfg  *Config
-	set  receiver.Settings
-	next consumer.Logs
-	obs  *receiverhelper.ObsReport
+	cfg    *Config
+	set    receiver.Settings
+	logs   consumer.Logs   // nil when no logs pipeline uses the receiver
+	traces consumer.Traces // nil when no traces pipeline uses the receiver
+	obs    *receiverhelper.ObsReport
 
 	seq    *seqbpf.Sequencer
 	rd     *ring.Reader
 	tb     *metadata.TelemetryBuilder
 	mapper pdatamap.Mapper
+	model  *process.Model
 	ev     event.Event
 
 	readPos atomic.Uint64 // the reader's next ticket, for the occupancy gauge
@@ -62,9 +71,9 @@ type seqReceiver struct {
 	done    chan struct{}
 
 	// per-batch tallies, flushed into the telemetry once per batch
-	delivered [event.Synth + 1]int64
+	delivered [event.Snapshot + 1]int64
 	lost      map[string]int64
-	typeAttrs [event.Synth + 1]metric.MeasurementOption
+	typeAttrs [event.Snapshot + 1]metric.MeasurementOption
 }
 
 // finalAccount is the ring's accounting at shutdown, after the producers were
@@ -75,7 +84,28 @@ type finalAccount struct {
 	Kernel seqbpf.Counters
 }
 
+// One receiver instance per configuration serves its logs and traces pipelines.
+var instances shared[*seqReceiver]
+
 func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	e, err := instances.get(cfg.(*Config), func() (*seqReceiver, error) { return newReceiver(set, cfg.(*Config)) })
+	if err != nil {
+		return nil, err
+	}
+	e.c.logs = next
+	return e, nil
+}
+
+func createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
+	e, err := instances.get(cfg.(*Config), func() (*seqReceiver, error) { return newReceiver(set, cfg.(*Config)) })
+	if err != nil {
+		return nil, err
+	}
+	e.c.traces = next
+	return e, nil
+}
+
+func newReceiver(set receiver.Settings, c *Config) (*seqReceiver, error) {
 	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
 		ReceiverID:             set.ID,
 		Transport:              "ebpf",
@@ -84,8 +114,7 @@ func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, 
 	if err != nil {
 		return nil, err
 	}
-	c := cfg.(*Config)
-	r := &seqReceiver{cfg: c, set: set, next: next, obs: obs, lost: map[string]int64{}}
+	r := &seqReceiver{cfg: c, set: set, obs: obs, lost: map[string]int64{}}
 	r.mapper.IncludeThreads = c.ThreadEvents
 	for t := range r.typeAttrs {
 		r.typeAttrs[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("event", event.Type(t).String())))
@@ -125,6 +154,18 @@ func (r *seqReceiver) Start(_ context.Context, _ component.Host) (err error) {
 		return fmt.Errorf("seq receiver: map ring: %w", err)
 	}
 	r.readPos.Store(r.rd.Next())
+	r.syncBootOffset(time.Now())
+	r.model = process.New(process.Config{
+		BootID:         bootID(),
+		MaxProcesses:   r.cfg.Traces.MaxProcesses,
+		RootParents:    r.cfg.Traces.RootParents,
+		SessionLeaders: r.cfg.Traces.SessionLeaders,
+		ThreadEvents:   r.cfg.ThreadEvents,
+		BootOffset:     r.mapper.BootOffset,
+	})
+	// The tracepoints are attached: every process started from now on is
+	// seen by them, and the ones already running come from the snapshot.
+	r.addRunning()
 	if err = r.startTelemetry(); err != nil {
 		return fmt.Errorf("seq receiver: telemetry: %w", err)
 	}
@@ -221,10 +262,13 @@ func (r *seqReceiver) run(ctx context.Context) {
 	}
 }
 
-// readBatch reads up to MaxBatch records into one plog.Logs and consumes it.
+// readBatch reads up to MaxBatch records, applies them to the process model,
+// and hands the log records and the spans they finished to the pipelines.
 func (r *seqReceiver) readBatch(ctx context.Context) (int, ring.State) {
 	logs := plog.NewLogs()
-	sl := logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	rl := logs.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr(pdatamap.AttrServiceName, r.cfg.Traces.ServiceName)
+	sl := rl.ScopeLogs().AppendEmpty()
 	sl.Scope().SetName(metadata.ScopeName)
 	sl.Scope().SetVersion(r.set.BuildInfo.Version)
 	recs := sl.LogRecords()
@@ -239,23 +283,74 @@ func (r *seqReceiver) readBatch(ctx context.Context) (int, ring.State) {
 				r.lose(recs, it.Ticket, uint64(it.Slots), "decode", observed)
 				return
 			}
-			if r.mapper.AppendEvent(recs, &r.ev, observed) {
-				r.delivered[r.ev.Type]++
-				if it.Slots > 1 {
-					// The next record's seq.number is this one's plus its tickets.
-					recs.At(recs.Len()-1).Attributes().PutInt(pdatamap.AttrSeqTickets, int64(it.Slots))
-				}
+			traceID, spanID := r.model.Apply(&r.ev)
+			if r.logs == nil || !r.mapper.AppendEvent(recs, &r.ev, observed) {
+				return
+			}
+			r.delivered[r.ev.Type]++
+			lr := recs.At(recs.Len() - 1)
+			lr.SetTraceID(traceID)
+			lr.SetSpanID(spanID)
+			if it.Slots > 1 {
+				// The next record's seq.number is this one's plus its tickets.
+				lr.Attributes().PutInt(pdatamap.AttrSeqTickets, int64(it.Slots))
 			}
 		case ring.Gap:
 			r.lose(recs, it.Ticket, it.Lost, it.Reason.String(), observed)
 		}
 	})
 	r.readPos.Store(r.rd.Next())
-	if recs.Len() > 0 {
-		r.consume(ctx, logs)
+	if recs.Len() > 0 && r.logs != nil {
+		r.consumeLogs(ctx, logs)
 	}
+	r.flushSpans(ctx)
 	r.flushTallies(ctx)
 	return n, st
+}
+
+// flushSpans hands the spans of the processes that ended to the traces pipeline.
+func (r *seqReceiver) flushSpans(ctx context.Context) {
+	traces := ptrace.NewTraces()
+	rs := traces.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(pdatamap.AttrServiceName, r.cfg.Traces.ServiceName)
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName(metadata.ScopeName)
+	ss.Scope().SetVersion(r.set.BuildInfo.Version)
+	if r.model.AppendFinished(ss.Spans()) == 0 || r.traces == nil {
+		return
+	}
+	n := traces.SpanCount()
+	octx := r.obs.StartTracesOp(ctx)
+	err := retry(ctx, func() error { return r.traces.ConsumeTraces(octx, traces) })
+	r.obs.EndTracesOp(octx, metadata.Type.String(), n, err)
+	if err != nil {
+		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process spans", zap.Int("spans", n), zap.Error(err))
+	}
+}
+
+// addRunning puts the processes alive at start into the process model, from
+// the BPF task iterator, with their command lines from /proc.
+func (r *seqReceiver) addRunning() {
+	recs, err := r.seq.Snapshot()
+	if err != nil {
+		r.set.Logger.Warn("seq receiver: no snapshot of the running processes; their spans start at their first event", zap.Error(err))
+		return
+	}
+	evs := make([]event.Event, 0, len(recs))
+	for _, b := range recs {
+		var ev event.Event
+		if event.Decode(0, b, &ev) == nil {
+			ev.Filename, ev.Args = procCmdline(ev.PID)
+			evs = append(evs, ev)
+		}
+	}
+	// Parents before children, so a child joins its parent's trace.
+	slices.SortFunc(evs, func(a, b event.Event) int { return cmp.Compare(a.StartNs, b.StartNs) })
+	for i := range evs {
+		r.model.AddRunning(&evs[i])
+	}
+	r.model.EndSnapshot()
+	r.set.Logger.Info("seq receiver: processes running at start", zap.Int("processes", len(recs)))
 }
 
 func (r *seqReceiver) lose(recs plog.LogRecordSlice, first, count uint64, reason string, observed time.Time) {
@@ -276,16 +371,12 @@ func (r *seqReceiver) flushTallies(ctx context.Context) {
 	}
 }
 
-// consume hands one batch to the pipeline. A retryable refusal is offered
-// again a few times; a batch still refused is counted by obsreport as refused.
-func (r *seqReceiver) consume(ctx context.Context, logs plog.Logs) {
+// consumeLogs hands one batch to the logs pipeline; a batch still refused
+// after the retries is counted by obsreport as refused.
+func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 	n := logs.LogRecordCount()
 	octx := r.obs.StartLogsOp(ctx)
-	err := r.next.ConsumeLogs(octx, logs)
-	for i := 0; err != nil && !consumererror.IsPermanent(err) && i < len(consumeRetries) && ctx.Err() == nil; i++ {
-		time.Sleep(consumeRetries[i])
-		err = r.next.ConsumeLogs(octx, logs)
-	}
+	err := retry(ctx, func() error { return r.logs.ConsumeLogs(octx, logs) })
 	r.obs.EndLogsOp(octx, metadata.Type.String(), n, err)
 	if err != nil {
 		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process events", zap.Int("records", n), zap.Error(err))
@@ -294,6 +385,16 @@ func (r *seqReceiver) consume(ctx context.Context, logs plog.Logs) {
 
 // Shutdown detaches the producers first, lets the reader drain what they
 // published, records the final accounting, then closes every program and map.
+// retry offers a batch refused with a retryable error again a few times.
+func retry(ctx context.Context, consume func() error) error {
+	err := consume()
+	for i := 0; err != nil && !consumererror.IsPermanent(err) && i < len(consumeRetries) && ctx.Err() == nil; i++ {
+		time.Sleep(consumeRetries[i])
+		err = consume()
+	}
+	return err
+}
+
 func (r *seqReceiver) Shutdown(context.Context) error {
 	if r.cancel == nil {
 		return r.closeKernel()
@@ -306,6 +407,9 @@ func (r *seqReceiver) Shutdown(context.Context) error {
 	r.final.Stats = r.rd.Stats()
 	r.final.Issued = r.rd.Head() - r.rd.Start()
 	r.final.Kernel, _ = r.seq.Counters()
+	// Processes still running: their spans end now, marked as still running.
+	r.model.CloseAll(bootNow())
+	r.flushSpans(context.Background())
 	r.set.Logger.Info("seq receiver stopped",
 		zap.Uint64("tickets_issued", r.final.Issued),
 		zap.Uint64("tickets_delivered", r.final.Stats.Tickets),
@@ -334,7 +438,34 @@ func (r *seqReceiver) syncBootOffset(now time.Time) {
 	off := bootOffset(now)
 	if d := off - r.mapper.BootOffset; d > int64(time.Millisecond) || d < -int64(time.Millisecond) {
 		r.mapper.BootOffset = off
+		if r.model != nil {
+			r.model.SetBootOffset(off)
+		}
 	}
+}
+
+func bootNow() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	return uint64(ts.Nano())
+}
+
+// bootID names this boot: with a pid and a start time it names a process.
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+}
+
+// procCmdline reads a running process's executable and argv from /proc
+// (best effort: a process may be gone, or a kernel thread has none).
+func procCmdline(pid uint32) (exe string, args []string) {
+	p := "/proc/" + strconv.FormatUint(uint64(pid), 10)
+	exe, _ = os.Readlink(p + "/exe")
+	b, _ := os.ReadFile(p + "/cmdline")
+	if s := strings.TrimRight(string(b), "\x00"); s != "" {
+		args = strings.Split(s, "\x00")
+	}
+	return exe, args
 }
 
 // bootOffset is wall clock minus boot clock, to turn bpf_ktime_get_boot_ns into wall time.

@@ -23,7 +23,9 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
@@ -103,7 +105,7 @@ func startReceiver(t *testing.T, cfg *Config, next *consumertest.LogsSink) *seqR
 	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-	return rcv.(*seqReceiver)
+	return rcv.(*sharedEntry[*seqReceiver]).c
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -267,7 +269,7 @@ func TestLappedReaderReportsEveryGap(t *testing.T) {
 	rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-	r := rcv.(*seqReceiver)
+	r := rcv.(*sharedEntry[*seqReceiver]).c
 
 	var wg sync.WaitGroup
 	for range 4 {
@@ -295,7 +297,7 @@ func TestShutdownLeavesNothingLoaded(t *testing.T) {
 	requireRoot(t)
 	r := startReceiver(t, createDefaultConfig(), &consumertest.LogsSink{})
 	progs, maps := r.seq.ProgramIDs(), r.seq.MapIDs()
-	require.Len(t, progs, 3)
+	require.Len(t, progs, 4)
 	require.Len(t, maps, 5)
 	require.NoError(t, r.Shutdown(context.Background()))
 	// The kernel frees programs and maps after an RCU grace period, not at close.
@@ -377,4 +379,111 @@ func TestParkedReaderWakesOnEvent(t *testing.T) {
 	slices.Sort(lat)
 	t.Logf("event to pipeline after a quiet period: min %v, median %v, max %v", lat[0], lat[len(lat)/2], lat[len(lat)-1])
 	assert.Less(t, lat[len(lat)/2], parkTimeout/4, "a parked reader must be woken by the doorbell, not by its timeout")
+}
+
+// One receiver in a logs and a traces pipeline: a shell tree becomes one
+// span per process, linked parent to child, and every log record carries
+// the trace and span id of its process's span.
+func TestShellTreeSpans(t *testing.T) {
+	requireRoot(t)
+	cfg := createDefaultConfig()
+	set := receivertest.NewNopSettings(metadata.Type)
+	logSink, traceSink := &consumertest.LogsSink{}, &consumertest.TracesSink{}
+	lr, err := NewFactory().CreateLogs(context.Background(), set, cfg, logSink)
+	require.NoError(t, err)
+	tr, err := NewFactory().CreateTraces(context.Background(), set, cfg, traceSink)
+	require.NoError(t, err)
+	require.Same(t, lr, tr, "one instance serves both pipelines")
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, tr.Start(context.Background(), componenttest.NewNopHost()))
+
+	// setsid: the outer shell leads a session, so the inner shell starts a trace.
+	cmd := exec.Command("setsid", "-w", "/bin/sh", "-c", `/bin/sh -c 'sleep 0.2; /bin/sh -c "exit 3"; true' ; true`)
+	require.NoError(t, cmd.Run())
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, lr.Shutdown(context.Background()))
+	require.NoError(t, tr.Shutdown(context.Background()))
+
+	type span struct {
+		name            string
+		pid, ppid, code int64
+		id, parent      pcommon.SpanID
+		trace           pcommon.TraceID
+		start, end      time.Time
+		status          ptrace.StatusCode
+		desc            string
+		execs           int
+	}
+	spans := map[int64]span{}
+	for _, td := range traceSink.AllTraces() {
+		rss := td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			svc, _ := rss.At(i).Resource().Attributes().Get("service.name")
+			assert.Equal(t, "linux-processes", svc.Str())
+			sss := rss.At(i).ScopeSpans()
+			for j := 0; j < sss.Len(); j++ {
+				for k := 0; k < sss.At(j).Spans().Len(); k++ {
+					s := sss.At(j).Spans().At(k)
+					a := s.Attributes().AsRaw()
+					pid, _ := a["process.pid"].(int64)
+					ppid, _ := a["process.parent_pid"].(int64)
+					code, _ := a["process.exit.code"].(int64)
+					spans[pid] = span{name: s.Name(), pid: pid, ppid: ppid, code: code, id: s.SpanID(), parent: s.ParentSpanID(),
+						trace: s.TraceID(), start: s.StartTimestamp().AsTime(), end: s.EndTimestamp().AsTime(),
+						status: s.Status().Code(), desc: s.Status().Message(), execs: s.Events().Len()}
+				}
+			}
+		}
+	}
+	outer := spans[int64(cmd.Process.Pid)]
+	require.NotEmpty(t, outer.name, "span of the setsid'd outer shell")
+	var inner, sleep, exit3 span
+	for _, s := range spans {
+		switch {
+		case s.ppid == outer.pid && s.name == "sh":
+			inner = s
+		}
+	}
+	require.NotZero(t, inner.pid, "span of the inner shell")
+	for _, s := range spans {
+		switch {
+		case s.ppid == inner.pid && s.name == "sleep":
+			sleep = s
+		case s.ppid == inner.pid && s.name == "sh":
+			exit3 = s
+		}
+	}
+	require.NotZero(t, sleep.pid, "span of sleep")
+	require.NotZero(t, exit3.pid, "span of the shell that exits 3")
+
+	assert.True(t, inner.parent.IsEmpty(), "the inner shell, child of a session leader, roots its own trace")
+	assert.NotEqual(t, outer.trace, inner.trace)
+	for _, c := range []span{sleep, exit3} {
+		assert.Equal(t, inner.trace, c.trace, "%s in the inner shell's trace", c.name)
+		assert.Equal(t, inner.id, c.parent, "%s's parent span is the inner shell's", c.name)
+		assert.False(t, c.start.Before(inner.start), "%s starts inside its parent", c.name)
+		assert.False(t, c.end.After(inner.end), "%s ends inside its parent", c.name)
+		assert.Positive(t, c.execs, "%s has its exec span event", c.name)
+	}
+	assert.GreaterOrEqual(t, sleep.end.Sub(sleep.start), 200*time.Millisecond)
+	assert.Equal(t, ptrace.StatusCodeError, exit3.status)
+	assert.Equal(t, "exit 3", exit3.desc)
+	assert.Equal(t, int64(3), exit3.code)
+	assert.NotEqual(t, ptrace.StatusCodeError, sleep.status)
+
+	// Every lifecycle record of these processes carries its span's ids.
+	checked := 0
+	for _, ld := range logSink.AllLogs() {
+		lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+		for i := 0; i < lrs.Len(); i++ {
+			l := lrs.At(i)
+			pid, _ := l.Attributes().Get("process.pid")
+			if s, ok := spans[pid.Int()]; ok && (s.pid == inner.pid || s.ppid == inner.pid) {
+				assert.Equal(t, s.id, l.SpanID(), "%s record of pid %d", l.EventName(), s.pid)
+				assert.Equal(t, s.trace, l.TraceID(), "%s record of pid %d", l.EventName(), s.pid)
+				checked++
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, checked, 9, "fork, exec and exit of three processes")
 }

@@ -15,6 +15,14 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 )
 
+func errNotLinux() error {
+	return fmt.Errorf("the seq receiver captures Linux process events with eBPF and cannot run on %s; remove it from this collector's configuration", runtime.GOOS)
+}
+
 func createLogs(context.Context, receiver.Settings, component.Config, consumer.Logs) (receiver.Logs, error) {
-	return nil, fmt.Errorf("the seq receiver captures Linux process events with eBPF and cannot run on %s; remove it from this collector's configuration", runtime.GOOS)
+	return nil, errNotLinux()
+}
+
+func createTraces(context.Context, receiver.Settings, component.Config, consumer.Traces) (receiver.Traces, error) {
+	return nil, errNotLinux()
 }

@@ -13,7 +13,7 @@ import (
 
 // Sizes mirrored from bpf/seq.h.
 const (
-	FixedSize   = 88   // sizeof(struct seq_event)
+	FixedSize   = 96   // sizeof(struct seq_event)
 	MaxFilename = 256  // SEQ_MAX_FILENAME
 	MaxArgs     = 4096 // SEQ_MAX_ARGS
 	commSize    = 16
@@ -30,6 +30,7 @@ const (
 	ThreadStart Type = 4 // clone with CLONE_THREAD
 	ThreadExit  Type = 5 // a thread exited, its process lives on
 	Synth       Type = 6 // bench-only synthetic producer
+	Snapshot    Type = 7 // a process alive when the receiver started (task iterator)
 )
 
 // String returns the short lower-case name of t, e.g. "fork" or "thread_exit".
@@ -47,12 +48,14 @@ func (t Type) String() string {
 		return "thread_exit"
 	case Synth:
 		return "synth"
+	case Snapshot:
+		return "snapshot"
 	}
 	return "type(" + strconv.Itoa(int(t)) + ")"
 }
 
 // Valid reports whether t is one of the known types.
-func (t Type) Valid() bool { return t >= Fork && t <= Synth }
+func (t Type) Valid() bool { return t >= Fork && t <= Snapshot }
 
 // Flags is enum seq_event_flags.
 type Flags uint16
@@ -81,6 +84,7 @@ type Event struct {
 	GID           uint32
 	ExitStatus    uint32 // raw wait status: (code << 8) | core(0x80) | signal
 	OldTID        uint32 // Exec: the tid that called execve
+	SID           uint32 // session id: the process leads its session when SID == PID
 	Comm          string
 	Filename      string   // Exec only
 	Args          []string // Exec only: argv, argv[0] included
@@ -156,6 +160,7 @@ func Decode(ticket uint64, b []byte, ev *Event) error {
 	ev.GID = le.Uint32(b[56:])
 	ev.ExitStatus = le.Uint32(b[60:])
 	ev.OldTID = le.Uint32(b[64:])
+	ev.SID = le.Uint32(b[88:])
 
 	comm := b[72 : 72+commSize]
 	if i := indexNUL(comm); i >= 0 {
@@ -244,6 +249,7 @@ func Encode(ev *Event) []byte {
 	le.PutUint16(b[68:], uint16(len(fn)))
 	le.PutUint16(b[70:], uint16(len(args)))
 	copy(b[72:72+commSize], ev.Comm)
+	le.PutUint32(b[88:], ev.SID)
 	b = append(b, fn...)
 	return append(b, args...)
 }

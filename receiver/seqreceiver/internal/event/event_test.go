@@ -30,6 +30,8 @@ type seqEvent struct {
 	FilenameLen   uint16
 	ArgsLen       uint16
 	Comm          [16]byte
+	SID           uint32
+	_             uint32
 }
 
 func TestLayout(t *testing.T) {
@@ -57,6 +59,7 @@ func TestLayout(t *testing.T) {
 		{"filename_len", unsafe.Offsetof(s.FilenameLen), 68},
 		{"args_len", unsafe.Offsetof(s.ArgsLen), 70},
 		{"comm", unsafe.Offsetof(s.Comm), 72},
+		{"sid", unsafe.Offsetof(s.SID), 88},
 	}
 	for _, o := range offsets {
 		assert.Equal(t, o.want, o.got, o.name)
@@ -198,14 +201,14 @@ func TestDecodeErrors(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"nil", nil, ErrShort, "event: ticket 9: short record: 0 bytes, want at least 88"},
-		{"87 bytes", valid[:87], ErrShort, "event: ticket 9: short record: 87 bytes, want at least 88"},
-		{"cut args", valid[:len(valid)-1], ErrLength, "event: ticket 9: lengths exceed the record: 88+7+3 bytes, record is 97"},
-		{"filename too long", lens(0xffff, 0), ErrLength, "event: ticket 9: lengths exceed the record: 88+65535+0 bytes, record is 98"},
-		{"args too long", lens(7, 4), ErrLength, "event: ticket 9: lengths exceed the record: 88+7+4 bytes, record is 98"},
-		{"trailing", append(bytes.Clone(valid), 0), ErrTrailing, "event: ticket 9: trailing bytes after the record: 88+7+3 bytes, record is 99"},
+		{"nil", nil, ErrShort, "event: ticket 9: short record: 0 bytes, want at least 96"},
+		{"95 bytes", valid[:95], ErrShort, "event: ticket 9: short record: 95 bytes, want at least 96"},
+		{"cut args", valid[:len(valid)-1], ErrLength, "event: ticket 9: lengths exceed the record: 96+7+3 bytes, record is 105"},
+		{"filename too long", lens(0xffff, 0), ErrLength, "event: ticket 9: lengths exceed the record: 96+65535+0 bytes, record is 106"},
+		{"args too long", lens(7, 4), ErrLength, "event: ticket 9: lengths exceed the record: 96+7+4 bytes, record is 106"},
+		{"trailing", append(bytes.Clone(valid), 0), ErrTrailing, "event: ticket 9: trailing bytes after the record: 96+7+3 bytes, record is 107"},
 		{"type 0", typ(0), ErrUnknownType, "event: ticket 9: unknown event type 0"},
-		{"type 7", typ(7), ErrUnknownType, "event: ticket 9: unknown event type 7"},
+		{"type 8", typ(8), ErrUnknownType, "event: ticket 9: unknown event type 8"},
 		{"type 0xffff", typ(0xffff), ErrUnknownType, "event: ticket 9: unknown event type 65535"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,7 +258,7 @@ func TestFlags(t *testing.T) {
 func TestTypeString(t *testing.T) {
 	want := map[Type]string{
 		Fork: "fork", Exec: "exec", Exit: "exit", ThreadStart: "thread_start",
-		ThreadExit: "thread_exit", Synth: "synth", 0: "type(0)", 7: "type(7)",
+		ThreadExit: "thread_exit", Synth: "synth", 0: "type(0)", Snapshot: "snapshot", 8: "type(8)",
 	}
 	for typ, s := range want {
 		assert.Equal(t, s, typ.String())

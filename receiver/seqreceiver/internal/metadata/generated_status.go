@@ -14,5 +14,6 @@ var (
 )
 
 const (
-	LogsStability = component.StabilityLevelAlpha
+	LogsStability   = component.StabilityLevelAlpha
+	TracesStability = component.StabilityLevelAlpha
 )

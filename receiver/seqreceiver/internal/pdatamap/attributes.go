@@ -26,6 +26,9 @@ const (
 	// seq.number + seq.tickets.
 	AttrSeqTickets = "seq.tickets"
 
+	// AttrServiceName is the resource attribute the receiver sets on its logs and spans.
+	AttrServiceName = string(semconv.ServiceNameKey)
+
 	AttrProcessPID            = string(semconv.ProcessPIDKey)            // int; for a fork, the child
 	AttrProcessParentPID      = string(semconv.ProcessParentPIDKey)      // int; for a fork, the forking process
 	AttrProcessExecutableName = string(semconv.ProcessExecutableNameKey) // string: comm

@@ -57,6 +57,7 @@ const (
 	seqProgSeqExec      = "seq_exec"
 	seqProgSeqExit      = "seq_exit"
 	seqProgSeqFork      = "seq_fork"
+	seqProgSeqSnapshot  = "seq_snapshot"
 	seqVarSeqEventMask  = "seq_event_mask"
 	seqVarSeqMaxArgs    = "seq_max_args"
 	seqVarSeqRingMask   = "seq_ring_mask"
@@ -104,9 +105,10 @@ type seqSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type seqProgramSpecs struct {
-	SeqExec *ebpf.ProgramSpec `ebpf:"seq_exec"`
-	SeqExit *ebpf.ProgramSpec `ebpf:"seq_exit"`
-	SeqFork *ebpf.ProgramSpec `ebpf:"seq_fork"`
+	SeqExec     *ebpf.ProgramSpec `ebpf:"seq_exec"`
+	SeqExit     *ebpf.ProgramSpec `ebpf:"seq_exit"`
+	SeqFork     *ebpf.ProgramSpec `ebpf:"seq_fork"`
+	SeqSnapshot *ebpf.ProgramSpec `ebpf:"seq_snapshot"`
 }
 
 // seqMapSpecs contains maps before they are loaded into the kernel.
@@ -179,9 +181,10 @@ type seqVariables struct {
 //
 // It can be passed to loadSeqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type seqPrograms struct {
-	SeqExec *ebpf.Program `ebpf:"seq_exec"`
-	SeqExit *ebpf.Program `ebpf:"seq_exit"`
-	SeqFork *ebpf.Program `ebpf:"seq_fork"`
+	SeqExec     *ebpf.Program `ebpf:"seq_exec"`
+	SeqExit     *ebpf.Program `ebpf:"seq_exit"`
+	SeqFork     *ebpf.Program `ebpf:"seq_fork"`
+	SeqSnapshot *ebpf.Program `ebpf:"seq_snapshot"`
 }
 
 func (p *seqPrograms) Close() error {
@@ -189,6 +192,7 @@ func (p *seqPrograms) Close() error {
 		p.SeqExec,
 		p.SeqExit,
 		p.SeqFork,
+		p.SeqSnapshot,
 	)
 }
 

@@ -5,6 +5,7 @@ package seqbpf
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -204,10 +205,41 @@ func (s *Sequencer) Counters() (Counters, error) {
 	return c, nil
 }
 
+// snapshotRecord is sizeof(struct seq_event): one per process in a snapshot.
+const snapshotRecord = 96
+
+// Snapshot lists the processes alive now, one struct seq_event record (type
+// SEQ_EV_SNAPSHOT, no filename or args) per thread-group leader, read with a
+// BPF task iterator: exact start times, unlike /proc's clock ticks.
+func (s *Sequencer) Snapshot() ([][]byte, error) {
+	l, err := link.AttachIter(link.IterOptions{Program: s.objs.SeqSnapshot})
+	if err != nil {
+		return nil, fmt.Errorf("attach task iterator: %w", err)
+	}
+	defer l.Close()
+	rd, err := l.Open()
+	if err != nil {
+		return nil, fmt.Errorf("open task iterator: %w", err)
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("read task iterator: %w", err)
+	}
+	if len(b)%snapshotRecord != 0 {
+		return nil, fmt.Errorf("task iterator returned %d bytes, not a multiple of %d", len(b), snapshotRecord)
+	}
+	recs := make([][]byte, 0, len(b)/snapshotRecord)
+	for off := 0; off < len(b); off += snapshotRecord {
+		recs = append(recs, b[off:off+snapshotRecord])
+	}
+	return recs, nil
+}
+
 // ProgramIDs lists the kernel ids of the loaded programs (for leak checks).
 func (s *Sequencer) ProgramIDs() []ebpf.ProgramID {
 	var ids []ebpf.ProgramID
-	for _, p := range []*ebpf.Program{s.objs.SeqFork, s.objs.SeqExec, s.objs.SeqExit} {
+	for _, p := range []*ebpf.Program{s.objs.SeqFork, s.objs.SeqExec, s.objs.SeqExit, s.objs.SeqSnapshot} {
 		if info, err := p.Info(); err == nil {
 			if id, ok := info.ID(); ok {
 				ids = append(ids, id)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,4 +37,45 @@ func TestOpenCaptureClose(t *testing.T) {
 	require.GreaterOrEqual(t, c.Events[EvExec], uint64(2))
 	require.GreaterOrEqual(t, c.Events[EvExit], uint64(2))
 	require.Equal(t, c.TotalTickets(), head)
+}
+
+func TestSnapshotListsRunningProcesses(t *testing.T) {
+	requireRoot(t)
+	s, err := Open(Options{RingSlots: 1024, Events: []int{EvFork}, MaxArgs: 0})
+	require.NoError(t, err)
+	defer s.Close()
+	before := procPIDs(t)
+	recs, err := s.Snapshot()
+	require.NoError(t, err)
+	after := procPIDs(t)
+	pids := map[uint32]bool{}
+	for _, r := range recs {
+		require.Len(t, r, snapshotRecord)
+		require.Equal(t, uint16(7), binary.LittleEndian.Uint16(r[32:34]), "type SEQ_EV_SNAPSHOT")
+		pid := binary.LittleEndian.Uint32(r[40:44])
+		require.Equal(t, pid, binary.LittleEndian.Uint32(r[44:48]), "only thread-group leaders")
+		pids[pid] = true
+	}
+	require.True(t, pids[uint32(os.Getpid())], "this test process is alive")
+	// Every process alive throughout is listed. The one exception seen on this
+	// kernel: the task iterator never visits pid 1's thread group.
+	var missing []uint32
+	for pid := range before {
+		if after[pid] && !pids[pid] && pid != 1 {
+			missing = append(missing, pid)
+		}
+	}
+	require.Empty(t, missing, "processes in /proc but not in the snapshot")
+}
+
+func procPIDs(t *testing.T) map[uint32]bool {
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	m := map[uint32]bool{}
+	for _, e := range ents {
+		if n, err := strconv.ParseUint(e.Name(), 10, 32); err == nil {
+			m[uint32(n)] = true
+		}
+	}
+	return m
 }
