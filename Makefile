@@ -11,6 +11,8 @@ OCB_VERSION := v0.161.0
 # refuses; v0.159.0 is the newest whose whole build is served. Generated code is committed.
 MDATAGEN_VERSION := v0.159.0
 COLLECTOR := bin/otelcol-seq
+# Jaeger v2, built from the Go module proxy for the traces e2e test (scripts/jaeger.sh).
+JAEGER := .cache/jaeger/jaeger
 CONFIG ?= config/default.yaml
 APT_PACKAGES := stress-ng bpftool
 
@@ -24,13 +26,13 @@ run: deps $(COLLECTOR)
 # The whole suite: unit tests (pure Go, race detector), kernel integration tests
 # (they need root: CI runs as root, and they never skip there), and end-to-end
 # tests of the built collector.
-test: deps $(COLLECTOR) unit e2e
+test: deps $(COLLECTOR) jaeger unit e2e
 
 unit:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-e2e: $(COLLECTOR)
+e2e: $(COLLECTOR) $(JAEGER)
 	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
 
 build: $(COLLECTOR)
@@ -40,6 +42,14 @@ $(COLLECTOR): $(BUILDER) builder-config.yaml go.mod go.sum $(GO_SOURCES)
 	$(BUILDER) --config builder-config.yaml
 	mkdir -p bin
 	cp build/otelcol-seq/otelcol-seq $(COLLECTOR)
+
+# Jaeger v2 (memory storage) for test/e2e/jaeger_test.go; built once, minutes.
+# `scripts/jaeger.sh start` / `stop` run it on 127.0.0.1 (UI on :16686).
+.PHONY: jaeger
+jaeger: $(JAEGER)
+
+$(JAEGER):
+	scripts/jaeger.sh build
 
 # System packages the tests use (stress-ng for fork storms, bpftool for leak
 # checks) and tracefs, mounted where it is not.
