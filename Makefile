@@ -12,7 +12,9 @@ OCB_VERSION := v0.161.0
 MDATAGEN_VERSION := v0.159.0
 COLLECTOR := bin/otelcol-seq
 # Jaeger v2, built from the Go module proxy for the traces e2e test (scripts/jaeger.sh).
-JAEGER := .cache/jaeger/jaeger
+# Kept outside the clone so that later clones (CI) reuse it.
+JAEGER_CACHE ?= $(HOME)/.cache/otelcol-seq/jaeger
+JAEGER := $(JAEGER_CACHE)/jaeger
 CONFIG ?= config/default.yaml
 APT_PACKAGES := stress-ng bpftool
 
@@ -33,7 +35,7 @@ unit:
 	$(GO) test -race -count=1 ./...
 
 e2e: $(COLLECTOR) $(JAEGER)
-	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
+	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
 
 build: $(COLLECTOR)
 
@@ -49,7 +51,7 @@ $(COLLECTOR): $(BUILDER) builder-config.yaml go.mod go.sum $(GO_SOURCES)
 jaeger: $(JAEGER)
 
 $(JAEGER):
-	scripts/jaeger.sh build
+	JAEGER_CACHE=$(JAEGER_CACHE) scripts/jaeger.sh build
 
 # System packages the tests use (stress-ng for fork storms, bpftool for leak
 # checks) and tracefs, mounted where it is not.

@@ -11,6 +11,7 @@
 # somewhere writable without its vendor/ folder, and built there with `go build`.
 #
 # Environment:
+#   JAEGER_CACHE        where to build and keep it (default .cache/jaeger in the repo)
 #   JAEGER_BIN          use this binary instead of .cache/jaeger/jaeger (build then only checks it)
 #   JAEGER_MODULE       module version to build (default v1.76.0, which is Jaeger v2.13.0)
 #   JAEGER_OTLP_GRPC    OTLP gRPC listen address   (default 127.0.0.1:4317)
@@ -21,7 +22,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CACHE="$ROOT/.cache/jaeger"
+CACHE="${JAEGER_CACHE:-$ROOT/.cache/jaeger}"
 JAEGER_MODULE=${JAEGER_MODULE:-v1.76.0}
 BIN=${JAEGER_BIN:-$CACHE/jaeger}
 GO=${GO:-go}
