@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * The sequencer's producer side, shared by every BPF object that writes into
+ * a sequencer ring (seq.bpf.c, bench.bpf.c): the maps, slot ownership, the
+ * commit of a staged record and the doorbell. See seq.h for the protocol.
+ * Include after vmlinux.h, bpf_helpers.h and seq.h.
+ */
+#ifndef SEQ_RING_H
+#define SEQ_RING_H
+
+/* Set by the loader: slots - 1. */
+volatile const __u64 seq_ring_mask = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seq_ctl);
+} seq_control SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 65536); /* replaced by the loader: the configured ring size */
+	__type(key, __u32);
+	__type(value, struct seq_slot);
+} seq_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seq_stats);
+} seq_counters SEC(".maps");
+
+struct seq_scratch {
+	__u8 buf[SEQ_SCRATCH];
+} __attribute__((aligned(8)));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seq_scratch);
+} seq_scratchbuf SEC(".maps");
+
+/* The doorbell: one 8-byte record wakes a parked reader; never one per event. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} seq_doorbell SEC(".maps");
+
+static __always_inline void seq_doorbell_ring(struct seq_ctl *ctl, struct seq_stats *st)
+{
+	__u64 one = 1;
+
+	/* A plain read first: the flag's cache line stays shared while the reader is awake. */
+	if (!*(volatile __u64 *)&ctl->parked)
+		return;
+	/* Only the producer that takes the flag rings; the others see 0. */
+	if (!__sync_lock_test_and_set(&ctl->parked, 0))
+		return;
+	if (bpf_ringbuf_output(&seq_doorbell, &one, sizeof(one), BPF_RB_FORCE_WAKEUP))
+		st->doorbell_failed++;
+	else
+		st->doorbells++;
+}
+
+/* Copies payload chunk i of the staged record into a slot, eight bytes at a time. */
+static __always_inline void seq_copy_payload(struct seq_slot *s, struct seq_scratch *rec, __u32 i)
+{
+	__u64 *dst = (__u64 *)s->data;
+	__u64 *src = (__u64 *)&rec->buf[i * SEQ_SLOT_PAYLOAD];
+
+#pragma unroll
+	for (int j = 0; j < SEQ_SLOT_PAYLOAD / 8; j++)
+		dst[j] = src[j];
+}
+
+/*
+ * Takes slot s for ticket t: only from a published or never-written older
+ * ticket, with a compare-and-swap from the value seen. A producer that stalls
+ * mid-write (NMI, vCPU preemption) keeps the slot marked "being written", so a
+ * producer a lap later cannot write into it, and the stalled one, having
+ * owned the slot, cannot spoil a newer record: a reader never sees two
+ * writers' bytes mixed under one ticket.
+ */
+static __always_inline bool seq_own(struct seq_slot *s, __u64 t)
+{
+	__u64 old = *(volatile __u64 *)&s->seq;
+
+	if (old & SEQ_WRITING || old > t)
+		return false;
+	return __sync_val_compare_and_swap(&s->seq, old, (t + 1) | SEQ_WRITING) == old;
+}
+
+/* Claims the tickets for a staged record of len bytes and publishes it slot by slot. */
+static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16 type)
+{
+	__u32 zero = 0;
+	struct seq_ctl *ctl;
+	struct seq_stats *st;
+	__u32 n, i;
+	__u64 t0;
+
+	ctl = bpf_map_lookup_elem(&seq_control, &zero);
+	st = bpf_map_lookup_elem(&seq_counters, &zero);
+	if (!ctl || !st)
+		return;
+
+	n = (len + SEQ_SLOT_PAYLOAD - 1) / SEQ_SLOT_PAYLOAD;
+	if (n == 0)
+		n = 1;
+	if (n > SEQ_MAX_SLOTS)
+		n = SEQ_MAX_SLOTS;
+	/* Hide n's bound from clang so that it keeps the i < SEQ_MAX_SLOTS test the verifier needs. */
+	asm volatile("" : "+r"(n));
+
+	t0 = __sync_fetch_and_add(&ctl->head, n);
+
+	for (i = 0; i < SEQ_MAX_SLOTS; i++) {
+		struct seq_slot *s;
+		__u64 t = t0 + i;
+		__u32 idx;
+
+		if (i >= n)
+			break;
+		idx = t & seq_ring_mask;
+		s = bpf_map_lookup_elem(&seq_slots, &idx);
+		if (!s) {
+			/* Cannot happen for idx < max_entries; the reader counts the ticket lost. */
+			st->no_slot++;
+			continue;
+		}
+		if (!seq_own(s, t)) {
+			/* A stalled older writer holds the slot, or a newer ticket is already
+			 * there: the ring was lapped. Skip it; the reader counts it lost. */
+			st->overrun++;
+			continue;
+		}
+		s->len = len;
+		s->nslots = n;
+		s->index = i;
+		seq_copy_payload(s, rec, i);
+		__sync_lock_test_and_set(&s->seq, t + 1);
+	}
+
+	if (type < SEQ_EV_MAX) {
+		st->events[type]++;
+		st->tickets[type] += n;
+	}
+	seq_doorbell_ring(ctl, st);
+}
+
+static __always_inline struct seq_scratch *seq_stage(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&seq_scratchbuf, &zero);
+}
+
+#endif
