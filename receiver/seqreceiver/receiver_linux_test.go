@@ -27,8 +27,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadatatest"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/seqbpf"
 )
 
@@ -266,7 +268,9 @@ func TestLappedReaderReportsEveryGap(t *testing.T) {
 	cfg.RingSlots = 256
 	cfg.MaxBatch = 16
 	require.NoError(t, cfg.Validate())
-	rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	tel := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tel.Shutdown(context.Background())) }()
+	rcv, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(tel), cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
 	r := rcv.(*sharedEntry[*seqReceiver]).c
@@ -288,8 +292,20 @@ func TestLappedReaderReportsEveryGap(t *testing.T) {
 	t.Logf("issued %d, delivered %d, lost %d: %+v", f.Issued, f.Stats.Tickets, f.Stats.Lost, f.Stats)
 	assert.Positive(t, f.Stats.Lost, "the ring of 256 slots must have been lapped")
 	assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
-	_, lost := checkOrder(t, flatten(sink.AllLogs()))
+	delivered, lost := checkOrder(t, flatten(sink.AllLogs()))
 	assert.Equal(t, int64(f.Stats.Lost), lost, "every lost ticket reported in a seq.lost record")
+
+	// The self-telemetry says the same.
+	sum := func(name string) (n int64) {
+		m, err := tel.GetMetric(name)
+		require.NoError(t, err, name)
+		for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+			n += dp.Value
+		}
+		return n
+	}
+	assert.Equal(t, lost, sum("otelcol_receiver_seq_events_lost"))
+	assert.Equal(t, delivered, sum("otelcol_receiver_seq_events_delivered"))
 }
 
 // Shutdown detaches and closes every program and map the receiver created.
