@@ -102,8 +102,9 @@ int BPF_PROG(seq_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 	end = BPF_CORE_READ(p, mm, arg_end);
 	alen = end > start ? end - start : 0;
 	if (alen > seq_max_args) {
+		if (seq_max_args)
+			e->flags |= SEQ_F_ARGS_TRUNCATED;
 		alen = seq_max_args;
-		e->flags |= SEQ_F_ARGS_TRUNCATED;
 	}
 	if (alen > SEQ_MAX_ARGS)
 		alen = SEQ_MAX_ARGS;
@@ -157,6 +158,10 @@ int seq_snapshot(struct bpf_iter__task *ctx)
 	struct seq_event e = {};
 
 	if (!task || task->pid != task->tgid)
+		return 0;
+	/* A zombie (every thread exited, not yet reaped) is not running: its exit
+	 * happened before our tracepoints were attached. */
+	if (!BPF_CORE_READ(task, signal, live.counter))
 		return 0;
 	seq_fill(&e, task, SEQ_EV_SNAPSHOT, true);
 	e.ktime_ns = task->start_boottime;

@@ -19,7 +19,6 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver"
@@ -45,11 +44,8 @@ const (
 	pendingFirst = 20 * time.Microsecond
 	pendingMax   = time.Millisecond
 	parkTimeout  = time.Second
+	drainWait    = 50 * time.Millisecond // at shutdown, for producers still writing a slot
 )
-
-// consumeRetries bounds how often a batch refused with a retryable error is
-// offered again before it is counted as refused (obsreport) and dropped.
-var consumeRetries = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 80 * time.Millisecond}
 
 type seqReceiver struct {
 	cfg    *Config
@@ -67,8 +63,8 @@ type seqReceiver struct {
 
 	readPos atomic.Uint64 // the reader's next ticket, for the occupancy gauge
 	final   finalAccount  // the ring's accounting when Shutdown stopped it
-	cancel  context.CancelFunc
-	done    chan struct{}
+	stop    atomic.Bool   // set by Shutdown: the reader drains and returns
+	done    chan struct{} // closed when the reader has returned
 
 	// per-batch tallies, flushed into the telemetry once per batch
 	delivered [event.Snapshot + 1]int64
@@ -150,7 +146,9 @@ func (r *seqReceiver) Start(_ context.Context, _ component.Host) (err error) {
 			r.closeKernel()
 		}
 	}()
-	if r.rd, err = ring.NewReader(r.seq.Control(), r.seq.Slots()); err != nil {
+	// The maps are new: every ticket from 0 on is ours to deliver or count lost,
+	// including those claimed since the programs were attached.
+	if r.rd, err = ring.NewReader(r.seq.Control(), r.seq.Slots(), ring.StartAt(0)); err != nil {
 		return fmt.Errorf("seq receiver: map ring: %w", err)
 	}
 	r.readPos.Store(r.rd.Next())
@@ -173,10 +171,8 @@ func (r *seqReceiver) Start(_ context.Context, _ component.Host) (err error) {
 		zap.Strings("events", r.cfg.Events), zap.Bool("thread_events", r.cfg.ThreadEvents),
 		zap.Int("ring_slots", r.cfg.RingSlots), zap.Int("ring_bytes", len(r.seq.Slots())))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
 	r.done = make(chan struct{})
-	go r.run(ctx)
+	go r.run()
 	return nil
 }
 
@@ -214,12 +210,15 @@ func (r *seqReceiver) startTelemetry() (err error) {
 
 // run is the reader: it drains the ring in ticket order, hands each batch to
 // the pipeline, and parks on the doorbell when there is nothing to read.
-func (r *seqReceiver) run(ctx context.Context) {
+func (r *seqReceiver) run() {
 	defer close(r.done)
+	// Batches are consumed with a context of their own: a batch read while
+	// shutting down is still delivered, not refused by a cancelled context.
+	ctx := context.Background()
 	lingered := false
 	pendingWait := pendingFirst
-	for ctx.Err() == nil {
-		n, st := r.readBatch(ctx)
+	for !r.stop.Load() {
+		n, st := r.readBatch(ctx, false)
 		switch st {
 		case ring.Full:
 			lingered = false
@@ -254,17 +253,27 @@ func (r *seqReceiver) run(ctx context.Context) {
 			sleep(10 * time.Millisecond)
 		}
 	}
-	// Hand over what was published before shutdown rather than dropping it.
+	// The producers are detached, but one may still be finishing a slot it
+	// claimed: drain, waiting for such slots a little, then give up on what
+	// is left, counted and reported as a shutdown gap.
+	deadline := time.Now().Add(drainWait)
 	for {
-		if n, st := r.readBatch(context.Background()); n == 0 || st != ring.Full {
-			return
+		_, st := r.readBatch(ctx, false)
+		if st == ring.Full || st == ring.Pending && time.Now().Before(deadline) {
+			if st == ring.Pending {
+				sleep(pendingMax)
+			}
+			continue
 		}
+		break
 	}
+	r.readBatch(ctx, true)
 }
 
 // readBatch reads up to MaxBatch records, applies them to the process model,
 // and hands the log records and the spans they finished to the pipelines.
-func (r *seqReceiver) readBatch(ctx context.Context) (int, ring.State) {
+// With abandon, it reads nothing and reports every unread ticket as lost.
+func (r *seqReceiver) readBatch(ctx context.Context, abandon bool) (int, ring.State) {
 	logs := plog.NewLogs()
 	rl := logs.ResourceLogs().AppendEmpty()
 	rl.Resource().Attributes().PutStr(pdatamap.AttrServiceName, r.cfg.Traces.ServiceName)
@@ -275,7 +284,7 @@ func (r *seqReceiver) readBatch(ctx context.Context) (int, ring.State) {
 
 	observed := time.Now()
 	r.syncBootOffset(observed)
-	n, st := r.rd.Read(r.cfg.MaxBatch, func(it *ring.Item) {
+	handle := func(it *ring.Item) {
 		switch it.Kind {
 		case ring.Record:
 			if err := event.Decode(it.Ticket, it.Data, &r.ev); err != nil {
@@ -298,7 +307,14 @@ func (r *seqReceiver) readBatch(ctx context.Context) (int, ring.State) {
 		case ring.Gap:
 			r.lose(recs, it.Ticket, it.Lost, it.Reason.String(), observed)
 		}
-	})
+	}
+	var n int
+	var st ring.State
+	if abandon {
+		r.final.Issued = r.rd.Abandon(handle) - r.rd.Start()
+	} else {
+		n, st = r.rd.Read(r.cfg.MaxBatch, handle)
+	}
 	r.readPos.Store(r.rd.Next())
 	if recs.Len() > 0 && r.logs != nil {
 		r.consumeLogs(ctx, logs)
@@ -310,18 +326,22 @@ func (r *seqReceiver) readBatch(ctx context.Context) (int, ring.State) {
 
 // flushSpans hands the spans of the processes that ended to the traces pipeline.
 func (r *seqReceiver) flushSpans(ctx context.Context) {
+	if r.traces == nil {
+		r.model.DiscardFinished() // no traces pipeline: never build them
+		return
+	}
 	traces := ptrace.NewTraces()
 	rs := traces.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr(pdatamap.AttrServiceName, r.cfg.Traces.ServiceName)
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName(metadata.ScopeName)
 	ss.Scope().SetVersion(r.set.BuildInfo.Version)
-	if r.model.AppendFinished(ss.Spans()) == 0 || r.traces == nil {
+	if r.model.AppendFinished(ss.Spans()) == 0 {
 		return
 	}
 	n := traces.SpanCount()
 	octx := r.obs.StartTracesOp(ctx)
-	err := retry(ctx, func() error { return r.traces.ConsumeTraces(octx, traces) })
+	err := r.traces.ConsumeTraces(octx, traces)
 	r.obs.EndTracesOp(octx, metadata.Type.String(), n, err)
 	if err != nil {
 		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process spans", zap.Int("spans", n), zap.Error(err))
@@ -376,7 +396,7 @@ func (r *seqReceiver) flushTallies(ctx context.Context) {
 func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 	n := logs.LogRecordCount()
 	octx := r.obs.StartLogsOp(ctx)
-	err := retry(ctx, func() error { return r.logs.ConsumeLogs(octx, logs) })
+	err := r.logs.ConsumeLogs(octx, logs)
 	r.obs.EndLogsOp(octx, metadata.Type.String(), n, err)
 	if err != nil {
 		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process events", zap.Int("records", n), zap.Error(err))
@@ -384,28 +404,24 @@ func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 }
 
 // Shutdown detaches the producers first, lets the reader drain what they
-// published, records the final accounting, then closes every program and map.
-// retry offers a batch refused with a retryable error again a few times.
-func retry(ctx context.Context, consume func() error) error {
-	err := consume()
-	for i := 0; err != nil && !consumererror.IsPermanent(err) && i < len(consumeRetries) && ctx.Err() == nil; i++ {
-		time.Sleep(consumeRetries[i])
-		err = consume()
-	}
-	return err
-}
-
-func (r *seqReceiver) Shutdown(context.Context) error {
-	if r.cancel == nil {
+// published, records the final accounting, ends the spans of the processes
+// still running, then closes every program and map.
+func (r *seqReceiver) Shutdown(ctx context.Context) error {
+	if r.done == nil {
 		return r.closeKernel()
 	}
 	err := r.seq.Detach()
-	r.cancel()
+	r.stop.Store(true)
 	r.seq.Interrupt()
-	<-r.done
-	r.cancel = nil
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		// The reader is stuck in a consumer: leave the ring mapped rather
+		// than pull it from under the reader.
+		return fmt.Errorf("seq receiver: shutdown: the reader did not stop: %w", ctx.Err())
+	}
+	r.done = nil
 	r.final.Stats = r.rd.Stats()
-	r.final.Issued = r.rd.Head() - r.rd.Start()
 	r.final.Kernel, _ = r.seq.Counters()
 	// Processes still running: their spans end now, marked as still running.
 	r.model.CloseAll(bootNow())
@@ -415,13 +431,14 @@ func (r *seqReceiver) Shutdown(context.Context) error {
 		zap.Uint64("tickets_delivered", r.final.Stats.Tickets),
 		zap.Uint64("tickets_lost", r.final.Stats.Lost),
 		zap.Uint64("records_delivered", r.final.Stats.Records))
-	if r.tb != nil {
-		r.tb.Shutdown()
-	}
 	return errors.Join(err, r.closeKernel())
 }
 
 func (r *seqReceiver) closeKernel() error {
+	if r.tb != nil {
+		r.tb.Shutdown() // unregisters the callbacks that read the ring
+		r.tb = nil
+	}
 	if r.seq == nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sizes mirrored from bpf/seq.h.
@@ -173,7 +174,14 @@ func Decode(ticket uint64, b []byte, ev *Event) error {
 }
 
 // setString sets *s to string(b), allocating only when the value changes.
+// setString sets *s to b, made valid UTF-8: kernel strings are bytes, and a
+// cut can split a character, while OTLP strings must be UTF-8 (invalid
+// sequences become U+FFFD).
 func setString(s *string, b []byte) {
+	if !utf8.Valid(b) {
+		*s = strings.ToValidUTF8(string(b), "\uFFFD")
+		return
+	}
 	if *s != string(b) { // no allocation for the comparison
 		*s = string(b)
 	}
@@ -199,6 +207,9 @@ func splitArgs(dst []string, b []byte) []string {
 		b = b[:len(b)-1]
 	}
 	s := string(b)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	for {
 		i := strings.IndexByte(s, 0)
 		if i < 0 {

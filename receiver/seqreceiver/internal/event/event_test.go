@@ -364,3 +364,12 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+func TestDecodeInvalidUTF8(t *testing.T) {
+	ev := Event{Type: Exec, PID: 1, Comm: "ab\xffc", Filename: "/bin/\xe2\x82", Args: []string{"x\xc3", "ok"}}
+	var got Event
+	require.NoError(t, Decode(1, Encode(&ev), &got))
+	assert.Equal(t, "ab\uFFFDc", got.Comm)
+	assert.Equal(t, "/bin/\uFFFD", got.Filename)
+	assert.Equal(t, []string{"x\uFFFD", "ok"}, got.Args)
+}

@@ -144,7 +144,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverSeqEventsLost, err = builder.meter.Int64Counter(
 		"otelcol_receiver_seq_events_lost",
-		metric.WithDescription("Tickets issued by the kernel that never reached the pipeline, by reason (attribute `reason`, lapped / torn / corrupt / abandoned / decode). [Development]"),
+		metric.WithDescription("Tickets issued by the kernel that never reached the pipeline, by reason (attribute `reason`, lapped / torn / corrupt / abandoned / shutdown / decode). [Development]"),
 		metric.WithUnit("{ticket}"),
 	)
 	errs = errors.Join(errs, err)

@@ -88,6 +88,7 @@ type Stats struct {
 	AfterEviction uint64 // exec and exit events of processes already evicted
 	DroppedSpans  uint64 // finished spans dropped: MaxFinished were waiting
 	DroppedEvents uint64 // span events dropped: MaxSpanEvents were kept
+	ExitMissed    uint64 // live processes finished because a newer one took their pid
 }
 
 // key is a process identity within one boot.
@@ -98,7 +99,7 @@ type key struct {
 
 // Span flags.
 const (
-	flagSeenAtStart uint8 = 1 << iota
+	flagSeenAtStart uint16 = 1 << iota
 	flagRunning
 	flagEvicted
 	flagPartial
@@ -106,6 +107,7 @@ const (
 	flagExec
 	flagLink
 	flagRootParent // the process's name is one of Config.RootParents
+	flagExitMissed // a newer process took its pid: its exit was lost
 )
 
 // Span event kinds.
@@ -129,7 +131,7 @@ type spanEvent struct {
 type proc struct {
 	pid, ppid, uid, gid, sid uint32
 	exitStatus               uint32
-	flags                    uint8
+	flags                    uint16
 	heapIdx                  int
 	droppedEvents            uint32
 	start, parentStart       uint64 // identity; the parent's identity
@@ -425,10 +427,9 @@ func (m *Model) exit(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 		m.stats.Unknown++
 		p = m.newProc(ev, startOf(ev))
 		p.flags |= flagPartial
-		m.stats.Started++
-	} else {
-		m.remove(p)
+		m.insert(p) // ends older holders of the pid, as for any new process
 	}
+	m.remove(p)
 	p.endTime = m.wall(ev.KTime)
 	p.exitStatus = ev.ExitStatus
 	p.flags |= flagExited
@@ -507,6 +508,13 @@ func (m *Model) newProc(ev *event.Event, start uint64) *proc {
 	} else if g, ok := m.ghosts.m[key{ev.PPID, ev.ParentStartNs}]; ok {
 		ptrace, pspan, proot, known = g.traceID, g.spanID, g.rootParent, true
 	}
+	// A fork's comm is the forking thread's name now: a parent that renamed
+	// itself after its exec (tmux, runc) is recognised by it.
+	if ev.Type == event.Fork && len(m.rootParents) > 0 {
+		if _, ok := m.rootParents[ev.Comm]; ok {
+			proot = true
+		}
+	}
 	if !known || proot || ev.PPID <= 2 || (m.cfg.SessionLeaders && ev.SID == ev.PPID) {
 		p.traceID = m.TraceID(ev.PID, ev.StartNs)
 		if known {
@@ -543,7 +551,22 @@ func (m *Model) lookup(pid uint32, start uint64) *proc {
 
 // insert adds p to the table, evicting the oldest-started process if the
 // table is full.
+//
+// Older live entries with p's pid are finished first, marked exit missed: a
+// pid is not reused while its task, or its zombie, exists, so a new process
+// with that pid proves the old one exited, and its exit event was lost.
 func (m *Model) insert(p *proc) {
+	for q := m.procs[p.pid]; q != nil; q = m.procs[p.pid] {
+		if q.start >= p.start {
+			break // a newer one is already there (p is a late snapshot entry)
+		}
+		m.remove(q)
+		m.ghosts.put(key{q.pid, q.start}, ghost{q.traceID, q.spanID, q.flags&flagRootParent != 0})
+		q.endTime = p.startTime
+		q.flags |= flagExitMissed
+		m.stats.ExitMissed++
+		m.finish(q, false)
+	}
 	if len(m.heap) >= m.cfg.MaxProcesses {
 		m.evict()
 	}

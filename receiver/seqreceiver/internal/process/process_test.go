@@ -131,7 +131,7 @@ func strs(v pcommon.Value) []string {
 
 func flags(m pcommon.Map) []string {
 	var out []string
-	for _, k := range []string{AttrSeenAtStart, AttrRunning, AttrEvicted, AttrPartial} {
+	for _, k := range []string{AttrSeenAtStart, AttrRunning, AttrEvicted, AttrPartial, AttrExitMissed} {
 		if v, ok := m.Get(k); ok && v.Bool() {
 			out = append(out, k)
 		}
@@ -339,21 +339,26 @@ func TestPIDReuse(t *testing.T) {
 	b := r.apply(forkEv(9_000, second, initP, "b", 200))
 	assert.NotEqual(t, a.span, b.span)
 	assert.NotEqual(t, a.trace, b.trace)
-	assert.Equal(t, 3, r.m.Stats().Live)
+	// the new process proves the first one exited: its span ends, exit missed
+	assert.Equal(t, 2, r.m.Stats().Live)
+	require.Equal(t, 1, r.drain())
+	assert.Equal(t, "a", r.span(first).Name())
+	assert.Equal(t, []string{AttrExitMissed}, flags(r.span(first).Attributes()))
+	assert.Equal(t, wall(9_000), r.span(first).EndTimestamp())
+	assert.Equal(t, uint64(1), r.m.Stats().ExitMissed)
 
 	// thread events go to the newest process that started before the thread
 	assert.Equal(t, b, r.apply(threadEv(event.ThreadStart, 9_500, second, 250, 9_400)))
-	assert.Equal(t, a, r.apply(threadEv(event.ThreadStart, 8_000, first, 251, 7_000)))
 
-	// the late exit of first closes first only
+	// a late exit of first names it, and makes no second span
 	assert.Equal(t, a, r.apply(exitEv(10_000, first, initP, "a", 0)))
-	require.Equal(t, 1, r.drain())
-	assert.Equal(t, "a", r.span(first).Name())
+	require.Equal(t, 0, r.drain())
 	assert.Equal(t, 2, r.m.Stats().Live)
 
-	// an exit of a third, never seen, process with that pid: a partial span
+	// an exit of a third, never seen, process with that pid: a partial span,
+	// and second, whose pid it took, ends with its exit missed
 	c := r.apply(exitEv(13_000, third, initP, "c", 1<<8))
-	require.Equal(t, 1, r.drain())
+	require.Equal(t, 2, r.drain())
 	s := r.span(third)
 	assert.Equal(t, c.span, s.SpanID())
 	assert.Equal(t, []string{AttrPartial}, flags(s.Attributes()))
@@ -361,12 +366,7 @@ func TestPIDReuse(t *testing.T) {
 	assert.Equal(t, wall(13_000), s.EndTimestamp())
 	assert.Equal(t, "exit 1", s.Status().Message())
 	assert.Equal(t, uint64(1), r.m.Stats().Unknown)
-
-	// second lives on, then exits
-	assert.Equal(t, 2, r.m.Stats().Live)
-	assert.Equal(t, b, r.apply(exitEv(14_000, second, initP, "b", 0)))
-	require.Equal(t, 1, r.drain())
-	assert.Equal(t, wall(14_000), r.span(second).EndTimestamp())
+	assert.Equal(t, []string{AttrExitMissed}, flags(r.span(second).Attributes()))
 	assert.Equal(t, 1, r.m.Stats().Live)
 	assert.Empty(t, r.m.procs[200])
 }

@@ -37,6 +37,9 @@ const (
 	// AttrPartial: the process was first seen at an exec or an exit (its
 	// fork and snapshot were missed); the span starts at its start time.
 	AttrPartial = "seq.process.partial"
+	// AttrExitMissed: a newer process took the pid before this one's exit
+	// was seen (the exit was lost); the span ends at the newer one's start.
+	AttrExitMissed = "seq.process.exit_missed"
 )
 
 // AppendFinished moves the spans finished since the last call into dst, in
@@ -51,6 +54,18 @@ func (m *Model) AppendFinished(dst ptrace.SpanSlice) int {
 	var buf [64]byte
 	for i, p := range m.finished {
 		p.build(dst.AppendEmpty(), buf[:0])
+		m.finished[i] = nil
+		m.recycle(p)
+	}
+	m.finished = m.finished[:0]
+	return n
+}
+
+// DiscardFinished drops the spans finished since the last call without
+// building them (no traces pipeline), and returns how many.
+func (m *Model) DiscardFinished() int {
+	n := len(m.finished)
+	for i, p := range m.finished {
 		m.finished[i] = nil
 		m.recycle(p)
 	}
@@ -120,6 +135,7 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 	putFlag(attrs, AttrRunning, p.flags&flagRunning != 0)
 	putFlag(attrs, AttrEvicted, p.flags&flagEvicted != 0)
 	putFlag(attrs, AttrPartial, p.flags&flagPartial != 0)
+	putFlag(attrs, AttrExitMissed, p.flags&flagExitMissed != 0)
 
 	if p.flags&flagLink != 0 {
 		l := s.Links().AppendEmpty()

@@ -34,7 +34,7 @@
 // A skipped slot is counted in seq_stats.overrun and the producer carries on
 // with the record's next slot. It then swaps parked to 0 and, if it was 1,
 // rings the reader's doorbell. [Producer] is a Go model of exactly this
-// (seq_own and seq_commit in bpf/seq.bpf.c), [Producer.Overrun] its overrun.
+// (seq_own and seq_commit in bpf/seq_ring.h), [Producer.Overrun] its overrun.
 //
 // # Reader protocol
 //

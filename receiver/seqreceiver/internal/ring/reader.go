@@ -50,6 +50,9 @@ const (
 	// their slot because a stalled producer a lap behind still owned it, and
 	// the ring has been too quiet since to lap them.
 	Abandoned
+	// Shutdown: tickets still unread, or still being written, when the
+	// receiver stopped and gave up on them (see Reader.Abandon).
+	Shutdown
 	numReasons = iota + 1
 )
 
@@ -63,6 +66,8 @@ func (r LossReason) String() string {
 		return "corrupt"
 	case Abandoned:
 		return "abandoned"
+	case Shutdown:
+		return "shutdown"
 	}
 	return "unknown"
 }
@@ -114,6 +119,7 @@ type Stats struct {
 	LostTorn      uint64
 	LostCorrupt   uint64
 	LostAbandoned uint64
+	LostShutdown  uint64
 }
 
 // DefaultStuckAfter is how long a claimed ticket may stay unpublished before
@@ -247,6 +253,7 @@ func (r *Reader) Stats() Stats {
 		LostTorn:      r.lostBy[Torn].Load(),
 		LostCorrupt:   r.lostBy[Corrupt].Load(),
 		LostAbandoned: r.lostBy[Abandoned].Load(),
+		LostShutdown:  r.lostBy[Shutdown].Load(),
 	}
 }
 
@@ -450,6 +457,20 @@ func (r *Reader) stuck(u uint64) bool {
 	r.waitSince = r.now()
 	r.waiting = true
 	return false
+}
+
+// Abandon gives up on every ticket from the reader's position to the current
+// head — unread, or claimed and still being written — reporting them to fn as
+// one Shutdown gap, and returns that head: afterwards delivered + lost ==
+// head - Start() exactly. For a reader whose producers are detached.
+func (r *Reader) Abandon(fn func(*Item)) (head uint64) {
+	head = r.loadHead()
+	if t := r.next.Load(); head > t {
+		r.lose(t, head-t, Shutdown, fn)
+	}
+	r.flushGap(fn)
+	r.next.Store(head)
+	return head
 }
 
 // resync handles a lapped or torn slot met while reading the record at t:

@@ -3,10 +3,12 @@
 package seqbpf
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,6 +33,28 @@ func Preflight() error {
 	}
 	if major, minor, ok := kernelVersion(); ok && (major < 5 || major == 5 && minor < 12) {
 		return fmt.Errorf("kernel %d.%d is too old: the sequencer needs BPF atomic fetch-add and exchange, Linux 5.12 or newer", major, minor)
+	}
+	return checkExitTracepoint()
+}
+
+// checkExitTracepoint makes sure sched_process_exit passes group_dead (Linux
+// 6.16+), which tells a process exit from a thread exit.
+func checkExitTracepoint() error {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("read kernel BTF: %w", err)
+	}
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_sched_process_exit", &td); err != nil {
+		return fmt.Errorf("kernel BTF has no sched_process_exit tracepoint: %w", err)
+	}
+	ptr, ok := btf.UnderlyingType(td.Type).(*btf.Pointer)
+	if !ok {
+		return fmt.Errorf("kernel BTF: btf_trace_sched_process_exit is %v, not a function pointer", td.Type)
+	}
+	proto, ok := btf.UnderlyingType(ptr.Target).(*btf.FuncProto)
+	if !ok || len(proto.Params) < 3 {
+		return errors.New("this kernel's sched_process_exit tracepoint lacks the group_dead argument that tells a process exit from a thread exit: the seq receiver needs Linux 6.16 or newer")
 	}
 	return nil
 }

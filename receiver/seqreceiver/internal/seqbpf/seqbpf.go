@@ -48,7 +48,8 @@ type Sequencer struct {
 	objs     seqObjects
 	links    []link.Link
 	ctl      []byte
-	slots    []byte
+	slots    []byte // the whole mapping (page-rounded)
+	ringLen  int    // the ring's bytes: slots × 128
 	doorbell *ringbuf.Reader
 	rec      ringbuf.Record
 }
@@ -118,7 +119,8 @@ func Open(opts Options) (_ *Sequencer, err error) {
 	if s.ctl, err = mmap(s.objs.SeqControl, 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
 		return nil, err
 	}
-	if s.slots, err = mmap(s.objs.SeqSlots, opts.RingSlots*slotSize, unix.PROT_READ); err != nil {
+	s.ringLen = opts.RingSlots * slotSize
+	if s.slots, err = mmap(s.objs.SeqSlots, s.ringLen, unix.PROT_READ); err != nil {
 		return nil, err
 	}
 	if s.doorbell, err = ringbuf.NewReader(s.objs.SeqDoorbell); err != nil {
@@ -141,7 +143,9 @@ func mmap(m *ebpf.Map, size int, prot int) ([]byte, error) {
 func (s *Sequencer) Control() []byte { return s.ctl[:128] }
 
 // Slots is the mapped ring of slots (read-only).
-func (s *Sequencer) Slots() []byte { return s.slots }
+// It is exactly the ring, not the page-rounded mapping, so that its length
+// gives the reader the same slot count as the programs' mask.
+func (s *Sequencer) Slots() []byte { return s.slots[:s.ringLen] }
 
 // Wait blocks until a producer rings the doorbell or the timeout passes. The
 // caller must have set the parked flag (and re-checked the head) first.

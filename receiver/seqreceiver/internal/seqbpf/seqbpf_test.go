@@ -3,6 +3,7 @@
 package seqbpf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"os/exec"
@@ -73,8 +74,15 @@ func procPIDs(t *testing.T) map[uint32]bool {
 	require.NoError(t, err)
 	m := map[uint32]bool{}
 	for _, e := range ents {
-		if n, err := strconv.ParseUint(e.Name(), 10, 32); err == nil {
-			m[uint32(n)] = true
+		n, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil {
+			continue
+		}
+		// A zombie has exited already: the snapshot leaves it out.
+		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] != 'Z' {
+				m[uint32(n)] = true
+			}
 		}
 	}
 	return m
