@@ -40,7 +40,7 @@ func AssertEqualReceiverSeqEventsDelivered(t *testing.T, tt *componenttest.Telem
 func AssertEqualReceiverSeqEventsLost(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_seq_events_lost",
-		Description: "Tickets issued by the kernel that never reached the pipeline, by reason (attribute `reason`, lapped / torn / corrupt / abandoned / decode). [Development]",
+		Description: "Tickets issued by the kernel that never reached the pipeline, by reason (attribute `reason`, lapped / torn / corrupt / abandoned / shutdown / decode). [Development]",
 		Unit:        "{ticket}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
