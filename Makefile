@@ -16,7 +16,7 @@ COLLECTOR := bin/otelcol-seq
 JAEGER_CACHE ?= $(HOME)/.cache/otelcol-seq/jaeger
 JAEGER := $(JAEGER_CACHE)/jaeger
 CONFIG ?= config/default.yaml
-APT_PACKAGES := stress-ng bpftool
+APT_PACKAGES := stress-ng bpftool bpftrace
 
 GO_SOURCES := $(shell find receiver -name '*.go' -not -name '*_test.go') $(shell find receiver -name '*.o')
 
@@ -60,6 +60,13 @@ deps:
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@# bpftrace tools such as runqlat.bt #include kernel headers; on a Debian host whose
+	@# kernel has none in /lib/modules, Debian's generic headers serve (see config/bpftrace.yaml).
+	@if [ ! -e /lib/modules/$$(uname -r)/build ] && ! ls -d /usr/src/linux-headers-*-common >/dev/null 2>&1 \
+		&& command -v apt-get >/dev/null; then \
+		echo "installing: linux-headers-amd64"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-headers-amd64 >/dev/null) || true; \
 	fi
 	@if [ "$$(id -u)" = 0 ] && ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then \
 		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true; \

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/bpftrace"
 )
 
 // Event names accepted in `events`.
@@ -54,6 +56,10 @@ type Config struct {
 
 	// Traces shapes the span-per-process output of a traces pipeline.
 	Traces TracesConfig `mapstructure:"traces"`
+
+	// Bpftrace runs unmodified bpftrace scripts beside the sequencer: their
+	// maps become metrics (metrics pipeline), their printed lines log records.
+	Bpftrace bpftrace.Config `mapstructure:"bpftrace"`
 
 	_ struct{}
 }
@@ -135,6 +141,9 @@ func (c *Config) Validate() error {
 		if name == "" || len(name) > commLen {
 			errs = append(errs, fmt.Errorf("traces::root_parents: %q is not an executable name as the kernel keeps it (1 to %d characters)", name, commLen))
 		}
+	}
+	if err := c.Bpftrace.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("bpftrace: %w", err))
 	}
 	return errors.Join(errs...)
 }

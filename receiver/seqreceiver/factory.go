@@ -17,5 +17,6 @@ func NewFactory() receiver.Factory {
 		func() component.Config { return createDefaultConfig() },
 		receiver.WithLogs(createLogs, metadata.LogsStability),
 		receiver.WithTraces(createTraces, metadata.TracesStability),
+		receiver.WithMetrics(createMetrics, metadata.MetricsStability),
 	)
 }

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
@@ -28,6 +29,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/bpftrace"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
@@ -48,11 +50,13 @@ const (
 )
 
 type seqReceiver struct {
-	cfg    *Config
-	set    receiver.Settings
-	logs   consumer.Logs   // nil when no logs pipeline uses the receiver
-	traces consumer.Traces // nil when no traces pipeline uses the receiver
-	obs    *receiverhelper.ObsReport
+	cfg     *Config
+	set     receiver.Settings
+	logs    consumer.Logs    // nil when no logs pipeline uses the receiver
+	traces  consumer.Traces  // nil when no traces pipeline uses the receiver
+	metrics consumer.Metrics // nil when no metrics pipeline uses the receiver
+	bt      *bpftrace.Runner // the bpftrace scripts, when configured
+	obs     *receiverhelper.ObsReport
 
 	seq    *seqbpf.Sequencer
 	rd     *ring.Reader
@@ -101,6 +105,15 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 	return e, nil
 }
 
+func createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
+	e, err := instances.get(cfg.(*Config), func() (*seqReceiver, error) { return newReceiver(set, cfg.(*Config)) })
+	if err != nil {
+		return nil, err
+	}
+	e.c.metrics = next
+	return e, nil
+}
+
 func newReceiver(set receiver.Settings, c *Config) (*seqReceiver, error) {
 	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
 		ReceiverID:             set.ID,
@@ -136,7 +149,56 @@ func (r *seqReceiver) bpfEvents() []int {
 	return evs
 }
 
-func (r *seqReceiver) Start(_ context.Context, _ component.Host) (err error) {
+// Start loads the sequencer when a logs or traces pipeline uses the receiver,
+// and starts the bpftrace scripts, if any.
+func (r *seqReceiver) Start(ctx context.Context, _ component.Host) error {
+	if r.logs != nil || r.traces != nil {
+		if err := r.startSequencer(); err != nil {
+			return err
+		}
+	}
+	if len(r.cfg.Bpftrace.Scripts) == 0 {
+		return nil
+	}
+	if r.metrics == nil || r.logs == nil {
+		r.set.Logger.Warn("seq receiver: bpftrace scripts run, but their maps go only to a metrics pipeline and their printed lines only to a logs pipeline; add the receiver to both to get all of it",
+			zap.Bool("metrics_pipeline", r.metrics != nil), zap.Bool("logs_pipeline", r.logs != nil))
+	}
+	bt, err := bpftrace.New(r.cfg.Bpftrace, r.set.Logger.With(zap.String("source", "bpftrace")), bpftraceOutput{r})
+	if err == nil {
+		err = bt.Start(ctx)
+	}
+	if err != nil {
+		_ = r.Shutdown(ctx)
+		return fmt.Errorf("seq receiver: bpftrace: %w", err)
+	}
+	r.bt = bt
+	return nil
+}
+
+// bpftraceOutput hands the scripts' output to the receiver's pipelines.
+type bpftraceOutput struct{ r *seqReceiver }
+
+func (o bpftraceOutput) ConsumeLogs(ld plog.Logs) {
+	if o.r.logs != nil {
+		o.r.consumeLogs(context.Background(), ld)
+	}
+}
+
+func (o bpftraceOutput) ConsumeMetrics(md pmetric.Metrics) {
+	if o.r.metrics == nil {
+		return
+	}
+	ctx := o.r.obs.StartMetricsOp(context.Background())
+	n := md.DataPointCount()
+	err := o.r.metrics.ConsumeMetrics(ctx, md)
+	o.r.obs.EndMetricsOp(ctx, metadata.Type.String(), n, err)
+	if err != nil {
+		o.r.set.Logger.Warn("seq receiver: the pipeline refused bpftrace metrics", zap.Int("data_points", n), zap.Error(err))
+	}
+}
+
+func (r *seqReceiver) startSequencer() (err error) {
 	r.seq, err = seqbpf.Open(seqbpf.Options{RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes})
 	if err != nil {
 		return fmt.Errorf("seq receiver: %w", err)
@@ -407,8 +469,14 @@ func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 // published, records the final accounting, ends the spans of the processes
 // still running, then closes every program and map.
 func (r *seqReceiver) Shutdown(ctx context.Context) error {
+	var btErr error
+	if r.bt != nil {
+		// First: bpftrace prints its maps at exit, into pipelines still running.
+		btErr = r.bt.Shutdown(ctx)
+		r.bt = nil
+	}
 	if r.done == nil {
-		return r.closeKernel()
+		return errors.Join(btErr, r.closeKernel())
 	}
 	err := r.seq.Detach()
 	r.stop.Store(true)
@@ -431,7 +499,7 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 		zap.Uint64("tickets_delivered", r.final.Stats.Tickets),
 		zap.Uint64("tickets_lost", r.final.Stats.Lost),
 		zap.Uint64("records_delivered", r.final.Stats.Records))
-	return errors.Join(err, r.closeKernel())
+	return errors.Join(btErr, err, r.closeKernel())
 }
 
 func (r *seqReceiver) closeKernel() error {

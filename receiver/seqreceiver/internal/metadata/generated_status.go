@@ -14,6 +14,7 @@ var (
 )
 
 const (
-	LogsStability   = component.StabilityLevelAlpha
-	TracesStability = component.StabilityLevelAlpha
+	LogsStability    = component.StabilityLevelAlpha
+	TracesStability  = component.StabilityLevelAlpha
+	MetricsStability = component.StabilityLevelAlpha
 )

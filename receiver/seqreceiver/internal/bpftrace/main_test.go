@@ -1,0 +1,12 @@
+package bpftrace
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	prepareHost()
+	goleak.VerifyTestMain(m)
+}

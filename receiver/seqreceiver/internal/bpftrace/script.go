@@ -1,0 +1,460 @@
+package bpftrace
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+)
+
+const (
+	// maxRecordBytes bounds one stdout line (a printed map can be large).
+	maxRecordBytes = 16 << 20
+	// maxStderrBytes bounds one stderr line.
+	maxStderrBytes = 64 << 10
+	// stderrTailLines: the last stderr lines quoted in a start failure.
+	stderrTailLines = 20
+	// partialLineIdle: a partial printed line (no newline yet) is emitted
+	// as it is after this long without more text.
+	partialLineIdle = time.Second
+	// drainTimeout: how long the pipes are read after bpftrace is reaped
+	// (something that escaped its process group may hold them open).
+	drainTimeout = 2 * time.Second
+)
+
+// memlockNoise is the start of the line bpftrace 0.17 prints on every start
+// where it cannot raise RLIMIT_MEMLOCK, which kernels since 5.11 do not need
+// (BPF memory is accounted to the cgroup): harmless, kept as a WARN record
+// but left out of failure messages.
+const memlockNoise = "couldn't set RLIMIT_MEMLOCK"
+
+// script supervises one ScriptConfig's bpftrace process.
+type script struct {
+	r    *Runner
+	spec *scriptSpec
+	log  *zap.Logger
+
+	restarts, startFailures, lostEvents, parseErrors atomic.Uint64
+
+	warnMu sync.Mutex
+	warned map[string]bool // warnings logged once per script
+}
+
+// warnOnce logs msg at WARN the first time key is seen.
+func (s *script) warnOnce(key, msg string, fields ...zap.Field) {
+	s.warnMu.Lock()
+	seen := s.warned[key]
+	s.warned[key] = true
+	s.warnMu.Unlock()
+	if !seen {
+		s.log.Warn(msg, fields...)
+	}
+}
+
+// loop runs bpftrace until Shutdown, restarting it with exponential backoff.
+func (s *script) loop() {
+	defer s.r.wg.Done()
+	backoff := s.r.backoffMin
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			s.restarts.Add(1)
+		}
+		res := s.runOnce()
+		if res.stopped || s.r.stopping() {
+			return // what failed was cut short by Shutdown
+		}
+		if res.uptime >= s.r.backoffMax {
+			backoff = s.r.backoffMin // it ran a good while: start over
+		}
+		if res.startFailure {
+			s.startFailures.Add(1)
+			s.log.Error("bpftrace script failed to start; retrying", zap.Error(res.err), zap.Duration("retry_in", backoff))
+		} else {
+			s.log.Warn("bpftrace script ended; restarting", zap.Error(res.err), zap.Duration("ran_for", res.uptime.Round(time.Millisecond)), zap.Duration("restart_in", backoff))
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-s.r.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, s.r.backoffMax)
+	}
+}
+
+type runResult struct {
+	err          error
+	startFailure bool
+	stopped      bool // ended by Shutdown
+	uptime       time.Duration
+}
+
+// runOnce runs bpftrace once, until it exits or Shutdown stops it.
+func (s *script) runOnce() runResult {
+	select {
+	case <-s.r.stop:
+		return runResult{stopped: true}
+	default:
+	}
+	fail := func(err error) runResult { return runResult{err: err, startFailure: true} }
+	bin, err := s.r.binaryPath()
+	if err != nil {
+		return fail(err)
+	}
+	text, err := s.spec.text()
+	if err != nil {
+		return fail(fmt.Errorf("reading the script: %w", err))
+	}
+	if err := checkMapsUsed(text, s.spec.order); err != nil {
+		return fail(err)
+	}
+	tmp, err := writeTemp(s.spec.name, s.spec.compose(text))
+	if err != nil {
+		return fail(fmt.Errorf("writing the program for bpftrace: %w", err))
+	}
+	defer os.Remove(tmp)
+
+	args := []string{"-f", "json"}
+	display := s.spec.name
+	if s.spec.path != "" {
+		display = s.spec.path
+		// Quoted #includes resolve against the script's directory.
+		args = append(args, "-I", filepath.Dir(s.spec.path))
+	}
+	args = append(args, tmp)
+	// bpftrace gets SIGKILL when the thread that started it ends (Pdeathsig
+	// is per thread): keep this goroutine on its thread until bpftrace has
+	// been reaped, so that no other goroutine can end the thread meanwhile.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p, err := startProc(bin, args, s.r.env)
+	if err != nil {
+		return fail(fmt.Errorf("starting %s: %w", bin, err))
+	}
+	started := time.Now()
+	h := &runHandler{
+		s:       s,
+		start:   pcommon.NewTimestampFromTime(started),
+		tmpPath: tmp,
+		display: display,
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() {
+		defer readers.Done()
+		h.readStdout(p.stdout)
+	}()
+	go func() {
+		defer readers.Done()
+		h.readStderr(p.stderr)
+	}()
+	idleDone := make(chan struct{})
+	idleStopped := make(chan struct{})
+	go func() {
+		defer close(idleStopped)
+		h.flushIdleLines(idleDone)
+	}()
+
+	stopped := false
+	select {
+	case <-p.exited:
+	case <-s.r.stop:
+		stopped = true
+		p.signal(syscall.SIGINT)
+		grace := time.NewTimer(s.r.grace)
+		select {
+		case <-p.exited:
+		case <-grace.C:
+			s.log.Warn("bpftrace did not exit after SIGINT; killing it", zap.Duration("grace", s.r.grace))
+			p.signal(syscall.SIGKILL)
+		case <-s.r.kill:
+			p.signal(syscall.SIGKILL)
+		}
+		grace.Stop()
+		<-p.exited
+	}
+	uptime := time.Since(started)
+
+	drained := make(chan struct{})
+	go func() {
+		readers.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		p.stdout.Close() // unblocks the readers
+		p.stderr.Close()
+		<-drained
+	}
+	p.stdout.Close()
+	p.stderr.Close()
+	close(idleDone)
+	<-idleStopped
+	h.flushLine()
+
+	exit := describeExit(p.state(), p.err)
+	if stopped {
+		s.log.Info("bpftrace script stopped", zap.String("exit", exit))
+		return runResult{stopped: true, uptime: uptime}
+	}
+	failed := p.state() == nil || !p.state().Success()
+	attached := h.attached.Load()
+	switch {
+	case failed && !attached:
+		return runResult{startFailure: true, uptime: uptime,
+			err: fmt.Errorf("bpftrace %s before attaching its probes: %s", exit, h.stderrSummary())}
+	case failed && uptime < s.r.startupWindow:
+		return runResult{startFailure: true, uptime: uptime,
+			err: fmt.Errorf("bpftrace %s %s after start (attaching %d probes): %s", exit, uptime.Round(time.Millisecond), h.probes.Load(), h.stderrSummary())}
+	case failed:
+		return runResult{uptime: uptime, err: fmt.Errorf("bpftrace %s: %s", exit, h.stderrSummary())}
+	default:
+		return runResult{uptime: uptime, err: fmt.Errorf("bpftrace %s (the script ended by itself)", exit)}
+	}
+}
+
+func describeExit(st *os.ProcessState, waitErr error) string {
+	if st == nil {
+		if waitErr != nil {
+			return "failed: " + waitErr.Error()
+		}
+		return "ended"
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "was killed by signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exited with status %d", st.ExitCode())
+}
+
+// writeTemp writes the program bpftrace runs to a new temporary file.
+func writeTemp(name, program string) (string, error) {
+	safe := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		default:
+			return '_'
+		}
+	}, name)
+	if len(safe) > 64 {
+		safe = safe[:64]
+	}
+	f, err := os.CreateTemp("", "otelcol-bpftrace-"+safe+"-*.bt")
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.WriteString(program)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// runHandler turns one bpftrace run's output into log records and metrics.
+type runHandler struct {
+	s       *script
+	start   pcommon.Timestamp // the maps' start: bpftrace's start
+	tmpPath string            // the composed program, named in bpftrace's messages...
+	display string            // ...as the script's path (or name)
+
+	attached atomic.Bool
+	probes   atomic.Uint64
+
+	lineMu sync.Mutex // the assembler, and the order of printed lines
+	asm    lineAssembler
+
+	tailMu sync.Mutex
+	tail   []string // the last stderr lines, noise left out
+}
+
+func (h *runHandler) readStdout(f io.Reader) {
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := readLine(br, maxRecordBytes)
+		if len(line) > 0 {
+			h.handleRecord(line, time.Now())
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (h *runHandler) handleRecord(line []byte, now time.Time) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return // bpftrace prints blank lines before its exit-time maps
+	}
+	s := h.s
+	rec, err := parseRecord(line)
+	if err != nil {
+		s.parseErrors.Add(1)
+		s.warnOnce("parse", "bpftrace printed a line that is not a record this receiver knows; it is passed on as a WARN log record (counted in ParseErrors, logged once)",
+			zap.Error(err), zap.ByteString("line", truncate(line, 512)))
+		body := string(truncate(line, 64<<10))
+		s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
+			appendLineLog(lrs, s.spec.name, streamStdout, body, plog.SeverityNumberWarn, now, now)
+			return 1
+		})
+		return
+	}
+	switch rec.kind {
+	case kindText:
+		h.lineMu.Lock()
+		if pl, ok := h.asm.add(rec.text, rec.endsLine, now); ok {
+			h.emitLine(pl, now)
+		}
+		h.lineMu.Unlock()
+	case kindMap:
+		ts := pcommon.NewTimestampFromTime(now)
+		for _, md := range rec.maps {
+			spec := s.spec.maps[md.name]
+			if spec == nil {
+				continue // not exported
+			}
+			s.r.batch.addMetrics(func(ms pmetric.MetricSlice) int {
+				n, err := appendMapMetrics(ms, s.spec.name, spec, md, h.start, ts)
+				if err != nil {
+					s.warnOnce("map "+md.name+": "+err.Error(), "bpftrace map not fully exported (logged once)", zap.String("map", md.name), zap.Error(err))
+				}
+				return n
+			})
+		}
+	case kindLostEvents:
+		s.lostEvents.Add(rec.count)
+		s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
+			appendLostEventsLog(lrs, s.spec.name, rec.count, now)
+			return 1
+		})
+	case kindAttachedProbes:
+		h.probes.Store(rec.count)
+		h.attached.Store(true)
+		s.log.Info("bpftrace script running", zap.Uint64("probes", rec.count))
+	case kindError:
+		msg := strings.ReplaceAll(rec.text, h.tmpPath, h.display)
+		s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
+			appendEventLog(lrs, s.spec.name, "bpftrace."+rec.typ, msg, now)
+			return 1
+		})
+	default:
+		s.warnOnce("type "+rec.typ, "bpftrace printed a record type this receiver does not use; ignored", zap.String("type", rec.typ))
+	}
+}
+
+// emitLine hands a printed line to the batcher (lineMu held: lines keep
+// their order).
+func (h *runHandler) emitLine(pl printedLine, now time.Time) {
+	name := h.s.spec.name
+	h.s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
+		appendLineLog(lrs, name, streamStdout, pl.text, plog.SeverityNumberInfo, pl.at, now)
+		return 1
+	})
+}
+
+// flushIdleLines emits a partial printed line that has waited
+// partialLineIdle for the rest, until done is closed.
+func (h *runHandler) flushIdleLines(done <-chan struct{}) {
+	t := time.NewTicker(partialLineIdle / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			h.lineMu.Lock()
+			if since, ok := h.asm.pending(); ok && now.Sub(since) >= partialLineIdle {
+				if pl, ok := h.asm.flush(); ok {
+					h.emitLine(pl, now)
+				}
+			}
+			h.lineMu.Unlock()
+		}
+	}
+}
+
+// flushLine emits the partial line left when bpftrace ends.
+func (h *runHandler) flushLine() {
+	h.lineMu.Lock()
+	defer h.lineMu.Unlock()
+	if pl, ok := h.asm.flush(); ok {
+		h.emitLine(pl, time.Now())
+	}
+}
+
+func (h *runHandler) readStderr(f io.Reader) {
+	br := bufio.NewReaderSize(f, 4<<10)
+	name := h.s.spec.name
+	for {
+		raw, err := readLine(br, maxStderrBytes)
+		line := strings.TrimRight(string(raw), "\r\n")
+		if strings.TrimSpace(line) != "" {
+			line = strings.ReplaceAll(line, h.tmpPath, h.display)
+			now := time.Now()
+			h.s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
+				appendLineLog(lrs, name, streamStderr, line, plog.SeverityNumberWarn, now, now)
+				return 1
+			})
+			if !strings.Contains(line, memlockNoise) {
+				h.tailMu.Lock()
+				h.tail = append(h.tail, line)
+				if len(h.tail) > stderrTailLines {
+					h.tail = h.tail[len(h.tail)-stderrTailLines:]
+				}
+				h.tailMu.Unlock()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stderrSummary is bpftrace's error output, for an error message.
+func (h *runHandler) stderrSummary() string {
+	h.tailMu.Lock()
+	defer h.tailMu.Unlock()
+	if len(h.tail) == 0 {
+		return "bpftrace printed no error message"
+	}
+	return strings.Join(h.tail, "\n")
+}
+
+// readLine reads one line (newline included) of at most max bytes; the rest
+// of a longer line is dropped.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var buf []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if room := max - len(buf); room > 0 {
+			buf = append(buf, frag[:min(len(frag), room)]...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return buf, err
+		}
+	}
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}

@@ -1,0 +1,78 @@
+#!/bin/sh
+# A stand-in for bpftrace in the supervisor tests (no root, no kernel): it
+# prints records as `bpftrace -f json` does. What it does is chosen by the
+# program's "// fake: MODE" line; it writes the program it was given to
+# $FAKE_DIR/<mode>.bt, its pid to $FAKE_DIR/<mode>.pids and the pids of the
+# children it starts to $FAKE_DIR/<mode>.children.
+if [ "$1" = "--version" ]; then
+	echo "bpftrace ${FAKE_BPFTRACE_VERSION:-v0.17.0}"
+	exit 0
+fi
+for prog; do :; done
+mode=$(sed -n 's|^// fake: *||p' "$prog" | head -n 1)
+cp "$prog" "$FAKE_DIR/$mode.bt"
+echo $$ >> "$FAKE_DIR/$mode.pids"
+rec() { printf '%s\n' "$1"; }
+echo 'ERROR: Unknown error -1: couldn'"'"'t set RLIMIT_MEMLOCK for bpftrace. If your program is not loading, you can try "ulimit -l 8192" to fix the problem' >&2
+
+case "$mode" in
+compile_error)
+	echo "$prog:2:9-15: ERROR: Undefined map: @nope" >&2
+	exit 1
+	;;
+crash)
+	rec '{"type": "attached_probes", "data": {"probes": 1}}'
+	rec '{"type": "printf", "data": "crashing\n"}'
+	sleep 0.3
+	exit 3
+	;;
+run)
+	# SIGINT: END output, then exit 0 (as bpftrace does).
+	on_int() {
+		rec '{"type": "printf", "data": "END block\n"}'
+		rec '{"type": "map", "data": {"@c": 7}}'
+		rec '{"type": "printf", "data": "unterminated"}'
+		exit 0
+	}
+	trap on_int INT
+	rec '{"type": "attached_probes", "data": {"probes": 2}}'
+	rec '{"type": "printf", "data": "1234       42    "}'
+	rec '{"type": "join", "data": "/bin/true a b"}'
+	rec '{"type": "map", "data": {"@c": 3}}'
+	rec '{"type": "map", "data": {"@internal": 3}}'
+	rec '{"type": "lost_events", "data": {"events": 5}}'
+	rec 'garbage that is not JSON'
+	rec '{"type": "helper_error", "helper": "map_update_elem", "retcode": -7, "line": 1, "col": 26}'
+	echo "WARNING: something $prog said" >&2
+	while :; do sleep 0.05; done
+	;;
+flood)
+	rec '{"type": "attached_probes", "data": {"probes": 1}}'
+	i=0
+	while [ $i -lt 2500 ]; do
+		rec '{"type": "printf", "data": "line\n"}'
+		i=$((i + 1))
+	done
+	while :; do sleep 0.05; done
+	;;
+stubborn)
+	# Ignores SIGINT, and leaves a child that ignores it too.
+	trap '' INT
+	rec '{"type": "attached_probes", "data": {"probes": 1}}'
+	sleep 60 &
+	echo $! >> "$FAKE_DIR/$mode.children"
+	while :; do sleep 0.05; done
+	;;
+orphan)
+	# Exits at once, leaving a child in its process group.
+	rec '{"type": "attached_probes", "data": {"probes": 1}}'
+	sleep 60 &
+	echo $! >> "$FAKE_DIR/$mode.children"
+	sleep 0.2
+	exit 0
+	;;
+*)
+	echo "fakebpftrace: unknown mode '$mode'" >&2
+	exit 2
+	;;
+esac
