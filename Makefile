@@ -89,6 +89,27 @@ $(MDATAGEN):
 generate: $(MDATAGEN)
 	command -v clang >/dev/null || (apt-get update -qq && apt-get install -y -qq clang llvm)
 	$(GO) generate ./...
+	$(MAKE) -B ebpf-programs
 
 clean:
 	rm -rf bin build
+
+# ebpf_exporter-format objects: the test fixtures (testdata/ebpf_exporter)
+# and the ready-to-use programs (programs/), each <name>.bpf.c compiled to
+# <name>.bpf.o next to its <name>.yaml. The objects are committed; building
+# and testing need no clang.
+EBPF_EXPORTER_OBJECTS := $(patsubst %.c,%.o,$(wildcard testdata/ebpf_exporter/*.bpf.c programs/*.bpf.c))
+EBPF_EXPORTER_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf/headers
+
+.PHONY: ebpf-programs
+ebpf-programs: $(EBPF_EXPORTER_OBJECTS)
+
+testdata/ebpf_exporter/%.bpf.o: testdata/ebpf_exporter/%.bpf.c testdata/ebpf_exporter/ebpfx.bpf.h
+	@command -v clang >/dev/null || (apt-get update -qq && apt-get install -y -qq clang llvm)
+	clang $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
+	llvm-strip -g $@
+
+programs/%.bpf.o: programs/%.bpf.c programs/programs.bpf.h
+	@command -v clang >/dev/null || (apt-get update -qq && apt-get install -y -qq clang llvm)
+	clang $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
+	llvm-strip -g $@

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/bpftrace"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/ebpfexporter"
 )
 
 // Event names accepted in `events`.
@@ -60,6 +61,10 @@ type Config struct {
 	// Bpftrace runs unmodified bpftrace scripts beside the sequencer: their
 	// maps become metrics (metrics pipeline), their printed lines log records.
 	Bpftrace bpftrace.Config `mapstructure:"bpftrace"`
+
+	// EbpfExporter loads unmodified ebpf_exporter programs (<name>.yaml next
+	// to <name>.bpf.o) and pulls their maps as metrics (metrics pipeline).
+	EbpfExporter *ebpfexporter.Config `mapstructure:"ebpf_exporter"`
 
 	_ struct{}
 }
@@ -142,8 +147,6 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("traces::root_parents: %q is not an executable name as the kernel keeps it (1 to %d characters)", name, commLen))
 		}
 	}
-	if err := c.Bpftrace.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("bpftrace: %w", err))
-	}
+	// Bpftrace and EbpfExporter validate themselves (confmap walks the fields).
 	return errors.Join(errs...)
 }

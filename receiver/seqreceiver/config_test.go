@@ -6,6 +6,7 @@ package seqreceiver
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,6 +46,17 @@ func TestConfigCustom(t *testing.T) {
 	}, cfg)
 }
 
+func TestConfigSources(t *testing.T) {
+	cfg := loadConfig(t, "sources")
+	require.NoError(t, confmap.Validate(cfg))
+	require.Len(t, cfg.Bpftrace.Scripts, 1)
+	assert.Equal(t, 5*time.Second, cfg.Bpftrace.Scripts[0].PullInterval)
+	require.NotNil(t, cfg.EbpfExporter)
+	assert.Equal(t, "/etc/ebpf_exporter", cfg.EbpfExporter.ConfigDir)
+	assert.Equal(t, []string{"biolatency", "timers"}, cfg.EbpfExporter.Names)
+	assert.Nil(t, loadConfig(t, "").EbpfExporter, "no ebpf_exporter section: nothing to load")
+}
+
 func TestConfigInvalid(t *testing.T) {
 	for name, want := range map[string]string{
 		"bad_ring":  "ring_slots: 1000 is not allowed; use a power of two from 256 to 4194304",
@@ -52,6 +64,7 @@ func TestConfigInvalid(t *testing.T) {
 		"bad_args":  "max_args_bytes: 5000 is out of range 0 to 4096",
 		"bad_batch": "max_batch: 0 is out of range 1 to 65536",
 		"no_events": "events: empty; list one or more of fork, exec, exit",
+		"bad_sources": "bpftrace: scripts[0]: both path and program are set; keep exactly one of them\nebpf_exporter: config_dir: must be set to the ebpf_exporter config directory",
 		"bad_traces": "traces::service_name: empty; give the service.name for the process spans\n" +
 			"traces::max_processes: 10 is out of range 64 to 4194304\n" +
 			`traces::root_parents: "containerd-shim-runc-v2" is not an executable name as the kernel keeps it (1 to 15 characters)`,

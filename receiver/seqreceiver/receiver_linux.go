@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/bpftrace"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/ebpfexporter"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
@@ -52,10 +53,11 @@ const (
 type seqReceiver struct {
 	cfg     *Config
 	set     receiver.Settings
-	logs    consumer.Logs    // nil when no logs pipeline uses the receiver
-	traces  consumer.Traces  // nil when no traces pipeline uses the receiver
-	metrics consumer.Metrics // nil when no metrics pipeline uses the receiver
-	bt      *bpftrace.Runner // the bpftrace scripts, when configured
+	logs    consumer.Logs          // nil when no logs pipeline uses the receiver
+	traces  consumer.Traces        // nil when no traces pipeline uses the receiver
+	metrics consumer.Metrics       // nil when no metrics pipeline uses the receiver
+	bt      *bpftrace.Runner       // the bpftrace scripts, when configured
+	ee      *ebpfexporter.Exporter // the ebpf_exporter programs, when configured
 	obs     *receiverhelper.ObsReport
 
 	seq    *seqbpf.Sequencer
@@ -157,6 +159,14 @@ func (r *seqReceiver) Start(ctx context.Context, _ component.Host) error {
 			return err
 		}
 	}
+	if r.cfg.EbpfExporter != nil {
+		if r.metrics == nil {
+			r.set.Logger.Warn("seq receiver: ebpf_exporter programs are configured, but the receiver is in no metrics pipeline: they are not loaded")
+		} else if err := r.startEbpfExporter(ctx); err != nil {
+			_ = r.Shutdown(ctx)
+			return err
+		}
+	}
 	if len(r.cfg.Bpftrace.Scripts) == 0 {
 		return nil
 	}
@@ -164,7 +174,7 @@ func (r *seqReceiver) Start(ctx context.Context, _ component.Host) error {
 		r.set.Logger.Warn("seq receiver: bpftrace scripts run, but their maps go only to a metrics pipeline and their printed lines only to a logs pipeline; add the receiver to both to get all of it",
 			zap.Bool("metrics_pipeline", r.metrics != nil), zap.Bool("logs_pipeline", r.logs != nil))
 	}
-	bt, err := bpftrace.New(r.cfg.Bpftrace, r.set.Logger.With(zap.String("source", "bpftrace")), bpftraceOutput{r})
+	bt, err := bpftrace.New(r.cfg.Bpftrace, r.set.Logger.With(zap.String("source", "bpftrace")), pipelineOutput{r})
 	if err == nil {
 		err = bt.Start(ctx)
 	}
@@ -176,16 +186,35 @@ func (r *seqReceiver) Start(ctx context.Context, _ component.Host) error {
 	return nil
 }
 
-// bpftraceOutput hands the scripts' output to the receiver's pipelines.
-type bpftraceOutput struct{ r *seqReceiver }
+// startEbpfExporter loads the ebpf_exporter configs; one that fails (a
+// kprobe on a kernel without kprobes, a bad key size) is logged with its
+// reason while the others run.
+func (r *seqReceiver) startEbpfExporter(ctx context.Context) error {
+	ee, err := ebpfexporter.New(*r.cfg.EbpfExporter, r.set.Logger.With(zap.String("source", "ebpf_exporter")),
+		ebpfexporter.OutputFunc(pipelineOutput{r}.ConsumeMetrics))
+	if err == nil {
+		err = ee.Start(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("seq receiver: ebpf_exporter: %w", err)
+	}
+	r.ee = ee
+	for name, ferr := range ee.Failures() {
+		r.set.Logger.Warn("seq receiver: ebpf_exporter config not loaded; the others run", zap.String("config", name), zap.Error(ferr))
+	}
+	return nil
+}
 
-func (o bpftraceOutput) ConsumeLogs(ld plog.Logs) {
+// pipelineOutput hands bpftrace's and ebpf_exporter's output to the receiver's pipelines.
+type pipelineOutput struct{ r *seqReceiver }
+
+func (o pipelineOutput) ConsumeLogs(ld plog.Logs) {
 	if o.r.logs != nil {
 		o.r.consumeLogs(context.Background(), ld)
 	}
 }
 
-func (o bpftraceOutput) ConsumeMetrics(md pmetric.Metrics) {
+func (o pipelineOutput) ConsumeMetrics(md pmetric.Metrics) {
 	if o.r.metrics == nil {
 		return
 	}
@@ -470,9 +499,13 @@ func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 // still running, then closes every program and map.
 func (r *seqReceiver) Shutdown(ctx context.Context) error {
 	var btErr error
+	if r.ee != nil {
+		btErr = r.ee.Shutdown(ctx)
+		r.ee = nil
+	}
 	if r.bt != nil {
 		// First: bpftrace prints its maps at exit, into pipelines still running.
-		btErr = r.bt.Shutdown(ctx)
+		btErr = errors.Join(btErr, r.bt.Shutdown(ctx))
 		r.bt = nil
 	}
 	if r.done == nil {

@@ -1,0 +1,322 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package ebpfexporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/rlimit"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+)
+
+// Exporter loads ebpf_exporter configs, keeps their programs attached and
+// turns their maps into metrics.
+type Exporter struct {
+	cfg    Config
+	logger *zap.Logger
+	out    Output
+	dec    *decoderSet
+
+	mu            sync.Mutex // guards everything below, and serialises collections
+	started       bool
+	stopped       bool
+	start         pcommon.Timestamp
+	configs       []*loadedConfig
+	failures      map[string]error
+	decoderErrors map[string]uint64
+	collections   uint64
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New checks cfg and prepares an Exporter; nothing is loaded until Start.
+// out may be nil when only Collect is used.
+func New(cfg Config, logger *zap.Logger, out Output) (*Exporter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	cfg.Names = slices.Clone(cfg.Names)
+	return &Exporter{
+		cfg:           cfg,
+		logger:        logger,
+		out:           out,
+		dec:           newDecoderSet(defaultDecoderEnv()),
+		failures:      map[string]error{},
+		decoderErrors: map[string]uint64{},
+	}, nil
+}
+
+// Start loads and attaches every config, then reads the maps every
+// collection interval and hands the metrics to the Output. A config that
+// fails (bad YAML, missing object, a program the kernel cannot load or
+// attach) is logged, counted and closed; the others keep running. Start
+// itself only fails when called twice or after Shutdown.
+func (e *Exporter) Start(ctx context.Context) error {
+	e.mu.Lock()
+	if e.started || e.stopped {
+		e.mu.Unlock()
+		return errors.New("ebpf_exporter: Start called twice or after Shutdown")
+	}
+	e.started = true
+	e.start = pcommon.NewTimestampFromTime(time.Now())
+	// Kernels with memcg accounting (5.11+) need no memlock rlimit; where
+	// raising it is refused the loads below may still work.
+	_ = rlimit.RemoveMemlock()
+
+	for _, name := range e.cfg.Names {
+		if err := ctx.Err(); err != nil {
+			e.mu.Unlock()
+			return errors.Join(err, e.closeAll())
+		}
+		lc, err := e.loadConfig(name)
+		if err != nil {
+			e.failures[name] = err
+			e.logger.Error("ebpf_exporter config failed; the other configs keep running",
+				zap.String("config", name), zap.Error(err))
+			continue
+		}
+		e.configs = append(e.configs, lc)
+		e.decoderErrors[name] = 0
+		e.logger.Info("ebpf_exporter config loaded",
+			zap.String("config", name), zap.Int("programs", len(lc.programs)),
+			zap.Int("counters", len(lc.cfg.Metrics.Counters)), zap.Int("histograms", len(lc.cfg.Metrics.Histograms)))
+	}
+	if e.out != nil {
+		runCtx, cancel := context.WithCancel(context.Background())
+		e.cancel = cancel
+		e.done = make(chan struct{})
+		go e.run(runCtx, e.done)
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *Exporter) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(e.cfg.interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.out.ConsumeMetrics(e.Collect())
+		}
+	}
+}
+
+// Shutdown stops collecting and closes every link, program, map and
+// reader. It is safe to call more than once, and without Start.
+func (e *Exporter) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.stopped = true
+	cancel, done := e.cancel, e.done
+	e.cancel = nil
+	e.mu.Unlock()
+	var waitErr error
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			// Close anyway: a collection in flight holds the lock, so
+			// closing waits for it and nothing is read after.
+			waitErr = ctx.Err()
+		}
+	}
+	return errors.Join(waitErr, e.closeAll())
+}
+
+func (e *Exporter) closeAll() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	for _, lc := range e.configs {
+		if err := lc.close(); err != nil {
+			errs = append(errs, fmt.Errorf("config %q: %w", lc.cfg.Name, err))
+		}
+	}
+	e.configs = nil
+	return errors.Join(errs...)
+}
+
+// Failures returns why each failed config failed.
+func (e *Exporter) Failures() map[string]error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.failures)
+}
+
+// Stats returns the exporter's own counters.
+func (e *Exporter) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := Stats{
+		ConfigsLoaded: len(e.configs),
+		ConfigsFailed: len(e.failures),
+		DecoderErrors: maps.Clone(e.decoderErrors),
+		Collections:   e.collections,
+	}
+	for _, lc := range e.configs {
+		for _, p := range lc.perf {
+			s.PerfEventsLost += p.lostCount()
+		}
+	}
+	return s
+}
+
+// Collect reads every running config's maps now and returns the metrics:
+// one ScopeMetrics per config (scope "ebpf_exporter/<name>") and one with
+// the exporter's own series (scope "ebpf_exporter").
+func (e *Exporter) Collect() pmetric.Metrics {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := pcommon.NewTimestampFromTime(time.Now())
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	enabled := make([]string, 0, len(e.configs))
+	for _, lc := range e.configs {
+		enabled = append(enabled, lc.cfg.Name)
+		if err := lc.syncCgroupIDMap(); err != nil {
+			e.logger.Warn("updating cgroup_id_map failed", zap.String("config", lc.cfg.Name), zap.Error(err))
+		}
+		sm := newConfigScope(rm, lc.cfg.Name)
+		errs := lc.collect(sm, e.dec, now)
+		for _, p := range lc.perf {
+			e.decoderErrors[lc.cfg.Name] += p.takeErrors()
+		}
+		for _, err := range errs {
+			e.decoderErrors[lc.cfg.Name]++
+			e.logger.Warn("metric skipped in this collection", zap.String("config", lc.cfg.Name), zap.Error(err))
+		}
+	}
+	if e.started {
+		appendSelfMetrics(rm, enabled, e.decoderErrors, e.start, now)
+	}
+	e.collections++
+	return md
+}
+
+// loadedConfig is one running config.
+type loadedConfig struct {
+	cfg      *ProgramConfig
+	coll     *ebpf.Collection
+	programs map[string]attachPlan
+	closers  []io.Closer // links and perf events, closed in reverse order
+	metrics  map[string]*metricMap
+	perf     []*perfCounter
+	cgroups  *cgroupIDMapSync
+	start    pcommon.Timestamp
+}
+
+// metricMap is a counter's or histogram's map.
+type metricMap struct {
+	m      *ebpf.Map
+	perCPU bool
+	labels []Label
+	cache  *labelCache
+}
+
+func (lc *loadedConfig) close() error {
+	var errs []error
+	for _, p := range lc.perf {
+		if err := p.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	lc.perf = nil
+	for i := len(lc.closers) - 1; i >= 0; i-- {
+		if err := lc.closers[i].Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	lc.closers = nil
+	if lc.coll != nil {
+		lc.coll.Close()
+		lc.coll = nil
+	}
+	return errors.Join(errs...)
+}
+
+// collect reads the config's maps into sm.
+func (lc *loadedConfig) collect(sm pmetric.ScopeMetrics, dec *decoderSet, now pcommon.Timestamp) []error {
+	contents := map[string]mapContents{}
+	caches := map[string]*labelCache{}
+	var errs []error
+	for name, mm := range lc.metrics {
+		entries, err := readMap(mm)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("error reading map %q of config %q: %w", name, lc.cfg.Name, err))
+			continue
+		}
+		mm.cache.rotate()
+		contents[name] = mapContents{entries: entries, perCPU: mm.perCPU}
+		caches[name] = mm.cache
+	}
+	errs = append(errs, configMetrics(sm, lc.cfg, contents, dec, caches, lc.start, now)...)
+	ms := sm.Metrics()
+	for _, p := range lc.perf {
+		ss, start := p.snapshot()
+		appendCounter(ms, p.counter, ss, start, now)
+	}
+	return errs
+}
+
+// readMap reads every element of a metric map (only key 0 for metrics
+// that read nothing else).
+func readMap(mm *metricMap) ([]mapEntry, error) {
+	ks := int(mm.m.KeySize())
+	if onlyKeyZero(mm.labels, mm.perCPU) {
+		key := make([]byte, ks)
+		e := mapEntry{key: key}
+		var err error
+		if mm.perCPU {
+			var vals []uint64
+			err = mm.m.Lookup(key, &vals)
+			e.values = vals
+		} else {
+			var v uint64
+			err = mm.m.Lookup(key, &v)
+			e.values = []uint64{v}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []mapEntry{e}, nil
+	}
+	var entries []mapEntry
+	it := mm.m.Iterate()
+	key := make([]byte, ks)
+	if mm.perCPU {
+		var vals []uint64
+		for it.Next(&key, &vals) {
+			entries = append(entries, mapEntry{key: slices.Clone(key), values: slices.Clone(vals)})
+		}
+	} else {
+		var v uint64
+		for it.Next(&key, &v) {
+			entries = append(entries, mapEntry{key: slices.Clone(key), values: []uint64{v}})
+		}
+	}
+	return entries, it.Err()
+}

@@ -1,0 +1,42 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build !linux
+
+package ebpfexporter
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+)
+
+// Exporter is only implemented on Linux.
+type Exporter struct{}
+
+var errNotLinux = errors.New("ebpf_exporter configs can only be loaded on Linux")
+
+// New fails everywhere but on Linux.
+func New(cfg Config, _ *zap.Logger, _ Output) (*Exporter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return nil, errNotLinux
+}
+
+// Start fails everywhere but on Linux.
+func (*Exporter) Start(context.Context) error { return errNotLinux }
+
+// Shutdown does nothing.
+func (*Exporter) Shutdown(context.Context) error { return nil }
+
+// Collect returns no metrics.
+func (*Exporter) Collect() pmetric.Metrics { return pmetric.NewMetrics() }
+
+// Failures is empty.
+func (*Exporter) Failures() map[string]error { return nil }
+
+// Stats is empty.
+func (*Exporter) Stats() Stats { return Stats{} }

@@ -1,0 +1,348 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package ebpfexporter
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+)
+
+// loadConfig reads <name>.yaml and <name>.bpf.o, checks the maps against
+// the config, loads the programs and attaches them. On error nothing of the
+// config is left loaded.
+func (e *Exporter) loadConfig(name string) (_ *loadedConfig, err error) {
+	cfg, warnings, err := LoadProgramConfig(e.cfg.ConfigDir, name)
+	for _, w := range warnings {
+		e.logger.Warn(w)
+	}
+	if err != nil {
+		return nil, err
+	}
+	spec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
+	if err != nil {
+		return nil, &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
+	}
+	objErr := func(format string, args ...any) error {
+		return &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf(format, args...)}
+	}
+
+	// Sections first: refuse what cannot be attached before loading anything.
+	plans := map[string]attachPlan{}
+	for _, pname := range slices.Sorted(maps.Keys(spec.Programs)) {
+		ps := spec.Programs[pname]
+		plan, err := planAttach(ps.SectionName)
+		if err != nil {
+			return nil, objErr("program %q: %w", pname, err)
+		}
+		if plan.disabled {
+			// SEC("?...") programs are not autoloaded by libbpf.
+			delete(spec.Programs, pname)
+			continue
+		}
+		plans[pname] = plan
+	}
+
+	metrics, err := checkMaps(cfg, spec)
+	if err != nil {
+		return nil, err
+	}
+
+	if len(cfg.Kaddrs) > 0 {
+		if err := setKaddrs(cfg, spec, e.dec.env.kallsymsPath); err != nil {
+			return nil, err
+		}
+	}
+
+	opts := ebpf.CollectionOptions{Cache: btf.NewCache()}
+	for _, ms := range spec.Maps {
+		if ms.Pinning != ebpf.PinNone {
+			opts.Maps.PinPath = "/sys/fs/bpf" // libbpf's default pin root
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
+	if err != nil {
+		return nil, objErr("error loading bpf object into the kernel: %w", explainLoadError(err, plans))
+	}
+	lc := &loadedConfig{
+		cfg:      cfg,
+		coll:     coll,
+		programs: plans,
+		metrics:  map[string]*metricMap{},
+		start:    pcommon.NewTimestampFromTime(time.Now()),
+	}
+	defer func() {
+		if err != nil {
+			_ = lc.close()
+		}
+	}()
+
+	for _, pname := range slices.Sorted(maps.Keys(plans)) {
+		plan := plans[pname]
+		prog := coll.Programs[pname]
+		if prog == nil {
+			continue
+		}
+		if plan.kind == attachNone {
+			e.logger.Info("program loaded but not attached: its section names no target, as libbpf does not auto-attach it",
+				zap.String("config", name), zap.String("program", pname), zap.String("section", plan.section))
+			continue
+		}
+		closers, err := attachProgram(prog, spec.Programs[pname], plan)
+		lc.closers = append(lc.closers, closers...)
+		if err != nil {
+			return nil, objErr("program %q: failed to attach %s (SEC %q): %w", pname, plan.kind, plan.section, err)
+		}
+	}
+
+	for mname, mm := range metrics {
+		m := coll.Maps[mname]
+		if m == nil {
+			return nil, objErr("map %q is missing after load", mname)
+		}
+		mm.m = m
+		lc.metrics[mname] = mm
+	}
+	for _, c := range cfg.Metrics.Counters {
+		if !c.PerfEventArray {
+			continue
+		}
+		pc, err := newPerfCounter(c, coll.Maps[c.Name], e.dec, e.logger.With(zap.String("config", name)))
+		if err != nil {
+			return nil, objErr("perf_event_array counter %q: %w", c.Name, err)
+		}
+		lc.perf = append(lc.perf, pc)
+	}
+	if cfg.CgroupIDMap.Name != "" {
+		cg, err := newCgroupIDMapSync(cfg.CgroupIDMap, coll.Maps[cfg.CgroupIDMap.Name])
+		if err != nil {
+			return nil, objErr("cgroup_id_map: %w", err)
+		}
+		lc.cgroups = cg
+		if err := lc.syncCgroupIDMap(); err != nil {
+			return nil, objErr("cgroup_id_map: %w", err)
+		}
+	}
+	return lc, nil
+}
+
+var percpuMapTypes = map[ebpf.MapType]bool{
+	ebpf.PerCPUHash:  true,
+	ebpf.PerCPUArray: true,
+	ebpf.LRUCPUHash:  true,
+}
+
+var readableMapTypes = map[ebpf.MapType]bool{
+	ebpf.Hash: true, ebpf.Array: true, ebpf.LRUHash: true,
+	ebpf.PerCPUHash: true, ebpf.PerCPUArray: true, ebpf.LRUCPUHash: true,
+}
+
+// checkMaps checks every metric's map in the object against the config:
+// it must exist, hold u64 values, and its key must be exactly what the
+// labels cut (sizes plus paddings; the cpu label of a per-CPU map is not
+// part of the key).
+func checkMaps(cfg *ProgramConfig, spec *ebpf.CollectionSpec) (map[string]*metricMap, error) {
+	out := map[string]*metricMap{}
+	fail := func(field, format string, args ...any) error {
+		return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: field, Err: fmt.Errorf(format, args...)}
+	}
+	check := func(field, name string, labels []Label) error {
+		ms, ok := spec.Maps[name]
+		if !ok {
+			return fail(field+".name", "failed to retrieve map %q: %s has no map of that name (the map name must equal the metric name)", name, cfg.BPFPath)
+		}
+		if !readableMapTypes[ms.Type] {
+			return fail(field+".name", "map %q is a %s; metrics are read from hash, array, lru_hash and their per-CPU variants", name, ms.Type)
+		}
+		if ms.ValueSize != 8 {
+			return fail(field+".name", "value size for map %q is not expected 8 bytes (u64), it is %d bytes", name, ms.ValueSize)
+		}
+		perCPU := percpuMapTypes[ms.Type]
+		if err := checkKeySize(labels, perCPU, ms); err != nil {
+			return fail(field+".labels", "map %q: %v", name, err)
+		}
+		out[name] = &metricMap{perCPU: perCPU, labels: labels, cache: newLabelCache()}
+		return nil
+	}
+	for i, c := range cfg.Metrics.Counters {
+		field := fmt.Sprintf("metrics.counters[%d]", i)
+		if c.PerfEventArray {
+			ms, ok := spec.Maps[c.Name]
+			if !ok {
+				return nil, fail(field+".name", "failed to retrieve perf event array %q: no map of that name in %s", c.Name, cfg.BPFPath)
+			}
+			if ms.Type != ebpf.PerfEventArray {
+				return nil, fail(field+".perf_event_array", "map %q is a %s, not a perf event array", c.Name, ms.Type)
+			}
+			continue
+		}
+		if err := check(field, c.Name, c.Labels); err != nil {
+			return nil, err
+		}
+	}
+	for i, h := range cfg.Metrics.Histograms {
+		if err := check(fmt.Sprintf("metrics.histograms[%d]", i), h.Name, h.Labels); err != nil {
+			return nil, err
+		}
+	}
+	for i, s := range cfg.Tracing.Spans {
+		ms, ok := spec.Maps[s.RingBuf]
+		if !ok {
+			return nil, fail(fmt.Sprintf("tracing.spans[%d].ringbuf", i), "no map %q in %s", s.RingBuf, cfg.BPFPath)
+		}
+		if ms.Type != ebpf.RingBuf {
+			return nil, fail(fmt.Sprintf("tracing.spans[%d].ringbuf", i), "map %q is a %s, not a ring buffer", s.RingBuf, ms.Type)
+		}
+	}
+	if m := cfg.CgroupIDMap; m.Name != "" {
+		ms, ok := spec.Maps[m.Name]
+		if !ok {
+			return nil, fail("cgroup_id_map.name", "failed to get map %q: no map of that name in %s", m.Name, cfg.BPFPath)
+		}
+		typ := m.Type
+		if typ == "" {
+			typ = CgroupIDMapHashType
+		}
+		want := uint32(8)
+		if typ == CgroupIDMapCgrpStorageType {
+			want = 4
+		}
+		if ms.KeySize != want {
+			return nil, fail("cgroup_id_map.type", "key size for map %q is not expected %d bytes for map type %s, it is %d bytes", m.Name, want, typ, ms.KeySize)
+		}
+		if ms.ValueSize != 8 {
+			return nil, fail("cgroup_id_map.name", "value size for map %q is not expected 8 bytes (u64), it is %d bytes", m.Name, ms.ValueSize)
+		}
+	}
+	return out, nil
+}
+
+// checkKeySize checks that labels cut the map's key exactly.
+func checkKeySize(labels []Label, perCPU bool, ms *ebpf.MapSpec) error {
+	keyType := ""
+	if ms.Key != nil {
+		keyType = fmt.Sprintf(" (BTF key type %s)", btfTypeName(ms.Key))
+	}
+	if onlyKeyZero(labels, perCPU) {
+		if ms.KeySize != 4 {
+			what := "with no labels"
+			if len(labels) > 0 {
+				what = "whose only label is cpu"
+			}
+			return fmt.Errorf("a metric %s reads key uint32(0), but the map has %d-byte keys%s", what, ms.KeySize, keyType)
+		}
+		if len(labels) == 1 && labels[0].Size+labels[0].Padding != 2 {
+			return fmt.Errorf("the cpu label of a per-CPU map is the CPU number as a uint16: its size must be 2, got size %d padding %d", labels[0].Size, labels[0].Padding)
+		}
+		return nil
+	}
+	total := uint(0)
+	for _, l := range labels {
+		total += l.Size + l.Padding
+	}
+	if perCPU && labels[len(labels)-1].Name == "cpu" {
+		last := labels[len(labels)-1]
+		if last.Size+last.Padding != 2 {
+			return fmt.Errorf("the cpu label of a per-CPU map is the CPU number as a uint16: its size must be 2, got size %d padding %d", last.Size, last.Padding)
+		}
+		total -= 2
+	}
+	if total != uint(ms.KeySize) {
+		return fmt.Errorf("label sizes and paddings add up to %d bytes, but the map has %d-byte keys%s", total, ms.KeySize, keyType)
+	}
+	return nil
+}
+
+func btfTypeName(t btf.Type) string {
+	switch t := t.(type) {
+	case *btf.Struct:
+		return "struct " + t.Name
+	case *btf.Union:
+		return "union " + t.Name
+	}
+	if t.TypeName() != "" {
+		return t.TypeName()
+	}
+	return fmt.Sprintf("%T", t)
+}
+
+// setKaddrs sets each "const volatile u64 kaddr_<symbol>" to the
+// symbol's address, as ebpf_exporter does for kaddrs.
+func setKaddrs(cfg *ProgramConfig, spec *ebpf.CollectionSpec, kallsymsPath string) error {
+	addrs, err := readKaddrs(kallsymsPath)
+	if err != nil {
+		return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: "kaddrs", Err: fmt.Errorf("error populating kaddrs: %w", err)}
+	}
+	for i, sym := range cfg.Kaddrs {
+		field := fmt.Sprintf("kaddrs[%d]", i)
+		addr, ok := addrs[sym]
+		if !ok {
+			return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: field, Err: fmt.Errorf("error finding kaddr for %q", sym)}
+		}
+		vname := "kaddr_" + sym
+		v, ok := spec.Variables[vname]
+		if !ok {
+			return &ConfigError{Config: cfg.Name, File: cfg.BPFPath, Field: field, Err: fmt.Errorf("error setting kaddr value for %q: the object has no global %q (declare const volatile u64 %s)", sym, vname, vname)}
+		}
+		if err := v.Set(addr); err != nil {
+			return &ConfigError{Config: cfg.Name, File: cfg.BPFPath, Field: field, Err: fmt.Errorf("error setting kaddr value for %q (const volatile %q) to 0x%x: %w", sym, vname, addr, err)}
+		}
+	}
+	return nil
+}
+
+// readKaddrs maps symbol names to addresses like ebpf_exporter: lines of
+// exactly three space-separated fields, the last occurrence winning.
+func readKaddrs(path string) (map[string]uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		parts := strings.Split(sc.Text(), " ")
+		if len(parts) != 3 {
+			continue
+		}
+		addr, err := strconv.ParseUint(parts[0], 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("error parsing addr %q from line %q: %w", parts[0], sc.Text(), err)
+		}
+		out[parts[2]] = addr
+	}
+	return out, sc.Err()
+}
+
+// explainLoadError replaces the loader's EPERM advice (raise MEMLOCK)
+// with the real reason when an fentry/fexit/fmod_ret program is refused:
+// this kernel does not allow BPF trampolines.
+func explainLoadError(err error, plans map[string]attachPlan) error {
+	if !errors.Is(err, os.ErrPermission) {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(plans)) {
+		p := plans[name]
+		trampoline := strings.HasPrefix(p.section, "fentry") || strings.HasPrefix(p.section, "fexit") || strings.HasPrefix(p.section, "fmod_ret")
+		if trampoline && strings.Contains(err.Error(), "program "+name+":") {
+			return fmt.Errorf("program %q (SEC %q): the kernel refused to load it (%w): fentry/fexit/fmod_ret programs need BPF trampolines, which this kernel does not allow; use a tracepoint/, raw_tp/ or tp_btf/ hook instead", name, p.section, os.ErrPermission)
+		}
+	}
+	return err
+}

@@ -1,0 +1,127 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package ebpfexporter
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func label(name string, size, padding uint) Label {
+	return Label{Name: name, Size: size, Padding: padding, Decoders: []Decoder{{Name: "uint"}}}
+}
+
+// TestCheckKeySize pins which label layouts fit which keys (no kernel needed).
+func TestCheckKeySize(t *testing.T) {
+	hash := func(keySize uint32) *ebpf.MapSpec {
+		return &ebpf.MapSpec{Type: ebpf.Hash, KeySize: keySize, ValueSize: 8}
+	}
+	for _, c := range []struct {
+		name   string
+		labels []Label
+		perCPU bool
+		spec   *ebpf.MapSpec
+		err    string
+	}{
+		{"sizes add up", []Label{label("a", 4, 0), label("b", 1, 3), label("c", 8, 0)}, false, hash(16), ""},
+		{"too short", []Label{label("a", 4, 0), label("b", 4, 0)}, false, hash(12), "label sizes and paddings add up to 8 bytes, but the map has 12-byte keys"},
+		{"padding counts", []Label{label("a", 4, 4)}, false, hash(4), "add up to 8 bytes, but the map has 4-byte keys"},
+		{"no labels: u32 key", nil, false, hash(4), ""},
+		{"no labels: other key", nil, false, hash(8), "a metric with no labels reads key uint32(0), but the map has 8-byte keys"},
+		{"per-CPU with cpu last", []Label{label("pid", 4, 0), label("cpu", 2, 0)}, true, hash(4), ""},
+		{"per-CPU cpu label not 2 bytes", []Label{label("pid", 4, 0), label("cpu", 4, 0)}, true, hash(4), "the cpu label of a per-CPU map is the CPU number as a uint16"},
+		{"per-CPU only cpu", []Label{label("cpu", 2, 0)}, true, hash(4), ""},
+		{"per-CPU only cpu, wide key", []Label{label("cpu", 2, 0)}, true, hash(8), "whose only label is cpu reads key uint32(0)"},
+		{"cpu label on a shared map is an ordinary label", []Label{label("cpu", 4, 0)}, false, hash(4), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkKeySize(c.labels, c.perCPU, c.spec)
+			if c.err == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.err)
+		})
+	}
+}
+
+// TestCheckMapsAgainstObject checks a fixture's object against configs
+// that do and do not match it (no kernel needed: only the ELF is read).
+func TestCheckMapsAgainstObject(t *testing.T) {
+	spec, err := ebpf.LoadCollectionSpec(filepath.Join(fixturesDir, "ebpfx_counters.bpf.o"))
+	require.NoError(t, err)
+	cfg, _, err := LoadProgramConfig(fixturesDir, "ebpfx_counters")
+	require.NoError(t, err)
+	metrics, err := checkMaps(cfg, spec)
+	require.NoError(t, err)
+	assert.Len(t, metrics, len(cfg.Metrics.Counters))
+	assert.True(t, metrics["ebpfx_getppid_per_cpu_total"].perCPU)
+	assert.False(t, metrics["ebpfx_syscalls_total"].perCPU)
+
+	for _, c := range []struct {
+		name, yaml, field, msg string
+	}{
+		{"perf array is not a perf event array", "metrics:\n  counters:\n    - {name: ebpfx_getppid_calls_total, help: x, perf_event_array: true}\n", "metrics.counters[0].perf_event_array", "is a Array, not a perf event array"},
+		{"histogram on a counter map", "metrics:\n  histograms:\n    - {name: ebpfx_getppid_by_cgroup_total, help: x, bucket_type: exp2, bucket_max: 3, labels: [{name: bucket, size: 4, decoders: [{name: uint}]}]}\n", "metrics.histograms[0].labels", "add up to 4 bytes, but the map has 8-byte keys (BTF key type u64)"},
+		{"span ringbuf missing", "tracing:\n  spans:\n    - {name: s, ringbuf: nope, labels: []}\n", "tracing.spans[0].ringbuf", `no map "nope"`},
+		{"cgroup id map key size", "metrics:\n  counters: [{name: ebpfx_getppid_calls_total, help: x}]\ncgroup_id_map: {name: ebpfx_getppid_calls_total, regexps: [x]}\n", "cgroup_id_map.type", "key size for map \"ebpfx_getppid_calls_total\" is not expected 8 bytes for map type hash, it is 4 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, _, err := ParseProgramConfig("t", "t.yaml", []byte(c.yaml))
+			require.NoError(t, err)
+			cfg.BPFPath = "t.bpf.o"
+			_, err = checkMaps(cfg, spec)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, c.field, ce.Field)
+			assert.Contains(t, err.Error(), c.msg)
+		})
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	got, err := parseCPUList("0-3,5,7-8")
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 1, 2, 3, 5, 7, 8}, got)
+	got, err = parseCPUList("0")
+	require.NoError(t, err)
+	assert.Equal(t, []int{0}, got)
+	_, err = parseCPUList("3-1")
+	assert.Error(t, err)
+	_, err = parseCPUList("x")
+	assert.Error(t, err)
+}
+
+// TestSectionsOfFixtures: every fixture's programs plan as expected.
+func TestSectionsOfFixtures(t *testing.T) {
+	want := map[string]attachKind{
+		"ebpfx_counters": attachTracepoint, "ebpfx_histograms": attachTracepoint,
+		"ebpfx_attach": attachRawTracepoint, "ebpfx_xdp": attachXDP, "ebpfx_uprobe": attachUprobe,
+		"ebpfx_kprobe": attachKprobe, "ebpfx_fentry": attachTracing,
+	}
+	for name, kind := range want {
+		spec, err := ebpf.LoadCollectionSpec(filepath.Join(fixturesDir, name+".bpf.o"))
+		require.NoError(t, err, name)
+		kinds := map[attachKind]bool{}
+		for _, p := range spec.Programs {
+			plan, err := planAttach(p.SectionName)
+			require.NoError(t, err, p.SectionName)
+			kinds[plan.kind] = true
+		}
+		assert.True(t, kinds[kind], "%s: %v", name, kinds)
+	}
+	spec, err := ebpf.LoadCollectionSpec(filepath.Join(fixturesDir, "ebpfx_usdt.bpf.o"))
+	require.NoError(t, err)
+	for _, p := range spec.Programs {
+		_, err := planAttach(p.SectionName)
+		assert.ErrorIs(t, err, ErrNotSupported)
+	}
+}

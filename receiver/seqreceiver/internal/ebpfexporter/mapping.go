@@ -1,0 +1,399 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package ebpfexporter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// ScopePrefix starts the instrumentation scope name of every config's
+// metrics: "ebpf_exporter/<config name>". The scope also carries the
+// attribute ConfigAttribute = <config name>.
+const (
+	ScopePrefix     = "ebpf_exporter/"
+	ConfigAttribute = "ebpf_exporter.config"
+	// SelfScope is the scope of the exporter's own series
+	// (enabled_configs, decoder_errors_total), as ebpf_exporter exports them.
+	SelfScope = "ebpf_exporter"
+)
+
+// mapEntry is one element of a metric's map: its key and its value on
+// each possible CPU (a single value for maps that are not per-CPU).
+type mapEntry struct {
+	key    []byte
+	values []uint64
+}
+
+// series is one exported label set and its value.
+type series struct {
+	labels []string
+	value  uint64
+}
+
+// labelCache remembers the decoded labels of each raw key between
+// collections, like ebpf_exporter's decoder cache, but only for the keys
+// seen in the previous collection, so it never outgrows the map.
+type labelCache struct {
+	prev, next map[string]cachedLabels
+}
+
+type cachedLabels struct {
+	values []string
+	skip   bool
+}
+
+func (c *labelCache) get(raw []byte) (cachedLabels, bool) {
+	if c == nil {
+		return cachedLabels{}, false
+	}
+	v, ok := c.next[string(raw)]
+	if !ok {
+		v, ok = c.prev[string(raw)]
+		if ok {
+			c.next[string(raw)] = v
+		}
+	}
+	return v, ok
+}
+
+func (c *labelCache) put(raw []byte, v cachedLabels) {
+	if c != nil {
+		c.next[string(raw)] = v
+	}
+}
+
+// rotate starts a collection: what was used last time is what is kept.
+func (c *labelCache) rotate() {
+	c.prev, c.next = c.next, make(map[string]cachedLabels, len(c.next))
+}
+
+func newLabelCache() *labelCache {
+	return &labelCache{prev: map[string]cachedLabels{}, next: map[string]cachedLabels{}}
+}
+
+var zeroKey = []byte{0, 0, 0, 0}
+
+// onlyKeyZero reports whether a metric reads just key uint32(0): one with
+// no labels, or a per-CPU one whose only label is cpu.
+func onlyKeyZero(labels []Label, perCPU bool) bool {
+	return len(labels) == 0 || (perCPU && len(labels) == 1 && labels[0].Name == "cpu")
+}
+
+// decodeSeries turns a map's entries into label sets and values exactly as
+// ebpf_exporter does:
+//
+//   - per-CPU maps give one row per CPU; when the last label is named cpu
+//     the CPU number is appended to the key as a host-order uint16 (so that
+//     label has size 2), otherwise the rows of one key are summed;
+//   - a metric with no labels reads key uint32(0) only, and so does a
+//     per-CPU one whose only label is cpu (its 4 key bytes are dropped);
+//   - the key bytes are cut into the labels in order by size and padding,
+//     and each label's decoders run in turn; a decoder returning
+//     ErrSkipLabelSet (regexp) drops the row, any other error fails the
+//     whole metric for this collection;
+//   - rows whose decoded labels are equal are summed.
+//
+// The result is sorted by label values.
+func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderSet, cache *labelCache) ([]series, error) {
+	addCPU := perCPU && len(labels) > 0 && labels[len(labels)-1].Name == "cpu"
+	zeroOnly := onlyKeyZero(labels, perCPU)
+
+	agg := map[string]*series{}
+	var order []string
+	add := func(raw []byte, v uint64) error {
+		var values []string
+		if c, ok := cache.get(raw); ok {
+			if c.skip {
+				return nil
+			}
+			values = c.values
+		} else {
+			decoded, err := dec.decodeLabels(raw, labels)
+			if errors.Is(err, ErrSkipLabelSet) {
+				cache.put(raw, cachedLabels{skip: true})
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			cache.put(raw, cachedLabels{values: decoded})
+			values = decoded
+		}
+		k := seriesKey(values)
+		if s, ok := agg[k]; ok {
+			s.value += v
+			return nil
+		}
+		agg[k] = &series{labels: values, value: v}
+		order = append(order, k)
+		return nil
+	}
+
+	for _, e := range entries {
+		if zeroOnly && !bytes.Equal(e.key, zeroKey) {
+			continue
+		}
+		if !perCPU {
+			if len(e.values) == 0 {
+				continue
+			}
+			raw := e.key
+			if len(labels) == 0 {
+				raw = nil
+			}
+			if err := add(raw, e.values[0]); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for cpu, v := range e.values {
+			raw := e.key
+			switch {
+			case len(labels) == 0:
+				raw = nil
+			case addCPU:
+				raw = make([]byte, 0, len(e.key)+2)
+				if !zeroOnly {
+					raw = append(raw, e.key...)
+				}
+				raw = hostOrder.AppendUint16(raw, uint16(cpu))
+			}
+			if err := add(raw, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]series, 0, len(order))
+	slices.Sort(order)
+	for _, k := range order {
+		out = append(out, *agg[k])
+	}
+	return out, nil
+}
+
+// seriesKey joins label values unambiguously.
+func seriesKey(values []string) string {
+	var b strings.Builder
+	for _, v := range values {
+		b.WriteString(strconv.Itoa(len(v)))
+		b.WriteByte(':')
+		b.WriteString(v)
+	}
+	return b.String()
+}
+
+// histSeries is one exported histogram label set.
+type histSeries struct {
+	labels []string
+	value  histogramValue
+}
+
+// histogramSeries groups decoded rows by all labels but the last, whose
+// value (parsed like strconv.ParseUint(s, 0, 64)) is the bucket index.
+// A bucket label that does not parse fails the whole metric, as in
+// ebpf_exporter.
+func histogramSeries(rows []series, layout *bucketLayout) ([]histSeries, error) {
+	type group struct {
+		labels  []string
+		buckets map[float64]uint64
+	}
+	groups := map[string]*group{}
+	var order []string
+	for _, r := range rows {
+		if len(r.labels) == 0 {
+			return nil, errors.New("histogram row without a bucket label")
+		}
+		labels := r.labels[:len(r.labels)-1]
+		le, err := strconv.ParseUint(r.labels[len(r.labels)-1], 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("error parsing float value for bucket %#v: %v", r.labels, err)
+		}
+		k := seriesKey(labels)
+		g, ok := groups[k]
+		if !ok {
+			g = &group{labels: labels, buckets: map[float64]uint64{}}
+			groups[k] = g
+			order = append(order, k)
+		}
+		g.buckets[float64(le)] = r.value
+	}
+	slices.Sort(order)
+	out := make([]histSeries, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		out = append(out, histSeries{labels: g.labels, value: layout.transform(g.buckets)})
+	}
+	return out, nil
+}
+
+func labelNames(labels []Label) []string {
+	names := make([]string, len(labels))
+	for i, l := range labels {
+		names[i] = l.Name
+	}
+	return names
+}
+
+func putAttributes(m pcommon.Map, names, values []string) {
+	m.EnsureCapacity(len(names))
+	for i, n := range names {
+		m.PutStr(n, values[i])
+	}
+}
+
+// appendCounter adds a monotonic cumulative Sum named like the counter,
+// one data point per series.
+func appendCounter(ms pmetric.MetricSlice, c Counter, ss []series, start, now pcommon.Timestamp) {
+	if len(ss) == 0 {
+		return // as in ebpf_exporter, no series: nothing exported
+	}
+	m := ms.AppendEmpty()
+	m.SetName(c.Name)
+	m.SetDescription(c.Help)
+	sum := m.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	names := labelNames(c.Labels)
+	dps := sum.DataPoints()
+	dps.EnsureCapacity(len(ss))
+	for _, s := range ss {
+		dp := dps.AppendEmpty()
+		dp.SetStartTimestamp(start)
+		dp.SetTimestamp(now)
+		dp.SetIntValue(int64(s.value))
+		putAttributes(dp.Attributes(), names, s.labels)
+	}
+}
+
+// appendHistogram adds a cumulative explicit-bucket Histogram: the bounds
+// are the layout's upper bounds, the counts per bucket, plus an empty
+// overflow bucket (every value the map holds is in a finite bucket).
+func appendHistogram(ms pmetric.MetricSlice, h Histogram, layout *bucketLayout, hs []histSeries, start, now pcommon.Timestamp) {
+	if len(hs) == 0 {
+		return
+	}
+	m := ms.AppendEmpty()
+	m.SetName(h.Name)
+	m.SetDescription(h.Help)
+	hist := m.SetEmptyHistogram()
+	hist.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	names := labelNames(h.Labels[:len(h.Labels)-1])
+	dps := hist.DataPoints()
+	dps.EnsureCapacity(len(hs))
+	for _, s := range hs {
+		dp := dps.AppendEmpty()
+		dp.SetStartTimestamp(start)
+		dp.SetTimestamp(now)
+		dp.ExplicitBounds().FromRaw(layout.bounds)
+		counts := append(slices.Clone(s.value.counts), 0)
+		dp.BucketCounts().FromRaw(counts)
+		dp.SetCount(s.value.count)
+		dp.SetSum(s.value.sum)
+		putAttributes(dp.Attributes(), names, s.labels)
+	}
+}
+
+// newConfigScope starts the ScopeMetrics of one config.
+func newConfigScope(rm pmetric.ResourceMetrics, config string) pmetric.ScopeMetrics {
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(ScopePrefix + config)
+	sm.Scope().Attributes().PutStr(ConfigAttribute, config)
+	return sm
+}
+
+// mapContents is what one collection read from a metric's map.
+type mapContents struct {
+	entries []mapEntry
+	perCPU  bool
+}
+
+// configMetrics maps what was read from one config's maps to its metrics.
+// Metrics whose map is missing from contents are skipped; each metric
+// that fails to decode is skipped and counted in the returned error count
+// (ebpf_exporter's decoder_errors_total), its error in errs.
+func configMetrics(sm pmetric.ScopeMetrics, cfg *ProgramConfig, contents map[string]mapContents, dec *decoderSet, caches map[string]*labelCache, start, now pcommon.Timestamp) (errs []error) {
+	ms := sm.Metrics()
+	for _, c := range cfg.Metrics.Counters {
+		mc, ok := contents[c.Name]
+		if !ok {
+			continue
+		}
+		ss, err := decodeSeries(mc.entries, mc.perCPU, c.Labels, dec, caches[c.Name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("error getting map %q values for metric %q of config %q: %w", c.Name, c.Name, cfg.Name, err))
+			continue
+		}
+		appendCounter(ms, c, ss, start, now)
+	}
+	for _, h := range cfg.Metrics.Histograms {
+		mc, ok := contents[h.Name]
+		if !ok {
+			continue
+		}
+		layout, err := histogramBounds(h)
+		if err != nil { // validated at load; kept for safety
+			errs = append(errs, fmt.Errorf("histogram %q of config %q: %w", h.Name, cfg.Name, err))
+			continue
+		}
+		rows, err := decodeSeries(mc.entries, mc.perCPU, h.Labels, dec, caches[h.Name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("error getting map %q values for metric %q of config %q: %w", h.Name, h.Name, cfg.Name, err))
+			continue
+		}
+		hs, err := histogramSeries(rows, layout)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("histogram %q of config %q: %w", h.Name, cfg.Name, err))
+			continue
+		}
+		appendHistogram(ms, h, layout, hs, start, now)
+	}
+	return errs
+}
+
+// appendSelfMetrics adds ebpf_exporter's own series: enabled_configs
+// (gauge, 1 per running config, attribute name) and decoder_errors_total
+// (monotonic sum per config, attribute config).
+func appendSelfMetrics(rm pmetric.ResourceMetrics, enabled []string, decoderErrors map[string]uint64, start, now pcommon.Timestamp) {
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(SelfScope)
+	ms := sm.Metrics()
+
+	m := ms.AppendEmpty()
+	m.SetName("enabled_configs")
+	m.SetDescription("The set of enabled configs")
+	g := m.SetEmptyGauge()
+	for _, name := range enabled {
+		dp := g.DataPoints().AppendEmpty()
+		dp.SetTimestamp(now)
+		dp.SetIntValue(1)
+		dp.Attributes().PutStr("name", name)
+	}
+
+	m = ms.AppendEmpty()
+	m.SetName("decoder_errors_total")
+	m.SetDescription("How many times has decoders encountered errors")
+	sum := m.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	names := make([]string, 0, len(decoderErrors))
+	for name := range decoderErrors {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		dp := sum.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(start)
+		dp.SetTimestamp(now)
+		dp.SetIntValue(int64(decoderErrors[name]))
+		dp.Attributes().PutStr("config", name)
+	}
+}

@@ -1,0 +1,10 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build !amd64
+
+package ebpfexporter
+
+// syscallNames is only filled in for amd64; elsewhere every number decodes
+// to "unknown_syscall:<n>".
+var syscallNames = map[uint64]string{}
