@@ -59,11 +59,11 @@ func TestConfigSources(t *testing.T) {
 
 func TestConfigInvalid(t *testing.T) {
 	for name, want := range map[string]string{
-		"bad_ring":  "ring_slots: 1000 is not allowed; use a power of two from 256 to 4194304",
-		"bad_event": `events: unknown event "spawn"; allowed: fork, exec, exit`,
-		"bad_args":  "max_args_bytes: 5000 is out of range 0 to 4096",
-		"bad_batch": "max_batch: 0 is out of range 1 to 65536",
-		"no_events": "events: empty; list one or more of fork, exec, exit",
+		"bad_ring":    "ring_slots: 1000 is not allowed; use a power of two from 256 to 4194304",
+		"bad_event":   `events: unknown event "spawn"; allowed: fork, exec, exit`,
+		"bad_args":    "max_args_bytes: 5000 is out of range 0 to 4096",
+		"bad_batch":   "max_batch: 0 is out of range 1 to 65536",
+		"no_events":   "events: empty; list one or more of fork, exec, exit",
 		"bad_sources": "bpftrace: scripts[0]: both path and program are set; keep exactly one of them\nebpf_exporter: config_dir: must be set to the ebpf_exporter config directory",
 		"bad_traces": "traces::service_name: empty; give the service.name for the process spans\n" +
 			"traces::max_processes: 10 is out of range 64 to 4194304\n" +
