@@ -12,6 +12,11 @@
  *   rb_*    the BPF ring buffer: a ticket, then bpf_ringbuf_output(), wake-ups batched;
  *   pb_*    per-CPU perf buffers: a ticket, then bpf_perf_event_output().
  *
+ * With seq_event_mask 0 the sequencer's programs run, filter and return: the
+ * cost of the hooks alone (seqbench's "hook" transport). With
+ * bench_stage_only they also stage every event and then drop it: the hooks
+ * and seq_fill, without a transport ("stage").
+ *
  * Every transport claims its ticket with the same fetch-add on seq_ctl.head, so
  * seq.number means the same thing everywhere: head is the number of tickets
  * issued, and issued = delivered + lost exactly. For the ring buffer and perf
@@ -55,6 +60,7 @@ volatile const __s64 bench_synth_nr = 39;  /* __NR_getpid (x86_64; the loader se
 volatile const __u32 bench_rb_mode = RB_BATCHED;
 volatile const __u64 bench_rb_wakeup_mask = 63;     /* wake on tickets t with t & mask == 0 */
 volatile const __u64 bench_rb_wakeup_bytes = 1 << 20; /* ... and when avail data crosses this */
+volatile const __u32 bench_stage_only = 0;            /* stage the event, emit nothing */
 
 /* What the ring buffer and perf buffer records start with. */
 struct bench_hdr {
@@ -170,6 +176,8 @@ static __always_inline void bench_emit(void *ctx, int tr, struct seq_scratch *re
 	__u32 total;
 	long err;
 
+	if (bench_stage_only)
+		return;
 	if (tr == T_SEQ) {
 		seq_commit(rec, len, type);
 		return;
@@ -302,6 +310,8 @@ static __always_inline int do_synth(void *ctx, int tr, long id)
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	if ((__u32)(pid_tgid >> 32) != bench_target_tgid)
+		return 0;
+	if (!seq_wanted(SEQ_EV_SYNTH))
 		return 0;
 	rec = seq_stage();
 	if (!rec)

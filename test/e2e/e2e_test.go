@@ -114,9 +114,10 @@ func (c *collector) stop(t *testing.T) {
 }
 
 type record struct {
-	name  string
-	body  string
-	attrs map[string]any
+	name     string
+	body     string
+	attrs    map[string]any
+	observed time.Time
 }
 
 func (r record) int(k string) int64 {
@@ -148,7 +149,8 @@ func readExport(t *testing.T, path string) []record {
 				lrs := sls.At(j).LogRecords()
 				for k := 0; k < lrs.Len(); k++ {
 					lr := lrs.At(k)
-					out = append(out, record{name: lr.EventName(), body: lr.Body().AsString(), attrs: lr.Attributes().AsRaw()})
+					out = append(out, record{name: lr.EventName(), body: lr.Body().AsString(), attrs: lr.Attributes().AsRaw(),
+						observed: lr.ObservedTimestamp().AsTime()})
 				}
 			}
 		}
@@ -167,10 +169,10 @@ func TestDefaultConfigExportsWorkload(t *testing.T) {
 
 	// Idle cost: the reader parks on its doorbell, it does not poll.
 	time.Sleep(time.Second)
-	cpu0 := cpuTicks(t, c.cmd.Process.Pid)
+	idleFrom, cpu0 := time.Now(), cpuTicks(t, c.cmd.Process.Pid)
 	time.Sleep(5 * time.Second)
-	idle := float64(cpuTicks(t, c.cmd.Process.Pid)-cpu0) / 100 / 5 * 100
-	t.Logf("idle collector CPU: %.2f %% of one core over 5 s", idle)
+	idleTo, cpu1 := time.Now(), cpuTicks(t, c.cmd.Process.Pid)
+	idle := float64(cpu1-cpu0) / 100 / 5 * 100
 
 	marker := fmt.Sprintf("e2e-marker-%d", rand.Uint32())
 	sh := exec.Command("/bin/sh", "-c", `/bin/sh -c 'exit 7' `+marker+`; true`)
@@ -216,7 +218,16 @@ func TestDefaultConfigExportsWorkload(t *testing.T) {
 
 	assert.Contains(t, c.log(), marker, "the debug exporter prints the exec line")
 	assert.Contains(t, c.log(), "seq receiver stopped", "shutdown accounting is logged")
-	assert.Less(t, idle, 5.0, "an idle collector must not poll (it parks on the doorbell)")
+	// The host is not idle (other processes fork and exec): allow for the
+	// events the collector handled in the window, 100 µs each, above 5 %.
+	var inWindow int
+	for _, r := range recs {
+		if r.observed.After(idleFrom) && r.observed.Before(idleTo) {
+			inWindow++
+		}
+	}
+	t.Logf("collector CPU over 5 s: %.2f %% of one core, with %d events from the rest of the host", idle, inWindow)
+	assert.Less(t, idle, 5.0+float64(inWindow)*100e-6/5*100, "a quiet collector must not poll (it parks on the doorbell)")
 }
 
 func cpuTicks(t *testing.T, pid int) int64 {

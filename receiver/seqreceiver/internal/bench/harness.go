@@ -1,0 +1,358 @@
+//go:build linux
+
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// Config is one benchmark run: every transport × workload × CPU count.
+type Config struct {
+	Transports []Transport
+	Workloads  []Workload
+	CPUs       []int
+	Duration   time.Duration
+	Out        string // directory for results.json, results.md, bench.png; "" for none
+
+	BufferBytes      int    // memory per transport (see LoadOptions)
+	ForkPerCPU       int    // stress-ng --fork instances per CPU
+	ExecPerCPU       int    // exec loops per CPU
+	SynthPerCPU      int    // getpid threads per CPU
+	WakeupEvery      uint64 // ring buffer: forced wake-up every this many tickets
+	WakeupBytes      uint64 // ring buffer: ... and when this much data waits (0: BufferBytes/4)
+	PerfWakeupEvents int    // perf: wake the reader after this many records in a CPU's buffer
+	Poll             time.Duration
+	ReorderHeld      int
+	ReorderWait      time.Duration
+	Untraced         bool // measure each workload untraced too (the slowdown column)
+
+	Log io.Writer // progress; nil for none
+}
+
+// DefaultConfig is what `make bench` runs: every transport, workload and
+// CPU count up to 2, 5 s each — about three minutes in all.
+func DefaultConfig() Config {
+	cpus := []int{1, 2}
+	if runtime.NumCPU() < 2 {
+		cpus = []int{1}
+	}
+	return Config{
+		Transports:       []Transport{Sequencer, RingBuf, PerfBuf},
+		Workloads:        Workloads,
+		CPUs:             cpus,
+		Duration:         5 * time.Second,
+		Out:              "bench-results",
+		BufferBytes:      64 << 20,
+		ForkPerCPU:       4,
+		ExecPerCPU:       2,
+		SynthPerCPU:      1,
+		WakeupEvery:      64,
+		PerfWakeupEvents: 64,
+		Poll:             5 * time.Millisecond,
+		ReorderHeld:      16384,
+		ReorderWait:      50 * time.Millisecond,
+		Untraced:         true,
+	}
+}
+
+// Result is one transport × workload × CPU count.
+type Result struct {
+	Transport string  `json:"transport"`
+	Workload  string  `json:"workload"`
+	CPUs      int     `json:"cpus"`
+	Seconds   float64 `json:"seconds"` // producers attached for
+
+	Issued      uint64  `json:"issued"`      // tickets issued: the kernel's counter
+	Delivered   uint64  `json:"delivered"`   // tickets that reached the reader
+	Lost        uint64  `json:"lost"`        // tickets reported lost: sequencer by the reader's gaps, ring buffer/perf by the kernel's failed outputs
+	Unaccounted int64   `json:"unaccounted"` // issued - delivered - lost: must be 0
+	CapturePct  float64 `json:"capture_pct"`
+	Records     uint64  `json:"records"`
+	DecodeErrs  uint64  `json:"decode_errors"`
+
+	TicketOrderRaw     uint64 `json:"ticket_order_violations"`           // in delivery order
+	TicketOrderAfter   uint64 `json:"ticket_order_violations_reordered"` // after the reorder stage
+	CausalityRaw       uint64 `json:"causality_violations"`
+	CausalityAfter     uint64 `json:"causality_violations_reordered"`
+	TimeInversionRaw   uint64 `json:"timestamp_inversions"`
+	TimeInversionAfter uint64 `json:"timestamp_inversions_reordered"`
+	Processes          int    `json:"processes_tracked"`
+
+	ReorderDeclared uint64 `json:"reorder_declared_lost"` // tickets the stage gave up on
+	ReorderLate     uint64 `json:"reorder_late"`          // arrived after being given up on: released out of order
+	ReorderMaxHeld  int    `json:"reorder_max_held"`
+
+	KernelEvents    uint64            `json:"kernel_events"`            // records the producers made (by the kernel's per-CPU counters)
+	KernelFailed    uint64            `json:"kernel_failed"`            // ring buffer/perf outputs that failed
+	FailedFull      uint64            `json:"failed_full"`              // ... for want of room
+	FailedBusy      uint64            `json:"failed_busy"`              // ... ring buffer lock not taken / perf nesting
+	FailedOther     uint64            `json:"failed_other"`             // ... anything else
+	PerfLost        uint64            `json:"perf_lost_samples"`        // LostSamples the perf reader was told of
+	Overrun         uint64            `json:"sequencer_overrun"`        // sequencer slots skipped by producers
+	LostBy          map[string]uint64 `json:"lost_by_reason,omitempty"` // sequencer gaps by reason
+	Wakeups         uint64            `json:"wakeups"`                  // ring buffer forced wake-ups; sequencer doorbells
+	BPFRuns         uint64            `json:"bpf_run_count"`
+	BPFRunTimeNs    uint64            `json:"bpf_run_time_ns"`
+	BPFNsPerRun     float64           `json:"bpf_ns_per_run"`
+	BPFNsPerEvent   float64           `json:"bpf_ns_per_event"` // all the programs' run time / tickets issued
+	BPFRecursion    uint64            `json:"bpf_recursion_misses"`
+	ConsumerCPU     float64           `json:"consumer_cpu_s"`
+	ConsumerCPUPerM float64           `json:"consumer_cpu_s_per_million"`
+	EventsPerSec    float64           `json:"events_per_s"` // delivered / seconds
+
+	WorkloadOps     uint64  `json:"workload_ops"`
+	WorkloadOpsPerS float64 `json:"workload_ops_per_s"`
+	UntracedOpsPerS float64 `json:"untraced_ops_per_s"`
+	SlowdownPct     float64 `json:"slowdown_pct"` // 1 - traced/untraced ops/s, in %
+	Error           string  `json:"error,omitempty"`
+}
+
+func (c *Config) logf(format string, a ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format, a...)
+	}
+}
+
+func (c *Config) workloadOptions(cpus int) WorkloadOptions {
+	return WorkloadOptions{CPUs: cpus, Duration: c.Duration, ForkPerCPU: c.ForkPerCPU, ExecPerCPU: c.ExecPerCPU, SynthPerCPU: c.SynthPerCPU}
+}
+
+// Run runs every combination and writes the results to c.Out.
+func Run(c Config) ([]Result, error) {
+	restore, err := EnableBPFStats()
+	if err != nil {
+		return nil, fmt.Errorf("enable kernel.bpf_stats_enabled: %w", err)
+	}
+	defer restore()
+	// Put the setting back on Ctrl-C too (the programs and maps go with the process).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		if _, ok := <-sig; ok {
+			restore()
+			os.Exit(130)
+		}
+	}()
+	var results []Result
+	for _, w := range c.Workloads {
+		for _, n := range c.CPUs {
+			var untraced float64
+			if c.Untraced {
+				ops, el, err := Untraced(c, w, n)
+				if err != nil {
+					return results, fmt.Errorf("untraced %s on %d CPUs: %w", w, n, err)
+				}
+				untraced = float64(ops) / el.Seconds()
+				c.logf("%-16s %-5s %d CPU  untraced: %.0f ops/s\n", "-", w, n, untraced)
+			}
+			for _, t := range c.Transports {
+				r, err := RunOne(c, t, w, n)
+				if err != nil {
+					r = Result{Transport: string(t), Workload: string(w), CPUs: n, Error: err.Error()}
+					c.logf("%-16s %-5s %d CPU  error: %v\n", t, w, n, err)
+				} else {
+					c.logf("%-16s %-5s %d CPU  %s\n", t, w, n, r.summary())
+				}
+				if untraced > 0 && r.WorkloadOpsPerS > 0 {
+					r.UntracedOpsPerS = untraced
+					r.SlowdownPct = 100 * (1 - r.WorkloadOpsPerS/untraced)
+				}
+				results = append(results, r)
+			}
+		}
+	}
+	if c.Out != "" {
+		if err := Write(c.Out, results, c); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+func (r Result) summary() string {
+	return fmt.Sprintf("issued %d delivered %d lost %d unaccounted %d capture %.3f%% order %d/%d causality %d/%d %.0f ev/s bpf %.0f ns/ev consumer %.2f s/M",
+		r.Issued, r.Delivered, r.Lost, r.Unaccounted, r.CapturePct, r.TicketOrderRaw, r.TicketOrderAfter,
+		r.CausalityRaw, r.CausalityAfter, r.EventsPerSec, r.BPFNsPerEvent, r.ConsumerCPUPerM)
+}
+
+// Untraced runs workload w on n CPUs with nothing attached.
+func Untraced(c Config, w Workload, n int) (uint64, time.Duration, error) {
+	run, err := prepare(w, c.workloadOptions(n))
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := run.start(); err != nil {
+		run.kill()
+		return 0, 0, err
+	}
+	return run.wait()
+}
+
+// RunOne loads and attaches transport t's programs only, runs workload w on
+// the first n CPUs, detaches, drains the reader and accounts for every ticket.
+func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
+	res = Result{Transport: string(t), Workload: string(w), CPUs: n}
+	run, err := prepare(w, c.workloadOptions(n))
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if err != nil {
+			run.kill()
+		}
+	}()
+	wakeBytes := c.WakeupBytes
+	if wakeBytes == 0 {
+		wakeBytes = uint64(c.BufferBytes / 4)
+	}
+	objs, err := Load(LoadOptions{
+		Transport:   t,
+		BufferBytes: c.BufferBytes,
+		Lifecycle:   w != Synth,
+		Synth:       w == Synth,
+		TargetTGID:  uint32(run.pid),
+		WakeupEvery: c.WakeupEvery,
+		WakeupBytes: wakeBytes,
+	})
+	if err != nil {
+		return res, err
+	}
+	defer objs.Close()
+	rd, err := newReader(objs, ReaderOptions{
+		Poll:             c.Poll,
+		PerfWakeupEvents: c.PerfWakeupEvents,
+		ReorderHeld:      c.ReorderHeld,
+		ReorderWait:      c.ReorderWait,
+		Processes:        w != Synth,
+	})
+	if err != nil {
+		return res, err
+	}
+	defer rd.close()
+	stopReader := startReader(rd)
+	readerStopped := false
+	defer func() {
+		if !readerStopped {
+			_ = objs.Detach()
+			_, _ = stopReader()
+		}
+	}()
+
+	if err := objs.Attach(); err != nil {
+		return res, err
+	}
+	t0 := time.Now()
+	if err := run.start(); err != nil {
+		return res, err
+	}
+	ops, elapsed, werr := run.wait()
+	if err := objs.Detach(); err != nil {
+		return res, err
+	}
+	attached := time.Since(t0)
+	if werr != nil {
+		return res, werr
+	}
+	// Programs still running when their link went are done within microseconds.
+	time.Sleep(20 * time.Millisecond)
+	cons, rerr := stopReader()
+	readerStopped = true
+	if rerr != nil {
+		return res, fmt.Errorf("reader: %w", rerr)
+	}
+	issued := objs.Head()
+	rd.consumer().finish(issued)
+	kc, err := objs.Counters()
+	if err != nil {
+		return res, err
+	}
+	rs, err := objs.RunStats()
+	if err != nil {
+		return res, err
+	}
+
+	res.Seconds = attached.Seconds()
+	res.Issued = issued
+	res.Delivered = cons.Tickets
+	res.Records = cons.Records
+	res.DecodeErrs = cons.DecodeErrs
+	if t.prefix() == "seqb" {
+		res.Lost = cons.Lost
+		res.LostBy = cons.LostByWhy
+		res.Overrun = kc.Overrun
+		var tix uint64
+		for _, v := range kc.Tickets {
+			tix += v
+		}
+		res.KernelEvents = kc.TotalEvents()
+		if tix != issued {
+			// The per-CPU counters and the head must agree.
+			res.Error = fmt.Sprintf("kernel per-CPU tickets %d != head %d", tix, issued)
+		}
+	} else {
+		res.Lost = kc.TotalFailed()
+		res.KernelEvents = kc.TotalEvents()
+		res.KernelFailed = kc.TotalFailed()
+		res.FailedFull, res.FailedBusy, res.FailedOther = kc.ErrFull, kc.ErrBusy, kc.ErrNoent+kc.ErrOther
+		res.PerfLost = cons.PerfLost
+		res.ReorderDeclared = cons.Reorder.Declared
+		res.ReorderLate = cons.Reorder.Late
+		res.ReorderMaxHeld = cons.Reorder.MaxSeen
+	}
+	res.Wakeups = kc.Wakeups + cons.Wakeups
+	res.Unaccounted = int64(res.Issued) - int64(res.Delivered) - int64(res.Lost)
+	if res.Issued > 0 {
+		res.CapturePct = 100 * float64(res.Delivered) / float64(res.Issued)
+	}
+	res.TicketOrderRaw, res.TicketOrderAfter = cons.Raw.TicketOrder, cons.Ordered.TicketOrder
+	res.CausalityRaw, res.CausalityAfter = cons.Raw.Causality, cons.Ordered.Causality
+	res.TimeInversionRaw, res.TimeInversionAfter = cons.Raw.TimeInversions, cons.Ordered.TimeInversions
+	res.Processes = cons.Raw.Processes()
+	res.BPFRuns, res.BPFRunTimeNs, res.BPFRecursion = rs.RunCount, rs.RunTimeNs, rs.Recursion
+	if rs.RunCount > 0 {
+		res.BPFNsPerRun = float64(rs.RunTimeNs) / float64(rs.RunCount)
+	}
+	if issued > 0 {
+		res.BPFNsPerEvent = float64(rs.RunTimeNs) / float64(issued)
+	}
+	res.ConsumerCPU = cons.CPU.Seconds()
+	if res.Delivered > 0 {
+		res.ConsumerCPUPerM = res.ConsumerCPU / (float64(res.Delivered) / 1e6)
+	}
+	res.EventsPerSec = float64(res.Delivered) / res.Seconds
+	res.WorkloadOps = ops
+	if elapsed > 0 {
+		res.WorkloadOpsPerS = float64(ops) / elapsed.Seconds()
+	}
+	return res, nil
+}
+
+// Write writes results.json, results.md and bench.png into dir.
+func Write(dir string, results []Result, c Config) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644))
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "results.md"), []byte(Markdown(results, c)), 0o644))
+	f, err := os.Create(filepath.Join(dir, "bench.png"))
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	errs = append(errs, Plot(f, results), f.Close())
+	return errors.Join(errs...)
+}
