@@ -3,6 +3,15 @@
 /*
  * Process lifecycle producers for the sequencer ring (see seq.h for the protocol).
  *
+ * Three transports, each its own set of programs; the loader loads and
+ * attaches one set, and creates only the maps that set uses:
+ *   seq_*  the sequencer ring: seq_commit() from seq_ring.h;
+ *   rb_*   the BPF ring buffer: tickets, then bpf_ringbuf_output(), wake-ups batched;
+ *   pb_*   per-CPU perf buffers: tickets, then bpf_perf_event_output().
+ * All three stage the same record (struct seq_event, filename, argv) and claim
+ * the same tickets with the same fetch-add on seq_ctl.head; the ring buffer and
+ * perf records start with struct seq_tx_hdr (the first ticket).
+ *
  * Every event is staged in a per-CPU scratch buffer, then committed: one
  * fetch-add claims its tickets, each slot is marked "being written", filled,
  * and published last with an atomic exchange. Producers never wait for each
@@ -19,10 +28,37 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGNAL_GROUP_EXIT 0x00000004
 
-/* Set by the loader before the programs are loaded. */
 /* Set by the loader before the programs are loaded (and seq_ring_mask, in seq_ring.h). */
 volatile const __u32 seq_event_mask = (1 << SEQ_EV_FORK) | (1 << SEQ_EV_EXEC) | (1 << SEQ_EV_EXIT);
 volatile const __u32 seq_max_args = 1024;
+/* Ring buffer: force a wake-up when the tickets cross a multiple of
+ * seq_rb_wakeup_mask + 1, or the unread data crosses seq_rb_wakeup_bytes. */
+volatile const __u64 seq_rb_wakeup_mask = 63;
+volatile const __u64 seq_rb_wakeup_bytes = 1 << 20;
+
+enum seq_transport {
+	T_SEQ = 0,
+	T_RB = 1,
+	T_PERF = 2,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seq_tx_stats);
+} seq_tx_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096); /* replaced by the loader: ring_slots x 128 bytes */
+} seq_rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} seq_perf SEC(".maps");
 
 static __always_inline bool seq_wanted(__u16 type)
 {
@@ -56,8 +92,88 @@ static __always_inline void seq_fill(struct seq_event *e, struct task_struct *ta
 	e->_pad = 0;
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(seq_fork, struct task_struct *parent, struct task_struct *child)
+/* Where the event starts in the scratch buffer: the sequencer's records are the bare event. */
+static __always_inline __u32 seq_off(int tr)
+{
+	return tr == T_SEQ ? 0 : sizeof(struct seq_tx_hdr);
+}
+
+/* Ring buffer: when to wake the reader. Per-record wake-ups cost microseconds each. */
+static __always_inline __u64 seq_rb_flags(struct seq_ctl *ctl, __u64 t0, __u32 n, __u32 total, struct seq_tx_stats *tx)
+{
+	__u64 avail;
+
+	/* A parked reader asked to be woken (the doorbell protocol of seq_ring.h;
+	 * the ticket was claimed before this check). */
+	if (*(volatile __u64 *)&ctl->parked && __sync_lock_test_and_set(&ctl->parked, 0))
+		goto wake;
+	if ((t0 & ~seq_rb_wakeup_mask) != ((t0 + n) & ~seq_rb_wakeup_mask))
+		goto wake;
+	avail = bpf_ringbuf_query(&seq_rb, BPF_RB_AVAIL_DATA);
+	if (avail < seq_rb_wakeup_bytes && avail + total + 8 >= seq_rb_wakeup_bytes)
+		goto wake;
+	return BPF_RB_NO_WAKEUP;
+wake:
+	tx->wakeups++;
+	return BPF_RB_FORCE_WAKEUP;
+}
+
+/*
+ * Hands the staged record (len bytes of event at seq_off(tr)) to transport tr.
+ * tr is a constant at every call, so each program keeps only its branch: the
+ * sequencer's is seq_commit() alone, as before.
+ */
+static __always_inline void seq_emit(void *ctx, int tr, struct seq_scratch *rec, __u32 len, __u16 type)
+{
+	struct seq_tx_hdr *h = (struct seq_tx_hdr *)rec->buf;
+	struct seq_tx_stats *tx;
+	struct seq_stats *st;
+	struct seq_ctl *ctl;
+	__u32 zero = 0, n, total;
+	long err;
+
+	if (tr == T_SEQ) {
+		seq_commit(rec, len, type);
+		return;
+	}
+	ctl = bpf_map_lookup_elem(&seq_control, &zero);
+	st = bpf_map_lookup_elem(&seq_counters, &zero);
+	tx = bpf_map_lookup_elem(&seq_tx_counters, &zero);
+	if (!ctl || !st || !tx)
+		return;
+	/* As many tickets as the sequencer would take for this record. */
+	n = (len + SEQ_SLOT_PAYLOAD - 1) / SEQ_SLOT_PAYLOAD;
+	if (n == 0)
+		n = 1;
+	if (n > SEQ_MAX_SLOTS)
+		n = SEQ_MAX_SLOTS;
+	total = len + sizeof(*h);
+	if (total > SEQ_SCRATCH)
+		total = SEQ_SCRATCH;
+	/* The ticket last, right before the output: the order it gives is as tight as it gets. */
+	h->ticket = __sync_fetch_and_add(&ctl->head, n);
+	if (type < SEQ_EV_MAX) {
+		st->events[type]++;
+		st->tickets[type] += n;
+	}
+	if (tr == T_RB) {
+		err = bpf_ringbuf_output(&seq_rb, rec->buf, total, seq_rb_flags(ctl, h->ticket, n, total, tx));
+		if (err) {
+			tx->reserve_failed++;
+			if (type < SEQ_EV_MAX)
+				tx->failed[type] += n;
+		}
+		return;
+	}
+	err = bpf_perf_event_output(ctx, &seq_perf, BPF_F_CURRENT_CPU, rec->buf, total);
+	if (err) {
+		tx->perf_failed++;
+		if (type < SEQ_EV_MAX)
+			tx->failed[type] += n;
+	}
+}
+
+static __always_inline int do_fork(void *ctx, int tr, struct task_struct *child)
 {
 	bool thread = child->pid != child->tgid;
 	__u16 type = thread ? SEQ_EV_THREAD_START : SEQ_EV_FORK;
@@ -68,14 +184,14 @@ int BPF_PROG(seq_fork, struct task_struct *parent, struct task_struct *child)
 	rec = seq_stage();
 	if (!rec)
 		return 0;
-	seq_fill((struct seq_event *)rec->buf, child, type, !thread);
-	seq_commit(rec, sizeof(struct seq_event), type);
+	seq_fill((struct seq_event *)&rec->buf[seq_off(tr)], child, type, !thread);
+	seq_emit(ctx, tr, rec, sizeof(struct seq_event), type);
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(seq_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+static __always_inline int do_exec(void *ctx, int tr, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	__u32 off = seq_off(tr);
 	struct seq_scratch *rec;
 	struct seq_event *e;
 	unsigned long start, end;
@@ -87,11 +203,11 @@ int BPF_PROG(seq_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 	rec = seq_stage();
 	if (!rec)
 		return 0;
-	e = (struct seq_event *)rec->buf;
+	e = (struct seq_event *)&rec->buf[off];
 	seq_fill(e, p, SEQ_EV_EXEC, true);
 	e->old_tid = old_pid;
 
-	n = bpf_probe_read_kernel_str(&rec->buf[sizeof(*e)], SEQ_MAX_FILENAME, bprm->filename);
+	n = bpf_probe_read_kernel_str(&rec->buf[off + sizeof(*e)], SEQ_MAX_FILENAME, bprm->filename);
 	flen = n > 0 ? n - 1 : 0;
 	if (n == SEQ_MAX_FILENAME)
 		e->flags |= SEQ_F_FILENAME_TRUNCATED;
@@ -108,18 +224,17 @@ int BPF_PROG(seq_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 	}
 	if (alen > SEQ_MAX_ARGS)
 		alen = SEQ_MAX_ARGS;
-	if (alen && bpf_probe_read_user(&rec->buf[sizeof(*e) + flen], alen, (void *)start)) {
+	if (alen && bpf_probe_read_user(&rec->buf[off + sizeof(*e) + flen], alen, (void *)start)) {
 		alen = 0;
 		e->flags |= SEQ_F_ARGS_UNREADABLE;
 	}
 	e->filename_len = flen;
 	e->args_len = alen;
-	seq_commit(rec, sizeof(*e) + flen + alen, SEQ_EV_EXEC);
+	seq_emit(ctx, tr, rec, sizeof(*e) + flen + alen, SEQ_EV_EXEC);
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(seq_exit, struct task_struct *p, bool group_dead)
+static __always_inline int do_exit(void *ctx, int tr, struct task_struct *p, bool group_dead)
 {
 	__u16 type = group_dead ? SEQ_EV_EXIT : SEQ_EV_THREAD_EXIT;
 	struct seq_scratch *rec;
@@ -131,7 +246,7 @@ int BPF_PROG(seq_exit, struct task_struct *p, bool group_dead)
 	rec = seq_stage();
 	if (!rec)
 		return 0;
-	e = (struct seq_event *)rec->buf;
+	e = (struct seq_event *)&rec->buf[seq_off(tr)];
 	seq_fill(e, p, type, group_dead);
 	code = p->exit_code;
 	if (group_dead) {
@@ -141,9 +256,30 @@ int BPF_PROG(seq_exit, struct task_struct *p, bool group_dead)
 			code = sig->group_exit_code;
 	}
 	e->exit_code = code;
-	seq_commit(rec, sizeof(*e), type);
+	seq_emit(ctx, tr, rec, sizeof(*e), type);
 	return 0;
 }
+
+#define SEQ_PROGS(prefix, tr)                                                                        \
+	SEC("tp_btf/sched_process_fork")                                                             \
+	int BPF_PROG(prefix##_fork, struct task_struct *parent, struct task_struct *child)           \
+	{                                                                                            \
+		return do_fork(ctx, tr, child);                                                      \
+	}                                                                                            \
+	SEC("tp_btf/sched_process_exec")                                                             \
+	int BPF_PROG(prefix##_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) \
+	{                                                                                            \
+		return do_exec(ctx, tr, p, old_pid, bprm);                                           \
+	}                                                                                            \
+	SEC("tp_btf/sched_process_exit")                                                             \
+	int BPF_PROG(prefix##_exit, struct task_struct *p, bool group_dead)                          \
+	{                                                                                            \
+		return do_exit(ctx, tr, p, group_dead);                                              \
+	}
+
+SEQ_PROGS(seq, T_SEQ)
+SEQ_PROGS(rb, T_RB)
+SEQ_PROGS(pb, T_PERF)
 
 /*
  * The processes alive when the receiver starts: one struct seq_event (type

@@ -99,4 +99,24 @@ struct seq_stats {
 	__u64 overrun;             /* slots skipped: being written by a stalled producer, or already newer */
 };
 
+/*
+ * The other transports (seq.bpf.c's rb_* and pb_* programs): a record is
+ * struct seq_tx_hdr then the same staged bytes (struct seq_event, filename,
+ * argv), output whole with bpf_ringbuf_output() or bpf_perf_event_output().
+ * Its tickets are claimed with the same fetch-add on seq_ctl.head, as many as
+ * the sequencer would take (one per SEQ_SLOT_PAYLOAD bytes), so seq.number
+ * and the accounting are the same whatever the transport.
+ */
+struct seq_tx_hdr {
+	__u64 ticket; /* the record's first ticket; it took ceil(len / SEQ_SLOT_PAYLOAD) */
+};
+
+/* seq_tx_counters (map): one per-CPU struct seq_tx_stats (ring buffer and perf buffer transports). */
+struct seq_tx_stats {
+	__u64 failed[SEQ_EV_MAX]; /* tickets lost because the output failed, by type */
+	__u64 reserve_failed;     /* ring buffer: bpf_ringbuf_output() failed (no room) */
+	__u64 perf_failed;        /* perf: bpf_perf_event_output() failed (buffer full, nesting) */
+	__u64 wakeups;            /* ring buffer: records output with BPF_RB_FORCE_WAKEUP */
+};
+
 #endif

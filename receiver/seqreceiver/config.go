@@ -22,6 +22,16 @@ const (
 
 var knownEvents = []string{EventFork, EventExec, EventExit}
 
+// Transport names accepted in `transport` (seqbpf.Transport*).
+const (
+	TransportSequencer = "sequencer"
+	TransportRingBuf   = "ringbuf"
+	TransportPerfBuf   = "perfbuf"
+	TransportAuto      = "auto"
+)
+
+var knownTransports = []string{TransportSequencer, TransportRingBuf, TransportPerfBuf, TransportAuto}
+
 // Limits of the settings, shared by Validate and the docs.
 const (
 	minRingSlots = 256
@@ -35,7 +45,15 @@ const (
 
 // Config is the seq receiver's configuration. `seq: {}` uses the defaults.
 type Config struct {
-	// RingSlots is the number of 128-byte slots in the ring (a power of two).
+	// Transport is how records travel from the BPF programs to the reader:
+	// sequencer (a ticketed ring, Linux 5.12+), ringbuf (the BPF ring buffer),
+	// perfbuf (per-CPU perf buffers) or auto (the sequencer where it loads,
+	// else the ring buffer, else perf buffers; never perf on PREEMPT_RT).
+	// Every transport delivers the same records in ticket order.
+	Transport string `mapstructure:"transport"`
+
+	// RingSlots is the number of 128-byte slots in the ring (a power of two);
+	// the ring buffer, or the perf buffers together, get as many bytes.
 	// Size it for 1–2 s of the host's peak event rate: a reader that falls
 	// further behind than this loses the oldest events, counted as lost.
 	RingSlots int `mapstructure:"ring_slots"`
@@ -98,6 +116,7 @@ var DefaultRootParents = []string{
 
 func createDefaultConfig() *Config {
 	return &Config{
+		Transport:    TransportAuto,
 		RingSlots:    65536,
 		Events:       []string{EventFork, EventExec, EventExit},
 		MaxArgsBytes: 1024,
@@ -114,6 +133,9 @@ func createDefaultConfig() *Config {
 // Validate names the field and the allowed range of every bad value.
 func (c *Config) Validate() error {
 	var errs []error
+	if !slices.Contains(knownTransports, c.Transport) {
+		errs = append(errs, fmt.Errorf("transport: %q is not allowed; use one of %s", c.Transport, strings.Join(knownTransports, ", ")))
+	}
 	if c.RingSlots < minRingSlots || c.RingSlots > maxRingSlots || c.RingSlots&(c.RingSlots-1) != 0 {
 		errs = append(errs, fmt.Errorf("ring_slots: %d is not allowed; use a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))
 	}

@@ -35,13 +35,14 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, 65536, cfg.RingSlots)
 	assert.Equal(t, []string{"fork", "exec", "exit"}, cfg.Events)
 	assert.False(t, cfg.ThreadEvents)
+	assert.Equal(t, "auto", cfg.Transport)
 }
 
 func TestConfigCustom(t *testing.T) {
 	cfg := loadConfig(t, "custom")
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, &Config{
-		RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxBatch: 64,
+		Transport: "ringbuf", RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxBatch: 64,
 		Traces: TracesConfig{ServiceName: "build-farm", RootParents: []string{"cron", "make"}, MaxProcesses: 1024},
 	}, cfg)
 }
@@ -59,12 +60,13 @@ func TestConfigSources(t *testing.T) {
 
 func TestConfigInvalid(t *testing.T) {
 	for name, want := range map[string]string{
-		"bad_ring":    "ring_slots: 1000 is not allowed; use a power of two from 256 to 4194304",
-		"bad_event":   `events: unknown event "spawn"; allowed: fork, exec, exit`,
-		"bad_args":    "max_args_bytes: 5000 is out of range 0 to 4096",
-		"bad_batch":   "max_batch: 0 is out of range 1 to 65536",
-		"no_events":   "events: empty; list one or more of fork, exec, exit",
-		"bad_sources": "bpftrace: scripts[0]: both path and program are set; keep exactly one of them\nebpf_exporter: config_dir: must be set to the ebpf_exporter config directory",
+		"bad_ring":      "ring_slots: 1000 is not allowed; use a power of two from 256 to 4194304",
+		"bad_transport": `transport: "bpf" is not allowed; use one of sequencer, ringbuf, perfbuf, auto`,
+		"bad_event":     `events: unknown event "spawn"; allowed: fork, exec, exit`,
+		"bad_args":      "max_args_bytes: 5000 is out of range 0 to 4096",
+		"bad_batch":     "max_batch: 0 is out of range 1 to 65536",
+		"no_events":     "events: empty; list one or more of fork, exec, exit",
+		"bad_sources":   "bpftrace: scripts[0]: both path and program are set; keep exactly one of them\nebpf_exporter: config_dir: must be set to the ebpf_exporter config directory",
 		"bad_traces": "traces::service_name: empty; give the service.name for the process spans\n" +
 			"traces::max_processes: 10 is out of range 64 to 4194304\n" +
 			`traces::root_parents: "containerd-shim-runc-v2" is not an executable name as the kernel keeps it (1 to 15 characters)`,

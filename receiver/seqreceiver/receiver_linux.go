@@ -61,7 +61,7 @@ type seqReceiver struct {
 	obs     *receiverhelper.ObsReport
 
 	seq    *seqbpf.Sequencer
-	rd     *ring.Reader
+	rd     seqbpf.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
 	tb     *metadata.TelemetryBuilder
 	mapper pdatamap.Mapper
 	model  *process.Model
@@ -228,7 +228,7 @@ func (o pipelineOutput) ConsumeMetrics(md pmetric.Metrics) {
 }
 
 func (r *seqReceiver) startSequencer() (err error) {
-	r.seq, err = seqbpf.Open(seqbpf.Options{RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes})
+	r.seq, err = seqbpf.Open(seqbpf.Options{Transport: seqbpf.Transport(r.cfg.Transport), RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes})
 	if err != nil {
 		return fmt.Errorf("seq receiver: %w", err)
 	}
@@ -239,8 +239,14 @@ func (r *seqReceiver) startSequencer() (err error) {
 	}()
 	// The maps are new: every ticket from 0 on is ours to deliver or count lost,
 	// including those claimed since the programs were attached.
-	if r.rd, err = ring.NewReader(r.seq.Control(), r.seq.Slots(), ring.StartAt(0)); err != nil {
-		return fmt.Errorf("seq receiver: map ring: %w", err)
+	if r.rd, err = r.seq.NewSource(); err != nil {
+		return fmt.Errorf("seq receiver: open the %s reader: %w", r.seq.Transport(), err)
+	}
+	if why, warn := r.seq.Why(); warn {
+		r.set.Logger.Warn("seq receiver: transport "+string(r.seq.Transport())+": "+why, zap.String("transport", string(r.seq.Transport())))
+	} else {
+		r.set.Logger.Info("seq receiver: transport "+string(r.seq.Transport()), zap.String("transport", string(r.seq.Transport())),
+			zap.String("configured", r.cfg.Transport), zap.String("reason", why))
 	}
 	r.readPos.Store(r.rd.Next())
 	r.syncBootOffset(time.Now())
@@ -260,7 +266,8 @@ func (r *seqReceiver) startSequencer() (err error) {
 	}
 	r.set.Logger.Info("seq receiver capturing process events",
 		zap.Strings("events", r.cfg.Events), zap.Bool("thread_events", r.cfg.ThreadEvents),
-		zap.Int("ring_slots", r.cfg.RingSlots), zap.Int("ring_bytes", len(r.seq.Slots())))
+		zap.String("transport", string(r.seq.Transport())),
+		zap.Int("ring_slots", r.cfg.RingSlots), zap.Int("ring_bytes", r.cfg.RingSlots*128))
 
 	r.done = make(chan struct{})
 	go r.run()
@@ -334,7 +341,7 @@ func (r *seqReceiver) run() {
 			r.rd.ClearParked()
 			continue
 		}
-		woke, err := r.seq.Wait(parkTimeout)
+		woke, err := r.rd.Wait(parkTimeout)
 		r.rd.ClearParked()
 		if woke {
 			r.tb.ReceiverSeqWakeups.Add(ctx, 1)
@@ -513,7 +520,7 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 	}
 	err := r.seq.Detach()
 	r.stop.Store(true)
-	r.seq.Interrupt()
+	r.rd.Interrupt()
 	select {
 	case <-r.done:
 	case <-ctx.Done():

@@ -121,10 +121,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// transports are the transports every transport-specific test runs with.
+var transports = []string{TransportAuto, TransportSequencer, TransportRingBuf, TransportPerfBuf}
+
 func TestShellTreeForkExecExit(t *testing.T) {
 	requireRoot(t)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testShellTree(t, tr) })
+	}
+}
+
+func testShellTree(t *testing.T, transport string) {
 	sink := &consumertest.LogsSink{}
-	r := startReceiver(t, createDefaultConfig(), sink)
+	cfg := createDefaultConfig()
+	cfg.Transport = transport
+	r := startReceiver(t, cfg, sink)
+	if transport != TransportAuto {
+		require.Equal(t, transport, string(r.seq.Transport()))
+	}
 	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
 
 	marker := fmt.Sprintf("seq-marker-%d", rand.Uint32())
@@ -245,6 +259,48 @@ func TestForkStormAccounting(t *testing.T) {
 		assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvFork]), byType["process.fork"])
 		assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvExec]), byType["process.exec"])
 		assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvExit]), byType["process.exit"])
+	}
+}
+
+// The fork storm for every transport: delivered + lost = issued, the stream
+// in ticket order with every gap reported in place, the kernel's counters
+// agreeing.
+func TestForkStormEveryTransport(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("stress-ng"); err != nil {
+		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)
+	}
+	for _, tr := range []string{TransportSequencer, TransportRingBuf, TransportPerfBuf} {
+		t.Run(tr, func(t *testing.T) {
+			sink := &consumertest.LogsSink{}
+			cfg := createDefaultConfig()
+			cfg.Transport = tr
+			r := startReceiver(t, cfg, sink)
+			out, err := exec.Command("stress-ng", "--fork", "4", "--fork-ops", "10000", "--timeout", "60s", "--quiet").CombinedOutput()
+			require.NoError(t, err, string(out))
+			require.NoError(t, r.Shutdown(context.Background()))
+
+			f := r.final
+			t.Logf("%s: issued %d tickets, delivered %d (%d records), lost %d (%+v); kernel events %v, failed %v",
+				tr, f.Issued, f.Stats.Tickets, f.Stats.Records, f.Stats.Lost, f.Stats, f.Kernel.Events, f.Kernel.Failed)
+			assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
+			assert.Equal(t, f.Kernel.TotalTickets(), f.Issued, "kernel per-CPU ticket counters = head")
+			assert.GreaterOrEqual(t, f.Kernel.Events[seqbpf.EvFork], uint64(10000))
+			assert.LessOrEqual(t, f.Kernel.TotalFailed(), f.Stats.Lost, "tickets the producers lost are reported lost")
+
+			recs := flatten(sink.AllLogs())
+			delivered, lost := checkOrder(t, recs)
+			assert.Equal(t, int64(f.Stats.Records), delivered)
+			assert.Equal(t, int64(f.Stats.Lost), lost)
+			if lost == 0 {
+				byType := map[string]int64{}
+				for _, r := range recs {
+					byType[r.name]++
+				}
+				assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvFork]), byType["process.fork"])
+				assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvExit]), byType["process.exit"])
+			}
+		})
 	}
 }
 
@@ -502,4 +558,42 @@ func TestShellTreeSpans(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, checked, 9, "fork, exec and exit of three processes")
+}
+
+// A tiny buffer and a slow pipeline with the ring buffer and perf buffers:
+// outputs fail, and every lost ticket is counted and reported in place.
+func TestLossyBufferTransports(t *testing.T) {
+	requireRoot(t)
+	for _, tr := range []string{TransportRingBuf, TransportPerfBuf} {
+		t.Run(tr, func(t *testing.T) {
+			sink := &slowSink{delay: 30 * time.Millisecond}
+			cfg := createDefaultConfig()
+			cfg.Transport = tr
+			cfg.RingSlots = 256
+			cfg.MaxBatch = 16
+			require.NoError(t, cfg.Validate())
+			rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+			require.NoError(t, err)
+			require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+			r := rcv.(*sharedEntry[*seqReceiver]).c
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 300 {
+						_ = exec.Command("/bin/true").Run()
+					}
+				}()
+			}
+			wg.Wait()
+			require.NoError(t, r.Shutdown(context.Background()))
+			f := r.final
+			t.Logf("%s: issued %d, delivered %d, lost %d: %+v; kernel failed %d", tr, f.Issued, f.Stats.Tickets, f.Stats.Lost, f.Stats, f.Kernel.TotalFailed())
+			assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
+			assert.LessOrEqual(t, f.Kernel.TotalFailed(), f.Stats.Lost)
+			_, lost := checkOrder(t, flatten(sink.AllLogs()))
+			assert.Equal(t, int64(f.Stats.Lost), lost, "every lost ticket reported in a seq.lost record")
+		})
+	}
 }

@@ -53,6 +53,21 @@ const (
 	// Shutdown: tickets still unread, or still being written, when the
 	// receiver stopped and gave up on them (see Reader.Abandon).
 	Shutdown
+	// The BPF ring buffer and perf buffer transports (package seqbpf) report
+	// their gaps with the reasons below; the sequencer never does.
+
+	// ReserveFailed: the ring buffer had no room for the record
+	// (bpf_ringbuf_output failed), counted by the producer.
+	ReserveFailed
+	// OutputFailed: bpf_perf_event_output failed (the CPU's perf buffer was
+	// full, or the output nested), counted by the producer.
+	OutputFailed
+	// PerfLost: the kernel reported perf samples lost that the producers'
+	// counters do not account for.
+	PerfLost
+	// GaveUp: the reorder stage stopped waiting for tickets whose records
+	// never came (or came later than its bounds allow: then they are dropped).
+	GaveUp
 	numReasons = iota + 1
 )
 
@@ -68,6 +83,14 @@ func (r LossReason) String() string {
 		return "abandoned"
 	case Shutdown:
 		return "shutdown"
+	case ReserveFailed:
+		return "reserve_failed"
+	case OutputFailed:
+		return "perf_output_failed"
+	case PerfLost:
+		return "perf_lost"
+	case GaveUp:
+		return "reorder_gave_up"
 	}
 	return "unknown"
 }
@@ -120,6 +143,37 @@ type Stats struct {
 	LostCorrupt   uint64
 	LostAbandoned uint64
 	LostShutdown  uint64
+
+	// The ring buffer and perf buffer transports only.
+	LostReserveFailed uint64
+	LostOutputFailed  uint64
+	LostPerfLost      uint64
+	LostGaveUp        uint64
+}
+
+// Count adds n lost tickets of the given reason to s.
+func (s *Stats) Count(reason LossReason, n uint64) {
+	s.Lost += n
+	switch reason {
+	case Lapped:
+		s.LostLapped += n
+	case Torn:
+		s.LostTorn += n
+	case Corrupt:
+		s.LostCorrupt += n
+	case Abandoned:
+		s.LostAbandoned += n
+	case Shutdown:
+		s.LostShutdown += n
+	case ReserveFailed:
+		s.LostReserveFailed += n
+	case OutputFailed:
+		s.LostOutputFailed += n
+	case PerfLost:
+		s.LostPerfLost += n
+	case GaveUp:
+		s.LostGaveUp += n
+	}
 }
 
 // DefaultStuckAfter is how long a claimed ticket may stay unpublished before

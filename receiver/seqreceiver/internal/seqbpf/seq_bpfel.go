@@ -45,22 +45,41 @@ type seqSeqStats struct {
 	Overrun        uint64
 }
 
+type seqSeqTxStats struct {
+	_             structs.HostLayout
+	Failed        [8]uint64
+	ReserveFailed uint64
+	PerfFailed    uint64
+	Wakeups       uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	seqMapSeqControl    = "seq_control"
-	seqMapSeqCounters   = "seq_counters"
-	seqMapSeqDoorbell   = "seq_doorbell"
-	seqMapSeqScratchbuf = "seq_scratchbuf"
-	seqMapSeqSlots      = "seq_slots"
-	seqProgSeqExec      = "seq_exec"
-	seqProgSeqExit      = "seq_exit"
-	seqProgSeqFork      = "seq_fork"
-	seqProgSeqSnapshot  = "seq_snapshot"
-	seqVarSeqEventMask  = "seq_event_mask"
-	seqVarSeqMaxArgs    = "seq_max_args"
-	seqVarSeqRingMask   = "seq_ring_mask"
+	seqMapSeqControl       = "seq_control"
+	seqMapSeqCounters      = "seq_counters"
+	seqMapSeqDoorbell      = "seq_doorbell"
+	seqMapSeqPerf          = "seq_perf"
+	seqMapSeqRb            = "seq_rb"
+	seqMapSeqScratchbuf    = "seq_scratchbuf"
+	seqMapSeqSlots         = "seq_slots"
+	seqMapSeqTxCounters    = "seq_tx_counters"
+	seqProgPbExec          = "pb_exec"
+	seqProgPbExit          = "pb_exit"
+	seqProgPbFork          = "pb_fork"
+	seqProgRbExec          = "rb_exec"
+	seqProgRbExit          = "rb_exit"
+	seqProgRbFork          = "rb_fork"
+	seqProgSeqExec         = "seq_exec"
+	seqProgSeqExit         = "seq_exit"
+	seqProgSeqFork         = "seq_fork"
+	seqProgSeqSnapshot     = "seq_snapshot"
+	seqVarSeqEventMask     = "seq_event_mask"
+	seqVarSeqMaxArgs       = "seq_max_args"
+	seqVarSeqRbWakeupBytes = "seq_rb_wakeup_bytes"
+	seqVarSeqRbWakeupMask  = "seq_rb_wakeup_mask"
+	seqVarSeqRingMask      = "seq_ring_mask"
 )
 
 // loadSeq returns the embedded CollectionSpec for seq.
@@ -105,6 +124,12 @@ type seqSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type seqProgramSpecs struct {
+	PbExec      *ebpf.ProgramSpec `ebpf:"pb_exec"`
+	PbExit      *ebpf.ProgramSpec `ebpf:"pb_exit"`
+	PbFork      *ebpf.ProgramSpec `ebpf:"pb_fork"`
+	RbExec      *ebpf.ProgramSpec `ebpf:"rb_exec"`
+	RbExit      *ebpf.ProgramSpec `ebpf:"rb_exit"`
+	RbFork      *ebpf.ProgramSpec `ebpf:"rb_fork"`
 	SeqExec     *ebpf.ProgramSpec `ebpf:"seq_exec"`
 	SeqExit     *ebpf.ProgramSpec `ebpf:"seq_exit"`
 	SeqFork     *ebpf.ProgramSpec `ebpf:"seq_fork"`
@@ -118,17 +143,22 @@ type seqMapSpecs struct {
 	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
 	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
+	SeqPerf       *ebpf.MapSpec `ebpf:"seq_perf"`
+	SeqRb         *ebpf.MapSpec `ebpf:"seq_rb"`
 	SeqScratchbuf *ebpf.MapSpec `ebpf:"seq_scratchbuf"`
 	SeqSlots      *ebpf.MapSpec `ebpf:"seq_slots"`
+	SeqTxCounters *ebpf.MapSpec `ebpf:"seq_tx_counters"`
 }
 
 // seqVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type seqVariableSpecs struct {
-	SeqEventMask *ebpf.VariableSpec `ebpf:"seq_event_mask"`
-	SeqMaxArgs   *ebpf.VariableSpec `ebpf:"seq_max_args"`
-	SeqRingMask  *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
+	SeqEventMask     *ebpf.VariableSpec `ebpf:"seq_event_mask"`
+	SeqMaxArgs       *ebpf.VariableSpec `ebpf:"seq_max_args"`
+	SeqRbWakeupBytes *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_bytes"`
+	SeqRbWakeupMask  *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_mask"`
+	SeqRingMask      *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 }
 
 // seqObjects contains all objects after they have been loaded into the kernel.
@@ -154,8 +184,11 @@ type seqMaps struct {
 	SeqControl    *ebpf.Map `ebpf:"seq_control"`
 	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
+	SeqPerf       *ebpf.Map `ebpf:"seq_perf"`
+	SeqRb         *ebpf.Map `ebpf:"seq_rb"`
 	SeqScratchbuf *ebpf.Map `ebpf:"seq_scratchbuf"`
 	SeqSlots      *ebpf.Map `ebpf:"seq_slots"`
+	SeqTxCounters *ebpf.Map `ebpf:"seq_tx_counters"`
 }
 
 func (m *seqMaps) Close() error {
@@ -163,8 +196,11 @@ func (m *seqMaps) Close() error {
 		m.SeqControl,
 		m.SeqCounters,
 		m.SeqDoorbell,
+		m.SeqPerf,
+		m.SeqRb,
 		m.SeqScratchbuf,
 		m.SeqSlots,
+		m.SeqTxCounters,
 	)
 }
 
@@ -172,15 +208,23 @@ func (m *seqMaps) Close() error {
 //
 // It can be passed to loadSeqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type seqVariables struct {
-	SeqEventMask *ebpf.Variable `ebpf:"seq_event_mask"`
-	SeqMaxArgs   *ebpf.Variable `ebpf:"seq_max_args"`
-	SeqRingMask  *ebpf.Variable `ebpf:"seq_ring_mask"`
+	SeqEventMask     *ebpf.Variable `ebpf:"seq_event_mask"`
+	SeqMaxArgs       *ebpf.Variable `ebpf:"seq_max_args"`
+	SeqRbWakeupBytes *ebpf.Variable `ebpf:"seq_rb_wakeup_bytes"`
+	SeqRbWakeupMask  *ebpf.Variable `ebpf:"seq_rb_wakeup_mask"`
+	SeqRingMask      *ebpf.Variable `ebpf:"seq_ring_mask"`
 }
 
 // seqPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadSeqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type seqPrograms struct {
+	PbExec      *ebpf.Program `ebpf:"pb_exec"`
+	PbExit      *ebpf.Program `ebpf:"pb_exit"`
+	PbFork      *ebpf.Program `ebpf:"pb_fork"`
+	RbExec      *ebpf.Program `ebpf:"rb_exec"`
+	RbExit      *ebpf.Program `ebpf:"rb_exit"`
+	RbFork      *ebpf.Program `ebpf:"rb_fork"`
 	SeqExec     *ebpf.Program `ebpf:"seq_exec"`
 	SeqExit     *ebpf.Program `ebpf:"seq_exit"`
 	SeqFork     *ebpf.Program `ebpf:"seq_fork"`
@@ -189,6 +233,12 @@ type seqPrograms struct {
 
 func (p *seqPrograms) Close() error {
 	return _SeqClose(
+		p.PbExec,
+		p.PbExit,
+		p.PbFork,
+		p.RbExec,
+		p.RbExit,
+		p.RbFork,
 		p.SeqExec,
 		p.SeqExit,
 		p.SeqFork,

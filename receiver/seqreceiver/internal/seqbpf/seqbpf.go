@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -33,8 +34,50 @@ const (
 	MaxArgs = 4096
 )
 
+// Transport names how records travel from the BPF producers to the reader.
+type Transport string
+
+// The transports. Every one carries the same records with the same tickets.
+const (
+	TransportAuto      Transport = "auto"      // the sequencer where it loads, else the ring buffer, else perf
+	TransportSequencer Transport = "sequencer" // the sequencer ring (BPF atomics, Linux 5.12+)
+	TransportRingBuf   Transport = "ringbuf"   // the BPF ring buffer (Linux 5.8+), reordered by ticket
+	TransportPerfBuf   Transport = "perfbuf"   // per-CPU perf buffers, reordered by ticket
+)
+
+// Transports lists the accepted transport names.
+var Transports = []Transport{TransportSequencer, TransportRingBuf, TransportPerfBuf, TransportAuto}
+
+// prefix is the name prefix of the transport's lifecycle programs in seq.bpf.c.
+func (t Transport) prefix() string {
+	switch t {
+	case TransportSequencer:
+		return "seq_"
+	case TransportRingBuf:
+		return "rb_"
+	case TransportPerfBuf:
+		return "pb_"
+	}
+	return ""
+}
+
+// maps are the maps the transport's programs use; the others are not created.
+func (t Transport) maps() []string {
+	switch t {
+	case TransportSequencer:
+		return []string{"seq_control", "seq_slots", "seq_counters", "seq_scratchbuf", "seq_doorbell"}
+	case TransportRingBuf:
+		return []string{"seq_control", "seq_counters", "seq_scratchbuf", "seq_tx_counters", "seq_rb"}
+	case TransportPerfBuf:
+		return []string{"seq_control", "seq_counters", "seq_scratchbuf", "seq_tx_counters", "seq_perf"}
+	}
+	return nil
+}
+
 // Options say what the programs capture and how big the ring is.
 type Options struct {
+	// Transport picks the way to the reader; "" is auto.
+	Transport Transport
 	// RingSlots is the number of 128-byte slots, a power of two.
 	RingSlots int
 	// Events is the set of event types (Ev*) to produce; others never claim a ticket.
@@ -43,20 +86,40 @@ type Options struct {
 	MaxArgs int
 }
 
-// Sequencer is the loaded, attached set of programs with the ring mapped in.
+// Sequencer is the loaded, attached set of programs with the ring (or the
+// ring buffer or perf buffers) ready to read, whatever the transport.
 type Sequencer struct {
-	objs     seqObjects
-	links    []link.Link
-	ctl      []byte
-	slots    []byte // the whole mapping (page-rounded)
-	ringLen  int    // the ring's bytes: slots × 128
-	doorbell *ringbuf.Reader
-	rec      ringbuf.Record
+	transport Transport
+	why       string // why this transport (auto), or a warning about it
+	warn      bool
+	opts      Options
+	coll      *ebpf.Collection
+	progs     []*ebpf.Program // fork, exec, exit, snapshot
+	maps      []*ebpf.Map     // the maps the transport uses
+	links     []link.Link
+	ctl       []byte
+	slots     []byte // the whole mapping (page-rounded); sequencer only
+	ringLen   int    // the ring's bytes: slots × 128
+	doorbell  *ringbuf.Reader
+	rec       ringbuf.Record
+	closers   []func() error // the sources' readers
 }
 
-// Open checks the kernel and privileges, loads the programs, attaches them and
-// maps the ring. On any error nothing is left loaded.
-func Open(opts Options) (_ *Sequencer, err error) {
+// RealtimePath says whether the kernel is PREEMPT_RT ("1").
+var RealtimePath = "/sys/kernel/realtime"
+
+// Realtime reports whether the running kernel is PREEMPT_RT.
+func Realtime() bool {
+	b, err := os.ReadFile(RealtimePath)
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
+const rtPerfWarning = "perf buffers on a PREEMPT_RT kernel: the perf buffer's epoll wake-ups can hang epoll_ctl and flood isolated cores with IPIs; use the sequencer or the ring buffer"
+
+// Open checks the kernel and privileges, picks the transport (see Transport),
+// loads its programs, attaches them and maps what the reader reads. On any
+// error nothing is left loaded.
+func Open(opts Options) (*Sequencer, error) {
 	if opts.RingSlots <= 0 || opts.RingSlots&(opts.RingSlots-1) != 0 {
 		return nil, fmt.Errorf("ring size %d slots is not a power of two", opts.RingSlots)
 	}
@@ -70,11 +133,73 @@ func Open(opts Options) (_ *Sequencer, err error) {
 	// raise is refused the load below still works, so the error is ignored.
 	_ = rlimit.RemoveMemlock()
 
+	rt := Realtime()
+	switch opts.Transport {
+	case TransportSequencer, TransportRingBuf:
+		return open(opts, opts.Transport, "configured")
+	case TransportPerfBuf:
+		s, err := open(opts, opts.Transport, "configured")
+		if err == nil && rt {
+			s.why, s.warn = rtPerfWarning, true
+		}
+		return s, err
+	case "", TransportAuto:
+	default:
+		return nil, fmt.Errorf("unknown transport %q", opts.Transport)
+	}
+	// auto: BPF atomics (Preflight checked 5.12+) and the sequencer loads.
+	s, errSeq := open(opts, TransportSequencer, "BPF atomics available (Linux 5.12+) and the sequencer's programs load")
+	if errSeq == nil {
+		return s, nil
+	}
+	if err := features.HaveMapType(ebpf.RingBuf); err == nil {
+		s, err := open(opts, TransportRingBuf, fmt.Sprintf("the sequencer did not load (%v); the kernel has the BPF ring buffer", errSeq))
+		if err == nil {
+			return s, nil
+		}
+		errSeq = errors.Join(errSeq, err)
+	}
+	if rt {
+		return nil, fmt.Errorf("no transport: the sequencer and the BPF ring buffer are unavailable, and perf buffers are not chosen automatically on a PREEMPT_RT kernel (set transport: perfbuf to force them): %w", errSeq)
+	}
+	return open(opts, TransportPerfBuf, fmt.Sprintf("neither the sequencer nor the BPF ring buffer loaded (%v)", errSeq))
+}
+
+// Transport is the transport in use.
+func (s *Sequencer) Transport() Transport { return s.transport }
+
+// Why says why the transport was chosen; with warn it is a warning about it.
+func (s *Sequencer) Why() (why string, warn bool) { return s.why, s.warn }
+
+func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 	spec, err := loadSeq()
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
-	spec.Maps["seq_slots"].MaxEntries = uint32(opts.RingSlots)
+	// Only this transport's lifecycle programs (and the snapshot iterator),
+	// and only the maps they use.
+	prefix := tr.prefix()
+	for name := range spec.Programs {
+		if name != "seq_snapshot" && !strings.HasPrefix(name, prefix) {
+			delete(spec.Programs, name)
+		}
+	}
+	keep := map[string]bool{}
+	for _, m := range tr.maps() {
+		keep[m] = true
+	}
+	for name := range spec.Maps {
+		if !keep[name] && !strings.HasPrefix(name, ".") {
+			delete(spec.Maps, name)
+		}
+	}
+	ringBytes := opts.RingSlots * slotSize
+	switch tr {
+	case TransportSequencer:
+		spec.Maps["seq_slots"].MaxEntries = uint32(opts.RingSlots)
+	case TransportRingBuf:
+		spec.Maps["seq_rb"].MaxEntries = uint32(max(ringBytes, os.Getpagesize()))
+	}
 	var mask uint32
 	for _, t := range opts.Events {
 		if t <= 0 || t >= evMax {
@@ -86,44 +211,56 @@ func Open(opts Options) (_ *Sequencer, err error) {
 		"seq_ring_mask":  uint64(opts.RingSlots - 1),
 		"seq_event_mask": mask,
 		"seq_max_args":   uint32(opts.MaxArgs),
+		// Ring buffer: a forced wake-up every 64 tickets, or when a quarter of the buffer is unread.
+		"seq_rb_wakeup_mask":  uint64(63),
+		"seq_rb_wakeup_bytes": uint64(ringBytes / 4),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
 
-	s := &Sequencer{}
+	s := &Sequencer{transport: tr, why: why, opts: opts}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+	if s.coll, err = ebpf.NewCollection(spec); err != nil {
 		// Load again with the verifier's log on, so the error says what it rejected.
-		var again seqObjects
-		opts := &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 24}}
-		if err2 := spec.LoadAndAssign(&again, opts); err2 != nil {
+		lopts := ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 24}}
+		if again, err2 := ebpf.NewCollectionWithOptions(spec, lopts); err2 != nil {
 			err = err2
 		} else {
 			again.Close()
 		}
 		return nil, explainLoad(err)
 	}
-	for _, p := range []*ebpf.Program{s.objs.SeqFork, s.objs.SeqExec, s.objs.SeqExit} {
+	for _, role := range []string{"fork", "exec", "exit"} {
+		s.progs = append(s.progs, s.coll.Programs[prefix+role])
+	}
+	s.progs = append(s.progs, s.coll.Programs["seq_snapshot"])
+	for _, m := range tr.maps() {
+		s.maps = append(s.maps, s.coll.Maps[m])
+	}
+	for _, p := range s.progs[:3] {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
 		if err != nil {
 			return nil, fmt.Errorf("attach %s: %w", p, err)
 		}
 		s.links = append(s.links, l)
 	}
-	if s.ctl, err = mmap(s.objs.SeqControl, 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+	if s.ctl, err = mmap(s.coll.Maps["seq_control"], 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
 		return nil, err
 	}
-	s.ringLen = opts.RingSlots * slotSize
-	if s.slots, err = mmap(s.objs.SeqSlots, s.ringLen, unix.PROT_READ); err != nil {
+	s.ringLen = ringBytes
+	if tr != TransportSequencer {
+		return s, nil
+	}
+	if s.slots, err = mmap(s.coll.Maps["seq_slots"], s.ringLen, unix.PROT_READ); err != nil {
 		return nil, err
 	}
-	if s.doorbell, err = ringbuf.NewReader(s.objs.SeqDoorbell); err != nil {
+	if s.doorbell, err = ringbuf.NewReader(s.coll.Maps["seq_doorbell"]); err != nil {
 		return nil, fmt.Errorf("open doorbell ring buffer: %w", err)
 	}
 	return s, nil
@@ -142,10 +279,15 @@ func mmap(m *ebpf.Map, size int, prot int) ([]byte, error) {
 // Control is the mapped struct seq_ctl (head and parked flag).
 func (s *Sequencer) Control() []byte { return s.ctl[:128] }
 
-// Slots is the mapped ring of slots (read-only).
+// Slots is the mapped ring of slots (read-only); nil unless the transport is the sequencer.
 // It is exactly the ring, not the page-rounded mapping, so that its length
 // gives the reader the same slot count as the programs' mask.
-func (s *Sequencer) Slots() []byte { return s.slots[:s.ringLen] }
+func (s *Sequencer) Slots() []byte {
+	if s.slots == nil {
+		return nil
+	}
+	return s.slots[:s.ringLen]
+}
 
 // Wait blocks until a producer rings the doorbell or the timeout passes. The
 // caller must have set the parked flag (and re-checked the head) first.
@@ -169,7 +311,11 @@ func (s *Sequencer) Wait(timeout time.Duration) (bool, error) {
 
 // Interrupt makes a blocked Wait return at once, or the next one if none is
 // blocked; it may be called from any goroutine (used by Shutdown).
-func (s *Sequencer) Interrupt() { _ = s.doorbell.Flush() }
+func (s *Sequencer) Interrupt() {
+	if s.doorbell != nil {
+		_ = s.doorbell.Flush()
+	}
+}
 
 // Counters are the kernel's own counts, summed over CPUs.
 type Counters struct {
@@ -179,6 +325,20 @@ type Counters struct {
 	Doorbells      uint64
 	DoorbellFailed uint64
 	Overrun        uint64 // slots a producer skipped because the ring was lapped under it
+
+	// The ring buffer and perf buffer transports.
+	Failed        [evMax]uint64 // tickets lost to a failed output, by type
+	ReserveFailed uint64        // ring buffer outputs that failed (no room)
+	PerfFailed    uint64        // perf outputs that failed (buffer full, nesting)
+	Wakeups       uint64        // ring buffer records output with a forced wake-up
+}
+
+// TotalFailed is the sum of Failed.
+func (c Counters) TotalFailed() (n uint64) {
+	for _, t := range c.Failed {
+		n += t
+	}
+	return n
 }
 
 // TotalTickets is the sum of tickets claimed over all types.
@@ -193,7 +353,7 @@ func (c Counters) TotalTickets() (n uint64) {
 func (s *Sequencer) Counters() (Counters, error) {
 	var per []seqSeqStats
 	var c Counters
-	if err := s.objs.SeqCounters.Lookup(uint32(0), &per); err != nil {
+	if err := s.coll.Maps["seq_counters"].Lookup(uint32(0), &per); err != nil {
 		return c, fmt.Errorf("read seq_counters: %w", err)
 	}
 	for _, p := range per {
@@ -206,6 +366,22 @@ func (s *Sequencer) Counters() (Counters, error) {
 		c.DoorbellFailed += p.DoorbellFailed
 		c.Overrun += p.Overrun
 	}
+	m := s.coll.Maps["seq_tx_counters"]
+	if m == nil {
+		return c, nil
+	}
+	var tx []seqSeqTxStats
+	if err := m.Lookup(uint32(0), &tx); err != nil {
+		return c, fmt.Errorf("read seq_tx_counters: %w", err)
+	}
+	for _, p := range tx {
+		for i := range evMax {
+			c.Failed[i] += p.Failed[i]
+		}
+		c.ReserveFailed += p.ReserveFailed
+		c.PerfFailed += p.PerfFailed
+		c.Wakeups += p.Wakeups
+	}
 	return c, nil
 }
 
@@ -216,7 +392,7 @@ const snapshotRecord = 96
 // SEQ_EV_SNAPSHOT, no filename or args) per thread-group leader, read with a
 // BPF task iterator: exact start times, unlike /proc's clock ticks.
 func (s *Sequencer) Snapshot() ([][]byte, error) {
-	l, err := link.AttachIter(link.IterOptions{Program: s.objs.SeqSnapshot})
+	l, err := link.AttachIter(link.IterOptions{Program: s.coll.Programs["seq_snapshot"]})
 	if err != nil {
 		return nil, fmt.Errorf("attach task iterator: %w", err)
 	}
@@ -243,7 +419,7 @@ func (s *Sequencer) Snapshot() ([][]byte, error) {
 // ProgramIDs lists the kernel ids of the loaded programs (for leak checks).
 func (s *Sequencer) ProgramIDs() []ebpf.ProgramID {
 	var ids []ebpf.ProgramID
-	for _, p := range []*ebpf.Program{s.objs.SeqFork, s.objs.SeqExec, s.objs.SeqExit, s.objs.SeqSnapshot} {
+	for _, p := range s.progs {
 		if info, err := p.Info(); err == nil {
 			if id, ok := info.ID(); ok {
 				ids = append(ids, id)
@@ -263,10 +439,11 @@ func (s *Sequencer) Detach() error {
 	return errors.Join(errs...)
 }
 
-// MapIDs lists the kernel ids of the maps (for leak checks).
+// MapIDs lists the kernel ids of the maps (for leak checks): the maps the
+// transport uses, the only ones created.
 func (s *Sequencer) MapIDs() []ebpf.MapID {
 	var ids []ebpf.MapID
-	for _, m := range []*ebpf.Map{s.objs.SeqControl, s.objs.SeqSlots, s.objs.SeqCounters, s.objs.SeqScratchbuf, s.objs.SeqDoorbell} {
+	for _, m := range s.maps {
 		if info, err := m.Info(); err == nil {
 			if id, ok := info.ID(); ok {
 				ids = append(ids, id)
@@ -279,6 +456,10 @@ func (s *Sequencer) MapIDs() []ebpf.MapID {
 // Close detaches every link, unmaps the ring and closes every program and map.
 func (s *Sequencer) Close() error {
 	errs := []error{s.Detach()}
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	s.closers = nil
 	if s.doorbell != nil {
 		errs = append(errs, s.doorbell.Close())
 		s.doorbell = nil
@@ -289,7 +470,10 @@ func (s *Sequencer) Close() error {
 		}
 	}
 	s.ctl, s.slots = nil, nil
-	errs = append(errs, s.objs.Close())
+	if s.coll != nil {
+		s.coll.Close()
+		s.coll = nil
+	}
 	return errors.Join(errs...)
 }
 
