@@ -31,6 +31,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by the loader before the programs are loaded (and seq_ring_mask, in seq_ring.h). */
 volatile const __u32 seq_event_mask = (1 << SEQ_EV_FORK) | (1 << SEQ_EV_EXEC) | (1 << SEQ_EV_EXIT);
 volatile const __u32 seq_max_args = 1024;
+/* Adaptive pressure (sequencer only): event types in seq_shed_mask are dropped
+ * before they take a ticket while the reader is more than seq_shed_above
+ * tickets behind, counted in seq_stats.shed; exits are never in the mask. */
+volatile const __u32 seq_shed_mask = 0;
+volatile const __u64 seq_shed_above = 0;
 /* Ring buffer: force a wake-up when the tickets cross a multiple of
  * seq_rb_wakeup_mask + 1, or the unread data crosses seq_rb_wakeup_bytes. */
 volatile const __u64 seq_rb_wakeup_mask = 63;
@@ -59,6 +64,29 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(__u32));
 } seq_perf SEC(".maps");
+
+/* Sheds a low-priority event while the ring is nearly full, counted; it stops
+ * on its own as soon as the reader catches up. */
+static __always_inline bool seq_shed(__u16 type)
+{
+	struct seq_stats *st;
+	struct seq_ctl *ctl;
+	__u32 zero = 0;
+	__u64 backlog;
+
+	if (!(seq_shed_mask & (1 << type)))
+		return false;
+	ctl = bpf_map_lookup_elem(&seq_control, &zero);
+	st = bpf_map_lookup_elem(&seq_counters, &zero);
+	if (!ctl || !st)
+		return false;
+	backlog = *(volatile __u64 *)&ctl->head - *(volatile __u64 *)&ctl->tail;
+	if (backlog <= seq_shed_above)
+		return false;
+	if (type < SEQ_EV_MAX)
+		st->shed[type]++;
+	return true;
+}
 
 static __always_inline bool seq_wanted(__u16 type)
 {
@@ -179,7 +207,7 @@ static __always_inline int do_fork(void *ctx, int tr, struct task_struct *child)
 	__u16 type = thread ? SEQ_EV_THREAD_START : SEQ_EV_FORK;
 	struct seq_scratch *rec;
 
-	if (!seq_wanted(type))
+	if (!seq_wanted(type) || (tr == T_SEQ && seq_shed(type)))
 		return 0;
 	rec = seq_stage();
 	if (!rec)
@@ -198,7 +226,7 @@ static __always_inline int do_exec(void *ctx, int tr, struct task_struct *p, pid
 	__u64 flen, alen;
 	long n;
 
-	if (!seq_wanted(SEQ_EV_EXEC))
+	if (!seq_wanted(SEQ_EV_EXEC) || (tr == T_SEQ && seq_shed(SEQ_EV_EXEC)))
 		return 0;
 	rec = seq_stage();
 	if (!rec)
@@ -241,7 +269,8 @@ static __always_inline int do_exit(void *ctx, int tr, struct task_struct *p, boo
 	struct seq_event *e;
 	__u32 code;
 
-	if (!seq_wanted(type))
+	/* A process exit is never shed; a thread exit may be. */
+	if (!seq_wanted(type) || (tr == T_SEQ && !group_dead && seq_shed(type)))
 		return 0;
 	rec = seq_stage();
 	if (!rec)

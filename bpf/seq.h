@@ -46,7 +46,8 @@ struct seq_ctl {
 	__u64 head;    /* next ticket: tickets issued so far */
 	__u64 _pad0[7];
 	__u64 parked;  /* 1 while the reader sleeps; the producer that swaps it to 0 rings the doorbell */
-	__u64 _pad1[7];
+	__u64 tail;    /* the reader's next ticket (sequencer): head - tail is the backlog */
+	__u64 _pad1[6];
 };
 
 enum seq_event_type {
@@ -97,6 +98,7 @@ struct seq_stats {
 	__u64 doorbells;           /* wake-ups sent to a parked reader */
 	__u64 doorbell_failed;     /* wake-ups that found the doorbell ring full */
 	__u64 overrun;             /* slots skipped: being written by a stalled producer, or already newer */
+	__u64 shed[SEQ_EV_MAX];   /* events dropped before their ticket under pressure (seq_shed_mask), by type */
 };
 
 /*

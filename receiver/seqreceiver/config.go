@@ -73,6 +73,11 @@ type Config struct {
 	// MaxBatch is the most log records handed to the pipeline in one call.
 	MaxBatch int `mapstructure:"max_batch"`
 
+	// Pressure sheds low-priority events in the kernel while the ring is
+	// nearly full (sequencer transport), counted, so that the events that
+	// matter most — exits — keep their place.
+	Pressure PressureConfig `mapstructure:"pressure"`
+
 	// Traces shapes the span-per-process output of a traces pipeline.
 	Traces TracesConfig `mapstructure:"traces"`
 
@@ -86,6 +91,25 @@ type Config struct {
 
 	_ struct{}
 }
+
+// PressureConfig: adaptive pressure, off unless Shed lists event classes.
+type PressureConfig struct {
+	// Shed lists the classes the producers drop, before they take a ticket,
+	// while the reader is more than Above × ring_slots tickets behind: any of
+	// fork, exec, thread (thread start and exit). Never exit. Shed events are
+	// counted (otelcol_receiver_seq_events_shed), not gaps: they never took a
+	// ticket. Shedding stops by itself as soon as the reader catches up.
+	Shed []string `mapstructure:"shed"`
+
+	// Above is the backlog, as a fraction of ring_slots, above which the
+	// listed classes are shed (0.1 to 0.99; default 0.75).
+	Above float64 `mapstructure:"above"`
+
+	_ struct{}
+}
+
+// ShedClasses are the event classes pressure may shed.
+var ShedClasses = []string{EventFork, EventExec, "thread"}
 
 // TracesConfig shapes the spans: one per process lifetime, parent to child,
 // and where a trace starts.
@@ -121,6 +145,7 @@ func createDefaultConfig() *Config {
 		Events:       []string{EventFork, EventExec, EventExit},
 		MaxArgsBytes: 1024,
 		MaxBatch:     1024,
+		Pressure:     PressureConfig{Above: 0.75},
 		Traces: TracesConfig{
 			ServiceName:    "linux-processes",
 			RootParents:    DefaultRootParents,
@@ -157,6 +182,17 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > maxMaxBatch {
 		errs = append(errs, fmt.Errorf("max_batch: %d is out of range 1 to %d", c.MaxBatch, maxMaxBatch))
+	}
+	for _, e := range c.Pressure.Shed {
+		switch {
+		case e == EventExit:
+			errs = append(errs, errors.New("pressure::shed: exit cannot be shed: exits end spans and free the process table; shed fork, exec or thread"))
+		case !slices.Contains(ShedClasses, e):
+			errs = append(errs, fmt.Errorf("pressure::shed: unknown class %q; allowed: %s", e, strings.Join(ShedClasses, ", ")))
+		}
+	}
+	if c.Pressure.Above < 0.1 || c.Pressure.Above > 0.99 {
+		errs = append(errs, fmt.Errorf("pressure::above: %g is out of range 0.1 to 0.99 (a fraction of ring_slots)", c.Pressure.Above))
 	}
 	if c.Traces.ServiceName == "" {
 		errs = append(errs, errors.New("traces::service_name: empty; give the service.name for the process spans"))

@@ -133,6 +133,22 @@ func newReceiver(set receiver.Settings, c *Config) (*seqReceiver, error) {
 	return r, nil
 }
 
+// shedEvents maps pressure::shed to event types.
+func (r *seqReceiver) shedEvents() []int {
+	var evs []int
+	for _, e := range r.cfg.Pressure.Shed {
+		switch e {
+		case EventFork:
+			evs = append(evs, seqbpf.EvFork)
+		case EventExec:
+			evs = append(evs, seqbpf.EvExec)
+		case "thread":
+			evs = append(evs, seqbpf.EvThreadStart, seqbpf.EvThreadExit)
+		}
+	}
+	return evs
+}
+
 func (r *seqReceiver) bpfEvents() []int {
 	var evs []int
 	for _, e := range r.cfg.Events {
@@ -228,7 +244,10 @@ func (o pipelineOutput) ConsumeMetrics(md pmetric.Metrics) {
 }
 
 func (r *seqReceiver) startSequencer() (err error) {
-	r.seq, err = seqbpf.Open(seqbpf.Options{Transport: seqbpf.Transport(r.cfg.Transport), RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes})
+	r.seq, err = seqbpf.Open(seqbpf.Options{
+		Transport: seqbpf.Transport(r.cfg.Transport), RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes,
+		Shed: r.shedEvents(), ShedAbove: uint64(r.cfg.Pressure.Above * float64(r.cfg.RingSlots)),
+	})
 	if err != nil {
 		return fmt.Errorf("seq receiver: %w", err)
 	}
@@ -289,6 +308,18 @@ func (r *seqReceiver) startTelemetry() (err error) {
 		}),
 		r.tb.RegisterReceiverSeqRingCapacityCallback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(r.cfg.RingSlots))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqEventsShedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			c, err := r.seq.Counters()
+			if err != nil {
+				return err
+			}
+			for t, n := range c.Shed {
+				if n > 0 && t < len(r.typeAttrs) {
+					o.Observe(int64(n), r.typeAttrs[t].(metric.ObserveOption))
+				}
+			}
 			return nil
 		}),
 		r.tb.RegisterReceiverSeqKernelEventsCallback(func(_ context.Context, o metric.Int64Observer) error {

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,11 +308,17 @@ func TestForkStormEveryTransport(t *testing.T) {
 // slowSink holds the reader back so that producers lap it.
 type slowSink struct {
 	consumertest.LogsSink
-	delay time.Duration
+	delay atomic.Int64 // ns
+}
+
+func newSlowSink(d time.Duration) *slowSink {
+	s := &slowSink{}
+	s.delay.Store(int64(d))
+	return s
 }
 
 func (s *slowSink) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	time.Sleep(s.delay)
+	time.Sleep(time.Duration(s.delay.Load()))
 	return s.LogsSink.ConsumeLogs(ctx, ld)
 }
 
@@ -319,7 +326,7 @@ func (s *slowSink) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // counted and reported in place as a seq.lost record.
 func TestLappedReaderReportsEveryGap(t *testing.T) {
 	requireRoot(t)
-	sink := &slowSink{delay: 30 * time.Millisecond}
+	sink := newSlowSink(30 * time.Millisecond)
 	cfg := createDefaultConfig()
 	cfg.RingSlots = 256
 	cfg.MaxBatch = 16
@@ -566,7 +573,7 @@ func TestLossyBufferTransports(t *testing.T) {
 	requireRoot(t)
 	for _, tr := range []string{TransportRingBuf, TransportPerfBuf} {
 		t.Run(tr, func(t *testing.T) {
-			sink := &slowSink{delay: 30 * time.Millisecond}
+			sink := newSlowSink(30 * time.Millisecond)
 			cfg := createDefaultConfig()
 			cfg.Transport = tr
 			cfg.RingSlots = 256
@@ -596,4 +603,65 @@ func TestLossyBufferTransports(t *testing.T) {
 			assert.Equal(t, int64(f.Stats.Lost), lost, "every lost ticket reported in a seq.lost record")
 		})
 	}
+}
+
+// Adaptive pressure: with a tiny ring and a slow pipeline, forks and execs are
+// shed in the kernel (counted, no ticket taken) while exits never are, the
+// accounting stays exact, and shedding stops by itself once the reader has
+// caught up.
+func TestPressureShedsForksAndExecsNeverExits(t *testing.T) {
+	requireRoot(t)
+	sink := newSlowSink(30 * time.Millisecond)
+	cfg := createDefaultConfig()
+	cfg.Transport = TransportSequencer
+	cfg.RingSlots = 256
+	cfg.MaxBatch = 16
+	cfg.Pressure = PressureConfig{Shed: []string{EventFork, EventExec}, Above: 0.5}
+	require.NoError(t, cfg.Validate())
+	rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+	r := rcv.(*sharedEntry[*seqReceiver]).c
+
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 300 {
+				_ = exec.Command("/bin/true").Run()
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Recovery: once the reader has caught up, a new process is captured whole.
+	sink.delay.Store(0)
+	waitFor(t, "the reader to catch up", func() bool { return r.rd.Head() == r.rd.Next() })
+	shedDuring, err := r.seq.Counters()
+	require.NoError(t, err)
+	cmd := exec.Command("/bin/true", "after-pressure")
+	require.NoError(t, cmd.Run())
+	pid := int64(cmd.Process.Pid)
+	waitFor(t, "the fork, exec and exit after the pressure", func() bool {
+		seen := map[string]bool{}
+		for _, rc := range flatten(sink.AllLogs()) {
+			if rc.int("process.pid") == pid {
+				seen[rc.name] = true
+			}
+		}
+		return seen["process.fork"] && seen["process.exec"] && seen["process.exit"]
+	})
+	require.NoError(t, r.Shutdown(context.Background()))
+
+	f := r.final
+	t.Logf("shed: fork %d, exec %d, exit %d; issued %d, delivered %d, lost %d",
+		shedDuring.Shed[seqbpf.EvFork], shedDuring.Shed[seqbpf.EvExec], shedDuring.Shed[seqbpf.EvExit], f.Issued, f.Stats.Tickets, f.Stats.Lost)
+	assert.Positive(t, shedDuring.Shed[seqbpf.EvFork]+shedDuring.Shed[seqbpf.EvExec], "forks or execs were shed")
+	assert.Zero(t, f.Kernel.Shed[seqbpf.EvExit], "exits are never shed")
+	assert.GreaterOrEqual(t, f.Kernel.Events[seqbpf.EvExit], uint64(1200), "every exit of the workload took a ticket")
+	assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
+	assert.Equal(t, f.Kernel.Shed, shedDuring.Shed, "no shedding after the reader caught up")
+	_, lost := checkOrder(t, flatten(sink.AllLogs()))
+	assert.Equal(t, int64(f.Stats.Lost), lost)
 }

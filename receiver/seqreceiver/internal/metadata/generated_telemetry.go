@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	registrations              []metric.Registration
 	ReceiverSeqEventsDelivered metric.Int64Counter
 	ReceiverSeqEventsLost      metric.Int64Counter
+	ReceiverSeqEventsShed      metric.Int64ObservableCounter
 	ReceiverSeqKernelEvents    metric.Int64ObservableCounter
 	ReceiverSeqRingCapacity    metric.Int64ObservableGauge
 	ReceiverSeqRingOccupancy   metric.Int64ObservableGauge
@@ -46,6 +47,21 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterReceiverSeqEventsShedCallback sets callback for observable ReceiverSeqEventsShed metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqEventsShedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqEventsShed, obs: o})
+		return nil
+	}, builder.ReceiverSeqEventsShed)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterReceiverSeqKernelEventsCallback sets callback for observable ReceiverSeqKernelEvents metric.
@@ -146,6 +162,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_seq_events_lost",
 		metric.WithDescription("Tickets issued by the kernel that never reached the pipeline, by reason (attribute `reason`, lapped / torn / corrupt / abandoned / shutdown / decode). [Development]"),
 		metric.WithUnit("{ticket}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqEventsShed, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_events_shed",
+		metric.WithDescription("Events the BPF producers dropped before taking a ticket while the ring was nearly full (pressure::shed), by event type (attribute `event`). [Development]"),
+		metric.WithUnit("{event}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverSeqKernelEvents, err = builder.meter.Int64ObservableCounter(

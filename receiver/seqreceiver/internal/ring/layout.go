@@ -22,6 +22,7 @@ const (
 	CtlSize      = 128 // sizeof(struct seq_ctl)
 	HeadOffset   = 0   // seq_ctl.head: next ticket, tickets issued so far
 	ParkedOffset = 64  // seq_ctl.parked: 1 while the reader sleeps
+	TailOffset   = 72  // seq_ctl.tail: the reader's next ticket, for the producers' pressure check
 
 	seqOffset  = 0 // seq_slot.seq
 	metaOffset = 8 // seq_slot.len, nslots and index: one 8-byte word
@@ -73,6 +74,7 @@ type region struct {
 	ctl, slots []byte // kept so the memory stays referenced
 	head       *uint64
 	parked     *uint64
+	tail       *uint64        // written by the Reader: the producers' view of its position
 	base       unsafe.Pointer // &slots[0]
 	size       uint64         // N, slots in the ring
 	mask       uint64         // N-1
@@ -104,6 +106,7 @@ func newRegion(ctl, slots []byte) (region, error) {
 		slots:  slots,
 		head:   word(cp, HeadOffset),
 		parked: word(cp, ParkedOffset),
+		tail:   word(cp, TailOffset),
 		base:   unsafe.Pointer(unsafe.SliceData(slots)),
 		size:   n,
 		mask:   n - 1,

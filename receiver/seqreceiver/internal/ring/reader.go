@@ -483,6 +483,7 @@ out:
 	r.flushGap(fn)
 	r.item = Item{}
 	r.next.Store(t)
+	atomic.StoreUint64(r.tail, t) // the producers shed low-priority events on head - tail
 	if recs != 0 {
 		r.records.Add(recs)
 		r.tickets.Add(tix)
@@ -524,6 +525,7 @@ func (r *Reader) Abandon(fn func(*Item)) (head uint64) {
 	}
 	r.flushGap(fn)
 	r.next.Store(head)
+	atomic.StoreUint64(r.tail, head)
 	return head
 }
 

@@ -139,7 +139,7 @@ func TestLayoutMatchesSeqH(t *testing.T) {
 		"#define SEQ_SLOT_PAYLOAD (SEQ_SLOT_SIZE - SEQ_SLOT_HDR)",
 		"#define SEQ_WRITING (1ULL << 63)",
 		"#define SEQ_SCRATCH (SEQ_MAX_SLOTS * SEQ_SLOT_PAYLOAD)",
-		"__u64 head;", "__u64 _pad0[7];", "__u64 parked;", "__u64 _pad1[7];",
+		"__u64 head;", "__u64 _pad0[7];", "__u64 parked;", "__u64 tail;", "__u64 _pad1[6];",
 		"__u64 seq;", "__u32 len;", "__u16 nslots;", "__u16 index;", "__u8 data[SEQ_SLOT_PAYLOAD];",
 	} {
 		if !strings.Contains(string(src), s) {

@@ -18,7 +18,8 @@ type seqSeqCtl struct {
 	Head   uint64
 	Pad0   [7]uint64
 	Parked uint64
-	Pad1   [7]uint64
+	Tail   uint64
+	Pad1   [6]uint64
 }
 
 type seqSeqScratch struct {
@@ -43,6 +44,7 @@ type seqSeqStats struct {
 	Doorbells      uint64
 	DoorbellFailed uint64
 	Overrun        uint64
+	Shed           [8]uint64
 }
 
 type seqSeqTxStats struct {
@@ -80,6 +82,8 @@ const (
 	seqVarSeqRbWakeupBytes = "seq_rb_wakeup_bytes"
 	seqVarSeqRbWakeupMask  = "seq_rb_wakeup_mask"
 	seqVarSeqRingMask      = "seq_ring_mask"
+	seqVarSeqShedAbove     = "seq_shed_above"
+	seqVarSeqShedMask      = "seq_shed_mask"
 )
 
 // loadSeq returns the embedded CollectionSpec for seq.
@@ -159,6 +163,8 @@ type seqVariableSpecs struct {
 	SeqRbWakeupBytes *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_bytes"`
 	SeqRbWakeupMask  *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_mask"`
 	SeqRingMask      *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
+	SeqShedAbove     *ebpf.VariableSpec `ebpf:"seq_shed_above"`
+	SeqShedMask      *ebpf.VariableSpec `ebpf:"seq_shed_mask"`
 }
 
 // seqObjects contains all objects after they have been loaded into the kernel.
@@ -213,6 +219,8 @@ type seqVariables struct {
 	SeqRbWakeupBytes *ebpf.Variable `ebpf:"seq_rb_wakeup_bytes"`
 	SeqRbWakeupMask  *ebpf.Variable `ebpf:"seq_rb_wakeup_mask"`
 	SeqRingMask      *ebpf.Variable `ebpf:"seq_ring_mask"`
+	SeqShedAbove     *ebpf.Variable `ebpf:"seq_shed_above"`
+	SeqShedMask      *ebpf.Variable `ebpf:"seq_shed_mask"`
 }
 
 // seqPrograms contains all programs after they have been loaded into the kernel.

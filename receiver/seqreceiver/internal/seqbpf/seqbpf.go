@@ -84,6 +84,11 @@ type Options struct {
 	Events []int
 	// MaxArgs bounds the argv bytes copied per exec (0..MaxArgs).
 	MaxArgs int
+	// Shed lists event types (never EvExit) that the sequencer's producers
+	// drop, before they take a ticket, while the reader is more than
+	// ShedAbove tickets behind; counted in Counters.Shed.
+	Shed      []int
+	ShedAbove uint64
 }
 
 // Sequencer is the loaded, attached set of programs with the ring (or the
@@ -207,7 +212,16 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 		}
 		mask |= 1 << t
 	}
+	var shed uint32
+	for _, t := range opts.Shed {
+		if t <= 0 || t >= evMax || t == EvExit {
+			return nil, fmt.Errorf("event type %d cannot be shed", t)
+		}
+		shed |= 1 << t
+	}
 	for name, v := range map[string]any{
+		"seq_shed_mask":  shed,
+		"seq_shed_above": opts.ShedAbove,
 		"seq_ring_mask":  uint64(opts.RingSlots - 1),
 		"seq_event_mask": mask,
 		"seq_max_args":   uint32(opts.MaxArgs),
@@ -324,7 +338,8 @@ type Counters struct {
 	NoSlot         uint64
 	Doorbells      uint64
 	DoorbellFailed uint64
-	Overrun        uint64 // slots a producer skipped because the ring was lapped under it
+	Overrun        uint64        // slots a producer skipped because the ring was lapped under it
+	Shed           [evMax]uint64 // events dropped before their ticket under pressure, by type
 
 	// The ring buffer and perf buffer transports.
 	Failed        [evMax]uint64 // tickets lost to a failed output, by type
@@ -365,6 +380,9 @@ func (s *Sequencer) Counters() (Counters, error) {
 		c.Doorbells += p.Doorbells
 		c.DoorbellFailed += p.DoorbellFailed
 		c.Overrun += p.Overrun
+		for i := range evMax {
+			c.Shed[i] += p.Shed[i]
+		}
 	}
 	m := s.coll.Maps["seq_tx_counters"]
 	if m == nil {
