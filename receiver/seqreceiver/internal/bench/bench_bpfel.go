@@ -29,7 +29,8 @@ type benchSeqCtl struct {
 	Head   uint64
 	Pad0   [7]uint64
 	Parked uint64
-	Pad1   [7]uint64
+	Tail   uint64
+	Pad1   [6]uint64
 }
 
 type benchSeqScratch struct {
@@ -54,6 +55,7 @@ type benchSeqStats struct {
 	Doorbells      uint64
 	DoorbellFailed uint64
 	Overrun        uint64
+	Shed           [8]uint64
 }
 
 // Names of all BPF objects in the ELF.
