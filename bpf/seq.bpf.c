@@ -22,6 +22,7 @@
 #include "bpf_tracing.h"
 #include "bpf_core_read.h"
 #include "seq.h"
+#include "seq_event.h"
 #include "seq_ring.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -91,33 +92,6 @@ static __always_inline bool seq_shed(__u16 type)
 static __always_inline bool seq_wanted(__u16 type)
 {
 	return seq_event_mask & (1 << type);
-}
-
-/* Fills the fixed part of an event about task. */
-static __always_inline void seq_fill(struct seq_event *e, struct task_struct *task, __u16 type, bool process)
-{
-	struct task_struct *parent = task->real_parent;
-	const struct cred *cred = task->cred;
-
-	e->ktime_ns = bpf_ktime_get_boot_ns();
-	e->start_ns = process ? task->group_leader->start_boottime : task->start_boottime;
-	e->parent_start_ns = parent->group_leader->start_boottime;
-	e->cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
-	e->type = type;
-	e->flags = 0;
-	e->cpu = bpf_get_smp_processor_id();
-	e->pid = task->tgid;
-	e->tid = task->pid;
-	e->ppid = parent->tgid;
-	e->uid = cred->uid.val;
-	e->gid = cred->gid.val;
-	e->exit_code = 0;
-	e->old_tid = 0;
-	e->filename_len = 0;
-	e->args_len = 0;
-	bpf_probe_read_kernel(e->comm, sizeof(e->comm), task->comm);
-	e->sid = BPF_CORE_READ(task, signal, pids[PIDTYPE_SID], numbers[0].nr);
-	e->_pad = 0;
 }
 
 /* Where the event starts in the scratch buffer: the sequencer's records are the bare event. */

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * Filling struct seq_event from a task: shared by every producer of the
+ * event (seq.bpf.c, and the benchmark's bench.bpf.c), so that every transport
+ * measured carries the same record. Include after vmlinux.h, bpf_core_read.h
+ * and seq.h.
+ */
+#ifndef SEQ_EVENT_H
+#define SEQ_EVENT_H
+
+/* Fills the fixed part of an event about task. */
+static __always_inline void seq_fill(struct seq_event *e, struct task_struct *task, __u16 type, bool process)
+{
+	struct task_struct *parent = task->real_parent;
+	const struct cred *cred = task->cred;
+
+	e->ktime_ns = bpf_ktime_get_boot_ns();
+	e->start_ns = process ? task->group_leader->start_boottime : task->start_boottime;
+	e->parent_start_ns = parent->group_leader->start_boottime;
+	e->cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	e->type = type;
+	e->flags = 0;
+	e->cpu = bpf_get_smp_processor_id();
+	e->pid = task->tgid;
+	e->tid = task->pid;
+	e->ppid = parent->tgid;
+	e->uid = cred->uid.val;
+	e->gid = cred->gid.val;
+	e->exit_code = 0;
+	e->old_tid = 0;
+	e->filename_len = 0;
+	e->args_len = 0;
+	bpf_probe_read_kernel(e->comm, sizeof(e->comm), task->comm);
+	e->sid = BPF_CORE_READ(task, signal, pids[PIDTYPE_SID], numbers[0].nr);
+	e->_pad = 0;
+}
+
+#endif
