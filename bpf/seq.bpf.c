@@ -73,7 +73,7 @@ static __always_inline bool seq_shed(__u16 type)
 	struct seq_stats *st;
 	struct seq_ctl *ctl;
 	__u32 zero = 0;
-	__u64 backlog;
+	__u64 head, tail;
 
 	if (!(seq_shed_mask & (1 << type)))
 		return false;
@@ -81,8 +81,12 @@ static __always_inline bool seq_shed(__u16 type)
 	st = bpf_map_lookup_elem(&seq_counters, &zero);
 	if (!ctl || !st)
 		return false;
-	backlog = *(volatile __u64 *)&ctl->head - *(volatile __u64 *)&ctl->tail;
-	if (backlog <= seq_shed_above)
+	/* tail first, then head: the reader's tail never passes a head read
+	 * after it. Signed, so a stale head (a preempted producer, loads
+	 * reordered on weakly ordered CPUs) reads as no backlog, not as 2^64. */
+	tail = *(volatile __u64 *)&ctl->tail;
+	head = *(volatile __u64 *)&ctl->head;
+	if ((__s64)(head - tail) <= (__s64)seq_shed_above)
 		return false;
 	if (type < SEQ_EV_MAX)
 		st->shed[type]++;

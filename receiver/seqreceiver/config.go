@@ -191,7 +191,10 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("pressure::shed: unknown class %q; allowed: %s", e, strings.Join(ShedClasses, ", ")))
 		}
 	}
-	if c.Pressure.Above < 0.1 || c.Pressure.Above > 0.99 {
+	if len(c.Pressure.Shed) > 0 && (c.Transport == TransportRingBuf || c.Transport == TransportPerfBuf) {
+		errs = append(errs, fmt.Errorf("pressure::shed: shedding works on the sequencer transport only; remove it or use transport: %s or %s", TransportSequencer, TransportAuto))
+	}
+	if len(c.Pressure.Shed) > 0 && (c.Pressure.Above < 0.1 || c.Pressure.Above > 0.99) {
 		errs = append(errs, fmt.Errorf("pressure::above: %g is out of range 0.1 to 0.99 (a fraction of ring_slots)", c.Pressure.Above))
 	}
 	if c.Traces.ServiceName == "" {

@@ -42,7 +42,7 @@ func TestConfigCustom(t *testing.T) {
 	cfg := loadConfig(t, "custom")
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, &Config{
-		Transport: "ringbuf", RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxBatch: 64,
+		Transport: "sequencer", RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxBatch: 64,
 		Pressure: PressureConfig{Shed: []string{"fork", "exec"}, Above: 0.5},
 		Traces:   TracesConfig{ServiceName: "build-farm", RootParents: []string{"cron", "make"}, MaxProcesses: 1024},
 	}, cfg)
@@ -70,6 +70,7 @@ func TestConfigInvalid(t *testing.T) {
 		"bad_sources":   "bpftrace: scripts[0]: both path and program are set; keep exactly one of them\nebpf_exporter: config_dir: must be set to the ebpf_exporter config directory",
 		"bad_pressure": "pressure::shed: exit cannot be shed: exits end spans and free the process table; shed fork, exec or thread\n" +
 			`pressure::shed: unknown class "spawn"; allowed: fork, exec, thread` + "\n" +
+			"pressure::shed: shedding works on the sequencer transport only; remove it or use transport: sequencer or auto\n" +
 			"pressure::above: 1.5 is out of range 0.1 to 0.99 (a fraction of ring_slots)",
 		"bad_traces": "traces::service_name: empty; give the service.name for the process spans\n" +
 			"traces::max_processes: 10 is out of range 64 to 4194304\n" +

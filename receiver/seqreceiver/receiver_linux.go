@@ -179,7 +179,7 @@ func (r *seqReceiver) Start(ctx context.Context, _ component.Host) error {
 		if r.metrics == nil {
 			r.set.Logger.Warn("seq receiver: ebpf_exporter programs are configured, but the receiver is in no metrics pipeline: they are not loaded")
 		} else if err := r.startEbpfExporter(ctx); err != nil {
-			_ = r.Shutdown(ctx)
+			_ = r.Shutdown(cleanupContext(ctx))
 			return err
 		}
 	}
@@ -195,7 +195,7 @@ func (r *seqReceiver) Start(ctx context.Context, _ component.Host) error {
 		err = bt.Start(ctx)
 	}
 	if err != nil {
-		_ = r.Shutdown(ctx)
+		_ = r.Shutdown(cleanupContext(ctx))
 		return fmt.Errorf("seq receiver: bpftrace: %w", err)
 	}
 	r.bt = bt
@@ -221,6 +221,14 @@ func (r *seqReceiver) startEbpfExporter(ctx context.Context) error {
 	return nil
 }
 
+// cleanupContext is for undoing a failed Start: Start's own context may be
+// what failed it (cancelled), and the cleanup must still run.
+func cleanupContext(ctx context.Context) context.Context {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	_ = cancel // released when the timeout fires; the cleanup takes far less
+	return c
+}
+
 // pipelineOutput hands bpftrace's and ebpf_exporter's output to the receiver's pipelines.
 type pipelineOutput struct{ r *seqReceiver }
 
@@ -239,7 +247,7 @@ func (o pipelineOutput) ConsumeMetrics(md pmetric.Metrics) {
 	err := o.r.metrics.ConsumeMetrics(ctx, md)
 	o.r.obs.EndMetricsOp(ctx, metadata.Type.String(), n, err)
 	if err != nil {
-		o.r.set.Logger.Warn("seq receiver: the pipeline refused bpftrace metrics", zap.Int("data_points", n), zap.Error(err))
+		o.r.set.Logger.Warn("seq receiver: the pipeline refused a batch of bpftrace / ebpf_exporter metrics", zap.Int("data_points", n), zap.Error(err))
 	}
 }
 
@@ -260,6 +268,9 @@ func (r *seqReceiver) startSequencer() (err error) {
 	// including those claimed since the programs were attached.
 	if r.rd, err = r.seq.NewSource(); err != nil {
 		return fmt.Errorf("seq receiver: open the %s reader: %w", r.seq.Transport(), err)
+	}
+	if len(r.cfg.Pressure.Shed) > 0 && r.seq.Transport() != seqbpf.TransportSequencer {
+		r.set.Logger.Warn("seq receiver: pressure::shed is ignored: it works on the sequencer transport only", zap.String("transport", string(r.seq.Transport())))
 	}
 	if why, warn := r.seq.Why(); warn {
 		r.set.Logger.Warn("seq receiver: transport "+string(r.seq.Transport())+": "+why, zap.String("transport", string(r.seq.Transport())))
@@ -303,7 +314,8 @@ func (r *seqReceiver) startTelemetry() (err error) {
 			return nil
 		}),
 		r.tb.RegisterReceiverSeqRingOccupancyCallback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(r.rd.Head() - r.readPos.Load()))
+			pos := r.readPos.Load() // first: the head only grows
+			o.Observe(int64(r.rd.Head() - pos))
 			return nil
 		}),
 		r.tb.RegisterReceiverSeqRingCapacityCallback(func(_ context.Context, o metric.Int64Observer) error {
@@ -528,7 +540,7 @@ func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 	err := r.logs.ConsumeLogs(octx, logs)
 	r.obs.EndLogsOp(octx, metadata.Type.String(), n, err)
 	if err != nil {
-		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process events", zap.Int("records", n), zap.Error(err))
+		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of log records", zap.Int("records", n), zap.Error(err))
 	}
 }
 
@@ -550,14 +562,22 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 		return errors.Join(btErr, r.closeKernel())
 	}
 	err := r.seq.Detach()
+	// A program that entered before the detach may still claim its ticket:
+	// give it a moment, so the final accounting includes it.
+	sleep(2 * time.Millisecond)
 	r.stop.Store(true)
 	r.rd.Interrupt()
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		// The reader is stuck in a consumer: leave the ring mapped rather
-		// than pull it from under the reader.
-		return fmt.Errorf("seq receiver: shutdown: the reader did not stop: %w", ctx.Err())
+		// A context that is already done still gives the reader a short grace.
+		select {
+		case <-r.done:
+		case <-time.After(time.Second):
+			// The reader is stuck in a consumer: leave the ring mapped rather
+			// than pull it from under the reader.
+			return fmt.Errorf("seq receiver: shutdown: the reader did not stop: %w", ctx.Err())
+		}
 	}
 	r.done = nil
 	r.final.Stats = r.rd.Stats()

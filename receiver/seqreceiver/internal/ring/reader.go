@@ -482,8 +482,11 @@ func (r *Reader) Read(limit int, fn func(*Item)) (n int, st State) {
 out:
 	r.flushGap(fn)
 	r.item = Item{}
-	r.next.Store(t)
-	atomic.StoreUint64(r.tail, t) // the producers shed low-priority events on head - tail
+	if r.next.Swap(t) != t {
+		// The producers shed low-priority events on head - tail. Stored only
+		// when it moved: the line is the one producers read parked from.
+		atomic.StoreUint64(r.tail, t)
+	}
 	if recs != 0 {
 		r.records.Add(recs)
 		r.tickets.Add(tix)
