@@ -184,6 +184,13 @@ func (r *seqReceiver) Start(ctx context.Context, _ component.Host) error {
 		}
 	}
 	if len(r.cfg.Bpftrace.Scripts) == 0 {
+		if r.metrics != nil && r.cfg.EbpfExporter == nil {
+			r.set.Logger.Warn("seq receiver: in a metrics pipeline, but neither bpftrace scripts nor ebpf_exporter programs are configured: it sends no metrics")
+		}
+		return nil
+	}
+	if r.metrics == nil && r.logs == nil {
+		r.set.Logger.Warn("seq receiver: bpftrace scripts are configured, but the receiver is in no metrics or logs pipeline: they are not started")
 		return nil
 	}
 	if r.metrics == nil || r.logs == nil {
