@@ -140,10 +140,12 @@ func newBufSource(s *Sequencer) (*bufSource, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The ring's bytes shared out over the CPUs: a power-of-two number of pages each.
+		// The ring's bytes shared out over the CPUs: a power-of-two number of
+		// pages each, and never less than the largest record (a full exec)
+		// with its headers, so that any record can fit.
 		page := os.Getpagesize()
 		per := page
-		for per*2 <= s.ringLen/max(1, n) {
+		for per*2 <= s.ringLen/max(1, n) || per < ring.MaxRecord+64 {
 			per *= 2
 		}
 		b.pr, err = perf.NewReaderWithOptions(s.coll.Maps["seq_perf"], per, perf.ReaderOptions{WakeupEvents: PerfWakeupEvents})
