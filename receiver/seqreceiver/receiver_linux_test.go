@@ -305,6 +305,21 @@ func TestForkStormEveryTransport(t *testing.T) {
 	}
 }
 
+// runTrueLoad runs /bin/true 1200 times from 4 goroutines: 3600 events.
+func runTrueLoad() {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 300 {
+				_ = exec.Command("/bin/true").Run()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // slowSink holds the reader back so that producers lap it.
 type slowSink struct {
 	consumertest.LogsSink
@@ -338,17 +353,7 @@ func TestLappedReaderReportsEveryGap(t *testing.T) {
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
 	r := rcv.(*sharedEntry[*seqReceiver]).c
 
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 300 {
-				_ = exec.Command("/bin/true").Run()
-			}
-		}()
-	}
-	wg.Wait()
+	runTrueLoad()
 	require.NoError(t, r.Shutdown(context.Background()))
 
 	f := r.final
@@ -584,17 +589,7 @@ func TestLossyBufferTransports(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
 			r := rcv.(*sharedEntry[*seqReceiver]).c
-			var wg sync.WaitGroup
-			for range 4 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range 300 {
-						_ = exec.Command("/bin/true").Run()
-					}
-				}()
-			}
-			wg.Wait()
+			runTrueLoad()
 			require.NoError(t, r.Shutdown(context.Background()))
 			f := r.final
 			t.Logf("%s: issued %d, delivered %d, lost %d: %+v; kernel failed %d", tr, f.Issued, f.Stats.Tickets, f.Stats.Lost, f.Stats, f.Kernel.TotalFailed())
@@ -624,17 +619,7 @@ func TestPressureShedsForksAndExecsNeverExits(t *testing.T) {
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
 	r := rcv.(*sharedEntry[*seqReceiver]).c
 
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 300 {
-				_ = exec.Command("/bin/true").Run()
-			}
-		}()
-	}
-	wg.Wait()
+	runTrueLoad()
 
 	// Recovery: once the reader has caught up, a new process is captured whole.
 	sink.delay.Store(0)

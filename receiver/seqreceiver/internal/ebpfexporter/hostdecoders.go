@@ -268,7 +268,10 @@ func (p *pciDB) parse(r io.Reader) {
 	}
 }
 
-func (s *decoderSet) decodePCIVendor(in []byte, _ Decoder) ([]byte, error) {
+// pciLookup decodes a decimal id, formats it as hex of the given width and
+// looks it up in pci.ids, printing what ebpf_exporter prints when the id or
+// the database is missing.
+func (s *decoderSet) pciLookup(in []byte, format, what string, lookup func(db *pciDB, key string) (string, bool)) ([]byte, error) {
 	db := s.pci.get()
 	if db == nil {
 		return []byte(missingPCIIDsText), nil
@@ -277,43 +280,28 @@ func (s *decoderSet) decodePCIVendor(in []byte, _ Decoder) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%02x", num)
-	if v, ok := db.vendors[key]; ok {
+	key := fmt.Sprintf(format, num)
+	if v, ok := lookup(db, key); ok {
 		return []byte(v), nil
 	}
-	return []byte("unknown pci vendor: 0x" + key), nil
+	return []byte("unknown pci " + what + ": 0x" + key), nil
+}
+
+func (s *decoderSet) decodePCIVendor(in []byte, _ Decoder) ([]byte, error) {
+	return s.pciLookup(in, "%02x", "vendor", func(db *pciDB, k string) (string, bool) { v, ok := db.vendors[k]; return v, ok })
 }
 
 func (s *decoderSet) decodePCIDevice(in []byte, _ Decoder) ([]byte, error) {
-	db := s.pci.get()
-	if db == nil {
-		return []byte(missingPCIIDsText), nil
-	}
-	num, err := strconv.Atoi(string(in))
-	if err != nil {
-		return nil, err
-	}
-	key := fmt.Sprintf("%04x", num)
-	if v, ok := db.products[key]; ok {
-		return []byte(v), nil
-	}
-	return []byte("unknown pci device: 0x" + key), nil
+	return s.pciLookup(in, "%04x", "device", func(db *pciDB, k string) (string, bool) { v, ok := db.products[k]; return v, ok })
 }
 
 func (s *decoderSet) decodePCIClass(in []byte, _ Decoder) ([]byte, error) {
-	db := s.pci.get()
-	if db == nil {
-		return []byte(missingPCIIDsText), nil
-	}
-	num, err := strconv.Atoi(string(in))
-	if err != nil {
-		return nil, err
-	}
-	key := fmt.Sprintf("%02x", num)
-	if c, ok := db.classes[key]; ok {
-		return []byte(c.name), nil
-	}
-	return []byte("unknown pci class: 0x" + key), nil
+	return s.pciLookup(in, "%02x", "class", func(db *pciDB, k string) (string, bool) {
+		if c, ok := db.classes[k]; ok {
+			return c.name, true
+		}
+		return "", false
+	})
 }
 
 func (s *decoderSet) decodePCISubclass(in []byte, _ Decoder) ([]byte, error) {
