@@ -478,6 +478,9 @@ func (r *seqReceiver) flushSpans(ctx context.Context) {
 		r.model.DiscardFinished() // no traces pipeline: never build them
 		return
 	}
+	if r.model.Stats().Pending == 0 {
+		return // most batches end no process: build nothing
+	}
 	traces := ptrace.NewTraces()
 	rs := traces.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr(pdatamap.AttrServiceName, r.cfg.Traces.ServiceName)
