@@ -14,10 +14,10 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/ring"
 )
 
 // memSource is a ring in memory, read as the sequencer's source is.

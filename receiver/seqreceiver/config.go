@@ -9,8 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/bpftrace"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/ebpfexporter"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
 // Event names accepted in `events`.
@@ -21,16 +20,6 @@ const (
 )
 
 var knownEvents = []string{EventFork, EventExec, EventExit}
-
-// Transport names accepted in `transport` (seqbpf.Transport*).
-const (
-	TransportSequencer = "sequencer"
-	TransportRingBuf   = "ringbuf"
-	TransportPerfBuf   = "perfbuf"
-	TransportAuto      = "auto"
-)
-
-var knownTransports = []string{TransportSequencer, TransportRingBuf, TransportPerfBuf, TransportAuto}
 
 // Limits of the settings, shared by Validate and the docs.
 const (
@@ -50,7 +39,7 @@ type Config struct {
 	// perfbuf (per-CPU perf buffers) or auto (the sequencer where it loads,
 	// else the ring buffer, else perf buffers; never perf on PREEMPT_RT).
 	// Every transport delivers the same records in ticket order.
-	Transport string `mapstructure:"transport"`
+	Transport sequencer.Transport `mapstructure:"transport"`
 
 	// RingSlots is the number of 128-byte slots in the ring (a power of two);
 	// the ring buffer, or the perf buffers together, get as many bytes.
@@ -80,14 +69,6 @@ type Config struct {
 
 	// Traces shapes the span-per-process output of a traces pipeline.
 	Traces TracesConfig `mapstructure:"traces"`
-
-	// Bpftrace runs unmodified bpftrace scripts beside the sequencer: their
-	// maps become metrics (metrics pipeline), their printed lines log records.
-	Bpftrace bpftrace.Config `mapstructure:"bpftrace"`
-
-	// EbpfExporter loads unmodified ebpf_exporter programs (<name>.yaml next
-	// to <name>.bpf.o) and pulls their maps as metrics (metrics pipeline).
-	EbpfExporter *ebpfexporter.Config `mapstructure:"ebpf_exporter"`
 
 	_ struct{}
 }
@@ -140,7 +121,7 @@ var DefaultRootParents = []string{
 
 func createDefaultConfig() *Config {
 	return &Config{
-		Transport:    TransportAuto,
+		Transport:    sequencer.TransportAuto,
 		RingSlots:    65536,
 		Events:       []string{EventFork, EventExec, EventExit},
 		MaxArgsBytes: 1024,
@@ -158,8 +139,8 @@ func createDefaultConfig() *Config {
 // Validate names the field and the allowed range of every bad value.
 func (c *Config) Validate() error {
 	var errs []error
-	if !slices.Contains(knownTransports, c.Transport) {
-		errs = append(errs, fmt.Errorf("transport: %q is not allowed; use one of %s", c.Transport, strings.Join(knownTransports, ", ")))
+	if !slices.Contains(sequencer.Transports, c.Transport) {
+		errs = append(errs, fmt.Errorf("transport: %q is not allowed; use one of %s", c.Transport, joinNames(sequencer.Transports)))
 	}
 	if c.RingSlots < minRingSlots || c.RingSlots > maxRingSlots || c.RingSlots&(c.RingSlots-1) != 0 {
 		errs = append(errs, fmt.Errorf("ring_slots: %d is not allowed; use a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))
@@ -191,8 +172,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("pressure::shed: unknown class %q; allowed: %s", e, strings.Join(ShedClasses, ", ")))
 		}
 	}
-	if len(c.Pressure.Shed) > 0 && (c.Transport == TransportRingBuf || c.Transport == TransportPerfBuf) {
-		errs = append(errs, fmt.Errorf("pressure::shed: shedding works on the sequencer transport only; remove it or use transport: %s or %s", TransportSequencer, TransportAuto))
+	if len(c.Pressure.Shed) > 0 && (c.Transport == sequencer.TransportRingBuf || c.Transport == sequencer.TransportPerfBuf) {
+		errs = append(errs, fmt.Errorf("pressure::shed: shedding works on the sequencer transport only; remove it or use transport: %s or %s", sequencer.TransportSequencer, sequencer.TransportAuto))
 	}
 	if len(c.Pressure.Shed) > 0 && (c.Pressure.Above < 0.1 || c.Pressure.Above > 0.99) {
 		errs = append(errs, fmt.Errorf("pressure::above: %g is out of range 0.1 to 0.99 (a fraction of ring_slots)", c.Pressure.Above))
@@ -208,6 +189,13 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("traces::root_parents: %q is not an executable name as the kernel keeps it (1 to %d characters)", name, commLen))
 		}
 	}
-	// Bpftrace and EbpfExporter validate themselves (confmap walks the fields).
 	return errors.Join(errs...)
+}
+
+func joinNames[S ~string](names []S) string {
+	ss := make([]string, len(names))
+	for i, n := range names {
+		ss[i] = string(n)
+	}
+	return strings.Join(ss, ", ")
 }

@@ -6,7 +6,6 @@ package seqreceiver
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 )
 
@@ -35,7 +35,7 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, 65536, cfg.RingSlots)
 	assert.Equal(t, []string{"fork", "exec", "exit"}, cfg.Events)
 	assert.False(t, cfg.ThreadEvents)
-	assert.Equal(t, "auto", cfg.Transport)
+	assert.Equal(t, sequencer.TransportAuto, cfg.Transport)
 }
 
 func TestConfigCustom(t *testing.T) {
@@ -48,17 +48,6 @@ func TestConfigCustom(t *testing.T) {
 	}, cfg)
 }
 
-func TestConfigSources(t *testing.T) {
-	cfg := loadConfig(t, "sources")
-	require.NoError(t, confmap.Validate(cfg))
-	require.Len(t, cfg.Bpftrace.Scripts, 1)
-	assert.Equal(t, 5*time.Second, cfg.Bpftrace.Scripts[0].PullInterval)
-	require.NotNil(t, cfg.EbpfExporter)
-	assert.Equal(t, "/etc/ebpf_exporter", cfg.EbpfExporter.ConfigDir)
-	assert.Equal(t, []string{"biolatency", "timers"}, cfg.EbpfExporter.Names)
-	assert.Nil(t, loadConfig(t, "").EbpfExporter, "no ebpf_exporter section: nothing to load")
-}
-
 func TestConfigInvalid(t *testing.T) {
 	for name, want := range map[string]string{
 		"bad_ring":      "ring_slots: 1000 is not allowed; use a power of two from 256 to 4194304",
@@ -67,7 +56,6 @@ func TestConfigInvalid(t *testing.T) {
 		"bad_args":      "max_args_bytes: 5000 is out of range 0 to 4096",
 		"bad_batch":     "max_batch: 0 is out of range 1 to 65536",
 		"no_events":     "events: empty; list one or more of fork, exec, exit",
-		"bad_sources":   "bpftrace: scripts[0]: both path and program are set; keep exactly one of them\nebpf_exporter: config_dir: must be set to the ebpf_exporter config directory",
 		"bad_pressure": "pressure::shed: exit cannot be shed: exits end spans and free the process table; shed fork, exec or thread\n" +
 			`pressure::shed: unknown class "spawn"; allowed: fork, exec, thread` + "\n" +
 			"pressure::shed: shedding works on the sequencer transport only; remove it or use transport: sequencer or auto\n" +

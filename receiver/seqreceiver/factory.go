@@ -17,6 +17,5 @@ func NewFactory() receiver.Factory {
 		func() component.Config { return createDefaultConfig() },
 		receiver.WithLogs(createLogs, metadata.LogsStability),
 		receiver.WithTraces(createTraces, metadata.TracesStability),
-		receiver.WithMetrics(createMetrics, metadata.MetricsStability),
 	)
 }

@@ -17,10 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
+
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
@@ -29,14 +30,12 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/bpftrace"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/ebpfexporter"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/ring"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/seqbpf"
 )
 
 // How the reader waits. After a burst it lingers once before parking, so a
@@ -51,17 +50,14 @@ const (
 )
 
 type seqReceiver struct {
-	cfg     *Config
-	set     receiver.Settings
-	logs    consumer.Logs          // nil when no logs pipeline uses the receiver
-	traces  consumer.Traces        // nil when no traces pipeline uses the receiver
-	metrics consumer.Metrics       // nil when no metrics pipeline uses the receiver
-	bt      *bpftrace.Runner       // the bpftrace scripts, when configured
-	ee      *ebpfexporter.Exporter // the ebpf_exporter programs, when configured
-	obs     *receiverhelper.ObsReport
+	cfg    *Config
+	set    receiver.Settings
+	logs   consumer.Logs   // nil when no logs pipeline uses the receiver
+	traces consumer.Traces // nil when no traces pipeline uses the receiver
+	obs    *receiverhelper.ObsReport
 
-	seq    *seqbpf.Sequencer
-	rd     seqbpf.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
+	seq    *sequencer.Sequencer
+	rd     sequencer.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
 	tb     *metadata.TelemetryBuilder
 	mapper pdatamap.Mapper
 	model  *process.Model
@@ -83,36 +79,27 @@ type seqReceiver struct {
 type finalAccount struct {
 	Stats  ring.Stats
 	Issued uint64
-	Kernel seqbpf.Counters
+	Kernel sequencer.Counters
 }
 
 // One receiver instance per configuration serves its logs and traces pipelines.
-var instances shared[*seqReceiver]
+var instances sharedcomponent.Map[*Config, *seqReceiver]
 
 func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	e, err := instances.get(cfg.(*Config), func() (*seqReceiver, error) { return newReceiver(set, cfg.(*Config)) })
+	e, err := instances.LoadOrStore(cfg.(*Config), func() (*seqReceiver, error) { return newReceiver(set, cfg.(*Config)) })
 	if err != nil {
 		return nil, err
 	}
-	e.c.logs = next
+	e.C.logs = next
 	return e, nil
 }
 
 func createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
-	e, err := instances.get(cfg.(*Config), func() (*seqReceiver, error) { return newReceiver(set, cfg.(*Config)) })
+	e, err := instances.LoadOrStore(cfg.(*Config), func() (*seqReceiver, error) { return newReceiver(set, cfg.(*Config)) })
 	if err != nil {
 		return nil, err
 	}
-	e.c.traces = next
-	return e, nil
-}
-
-func createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-	e, err := instances.get(cfg.(*Config), func() (*seqReceiver, error) { return newReceiver(set, cfg.(*Config)) })
-	if err != nil {
-		return nil, err
-	}
-	e.c.metrics = next
+	e.C.traces = next
 	return e, nil
 }
 
@@ -134,133 +121,47 @@ func newReceiver(set receiver.Settings, c *Config) (*seqReceiver, error) {
 }
 
 // shedEvents maps pressure::shed to event types.
-func (r *seqReceiver) shedEvents() []int {
-	var evs []int
+func (r *seqReceiver) shedEvents() []event.Type {
+	var evs []event.Type
 	for _, e := range r.cfg.Pressure.Shed {
 		switch e {
 		case EventFork:
-			evs = append(evs, seqbpf.EvFork)
+			evs = append(evs, event.Fork)
 		case EventExec:
-			evs = append(evs, seqbpf.EvExec)
+			evs = append(evs, event.Exec)
 		case "thread":
-			evs = append(evs, seqbpf.EvThreadStart, seqbpf.EvThreadExit)
+			evs = append(evs, event.ThreadStart, event.ThreadExit)
 		}
 	}
 	return evs
 }
 
-func (r *seqReceiver) bpfEvents() []int {
-	var evs []int
+func (r *seqReceiver) bpfEvents() []event.Type {
+	var evs []event.Type
 	for _, e := range r.cfg.Events {
 		switch e {
 		case EventFork:
-			evs = append(evs, seqbpf.EvFork)
+			evs = append(evs, event.Fork)
 		case EventExec:
-			evs = append(evs, seqbpf.EvExec)
+			evs = append(evs, event.Exec)
 		case EventExit:
-			evs = append(evs, seqbpf.EvExit)
+			evs = append(evs, event.Exit)
 		}
 	}
 	if r.cfg.ThreadEvents {
-		evs = append(evs, seqbpf.EvThreadStart, seqbpf.EvThreadExit)
+		evs = append(evs, event.ThreadStart, event.ThreadExit)
 	}
 	return evs
 }
 
-// Start loads the sequencer when a logs or traces pipeline uses the receiver,
-// and starts the bpftrace scripts, if any.
-func (r *seqReceiver) Start(ctx context.Context, _ component.Host) error {
-	if r.logs != nil || r.traces != nil {
-		if err := r.startSequencer(); err != nil {
-			return err
-		}
-	}
-	if r.cfg.EbpfExporter != nil {
-		if r.metrics == nil {
-			r.set.Logger.Warn("seq receiver: ebpf_exporter programs are configured, but the receiver is in no metrics pipeline: they are not loaded")
-		} else if err := r.startEbpfExporter(ctx); err != nil {
-			_ = r.Shutdown(cleanupContext(ctx))
-			return err
-		}
-	}
-	if len(r.cfg.Bpftrace.Scripts) == 0 {
-		if r.metrics != nil && r.cfg.EbpfExporter == nil {
-			r.set.Logger.Warn("seq receiver: in a metrics pipeline, but neither bpftrace scripts nor ebpf_exporter programs are configured: it sends no metrics")
-		}
-		return nil
-	}
-	if r.metrics == nil && r.logs == nil {
-		r.set.Logger.Warn("seq receiver: bpftrace scripts are configured, but the receiver is in no metrics or logs pipeline: they are not started")
-		return nil
-	}
-	if r.metrics == nil || r.logs == nil {
-		r.set.Logger.Warn("seq receiver: bpftrace scripts run, but their maps go only to a metrics pipeline and their printed lines only to a logs pipeline; add the receiver to both to get all of it",
-			zap.Bool("metrics_pipeline", r.metrics != nil), zap.Bool("logs_pipeline", r.logs != nil))
-	}
-	bt, err := bpftrace.New(r.cfg.Bpftrace, r.set.Logger.With(zap.String("source", "bpftrace")), pipelineOutput{r})
-	if err == nil {
-		err = bt.Start(ctx)
-	}
-	if err != nil {
-		_ = r.Shutdown(cleanupContext(ctx))
-		return fmt.Errorf("seq receiver: bpftrace: %w", err)
-	}
-	r.bt = bt
-	return nil
-}
-
-// startEbpfExporter loads the ebpf_exporter configs; one that fails (a
-// kprobe on a kernel without kprobes, a bad key size) is logged with its
-// reason while the others run.
-func (r *seqReceiver) startEbpfExporter(ctx context.Context) error {
-	ee, err := ebpfexporter.New(*r.cfg.EbpfExporter, r.set.Logger.With(zap.String("source", "ebpf_exporter")),
-		ebpfexporter.OutputFunc(pipelineOutput{r}.ConsumeMetrics))
-	if err == nil {
-		err = ee.Start(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("seq receiver: ebpf_exporter: %w", err)
-	}
-	r.ee = ee
-	for name, ferr := range ee.Failures() {
-		r.set.Logger.Warn("seq receiver: ebpf_exporter config not loaded; the others run", zap.String("config", name), zap.Error(ferr))
-	}
-	return nil
-}
-
-// cleanupContext is for undoing a failed Start: Start's own context may be
-// what failed it (cancelled), and the cleanup must still run.
-func cleanupContext(ctx context.Context) context.Context {
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	_ = cancel // released when the timeout fires; the cleanup takes far less
-	return c
-}
-
-// pipelineOutput hands bpftrace's and ebpf_exporter's output to the receiver's pipelines.
-type pipelineOutput struct{ r *seqReceiver }
-
-func (o pipelineOutput) ConsumeLogs(ld plog.Logs) {
-	if o.r.logs != nil {
-		o.r.consumeLogs(context.Background(), ld)
-	}
-}
-
-func (o pipelineOutput) ConsumeMetrics(md pmetric.Metrics) {
-	if o.r.metrics == nil {
-		return
-	}
-	ctx := o.r.obs.StartMetricsOp(context.Background())
-	n := md.DataPointCount()
-	err := o.r.metrics.ConsumeMetrics(ctx, md)
-	o.r.obs.EndMetricsOp(ctx, metadata.Type.String(), n, err)
-	if err != nil {
-		o.r.set.Logger.Warn("seq receiver: the pipeline refused a batch of bpftrace / ebpf_exporter metrics", zap.Int("data_points", n), zap.Error(err))
-	}
+// Start loads the sequencer and starts the reader.
+func (r *seqReceiver) Start(context.Context, component.Host) error {
+	return r.startSequencer()
 }
 
 func (r *seqReceiver) startSequencer() (err error) {
-	r.seq, err = seqbpf.Open(seqbpf.Options{
-		Transport: seqbpf.Transport(r.cfg.Transport), RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes,
+	r.seq, err = sequencer.Open(sequencer.Options{
+		Transport: r.cfg.Transport, RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes,
 		Shed: r.shedEvents(), ShedAbove: uint64(r.cfg.Pressure.Above * float64(r.cfg.RingSlots)),
 	})
 	if err != nil {
@@ -276,14 +177,14 @@ func (r *seqReceiver) startSequencer() (err error) {
 	if r.rd, err = r.seq.NewSource(); err != nil {
 		return fmt.Errorf("seq receiver: open the %s reader: %w", r.seq.Transport(), err)
 	}
-	if len(r.cfg.Pressure.Shed) > 0 && r.seq.Transport() != seqbpf.TransportSequencer {
+	if len(r.cfg.Pressure.Shed) > 0 && r.seq.Transport() != sequencer.TransportSequencer {
 		r.set.Logger.Warn("seq receiver: pressure::shed is ignored: it works on the sequencer transport only", zap.String("transport", string(r.seq.Transport())))
 	}
 	if why, warn := r.seq.Why(); warn {
 		r.set.Logger.Warn("seq receiver: transport "+string(r.seq.Transport())+": "+why, zap.String("transport", string(r.seq.Transport())))
 	} else {
 		r.set.Logger.Info("seq receiver: transport "+string(r.seq.Transport()), zap.String("transport", string(r.seq.Transport())),
-			zap.String("configured", r.cfg.Transport), zap.String("reason", why))
+			zap.String("configured", string(r.cfg.Transport)), zap.String("reason", why))
 	}
 	r.readPos.Store(r.rd.Next())
 	r.syncBootOffset(time.Now())
@@ -558,18 +459,8 @@ func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 // published, records the final accounting, ends the spans of the processes
 // still running, then closes every program and map.
 func (r *seqReceiver) Shutdown(ctx context.Context) error {
-	var btErr error
-	if r.ee != nil {
-		btErr = r.ee.Shutdown(ctx)
-		r.ee = nil
-	}
-	if r.bt != nil {
-		// First: bpftrace prints its maps at exit, into pipelines still running.
-		btErr = errors.Join(btErr, r.bt.Shutdown(ctx))
-		r.bt = nil
-	}
 	if r.done == nil {
-		return errors.Join(btErr, r.closeKernel())
+		return r.closeKernel()
 	}
 	err := r.seq.Detach()
 	// A program that entered before the detach may still claim its ticket:
@@ -600,7 +491,7 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 		zap.Uint64("tickets_delivered", r.final.Stats.Tickets),
 		zap.Uint64("tickets_lost", r.final.Stats.Lost),
 		zap.Uint64("records_delivered", r.final.Stats.Records))
-	return errors.Join(btErr, err, r.closeKernel())
+	return errors.Join(err, r.closeKernel())
 }
 
 func (r *seqReceiver) closeKernel() error {

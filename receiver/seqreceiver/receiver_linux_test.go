@@ -18,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,20 +34,10 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadatatest"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/seqbpf"
 )
-
-// These tests load the real BPF programs into the running kernel and watch
-// processes that the test itself starts. They need root (CAP_BPF,
-// CAP_PERFMON); CI runs as root, where they never skip.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF programs; CI runs as root and runs this test")
-	}
-}
 
 // rec is the part of a log record the tests look at.
 type rec struct {
@@ -108,7 +102,7 @@ func startReceiver(t *testing.T, cfg *Config, next *consumertest.LogsSink) *seqR
 	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-	return rcv.(*sharedEntry[*seqReceiver]).c
+	return rcv.(*sharedcomponent.Component[*seqReceiver]).C
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -123,21 +117,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // transports are the transports every transport-specific test runs with.
-var transports = []string{TransportAuto, TransportSequencer, TransportRingBuf, TransportPerfBuf}
+var transports = []sequencer.Transport{sequencer.TransportAuto, sequencer.TransportSequencer, sequencer.TransportRingBuf, sequencer.TransportPerfBuf}
 
 func TestShellTreeForkExecExit(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	for _, tr := range transports {
-		t.Run(tr, func(t *testing.T) { testShellTree(t, tr) })
+		t.Run(string(tr), func(t *testing.T) { testShellTree(t, tr) })
 	}
 }
 
-func testShellTree(t *testing.T, transport string) {
+func testShellTree(t *testing.T, transport sequencer.Transport) {
 	sink := &consumertest.LogsSink{}
 	cfg := createDefaultConfig()
 	cfg.Transport = transport
 	r := startReceiver(t, cfg, sink)
-	if transport != TransportAuto {
+	if transport != sequencer.TransportAuto {
 		require.Equal(t, transport, string(r.seq.Transport()))
 	}
 	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
@@ -195,7 +189,7 @@ func testShellTree(t *testing.T, transport string) {
 }
 
 func TestSignalExitAndThreads(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	sink := &consumertest.LogsSink{}
 	cfg := createDefaultConfig()
 	cfg.ThreadEvents = true
@@ -231,7 +225,7 @@ func TestSignalExitAndThreads(t *testing.T) {
 // A fork storm with the default ring: the kernel's own counters must equal
 // what was delivered plus what was reported lost, per event type and in total.
 func TestForkStormAccounting(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	if _, err := exec.LookPath("stress-ng"); err != nil {
 		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)
 	}
@@ -246,7 +240,7 @@ func TestForkStormAccounting(t *testing.T) {
 		f.Issued, f.Stats.Tickets, f.Stats.Records, f.Stats.Lost, f.Kernel.Events)
 	assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
 	assert.Equal(t, f.Kernel.TotalTickets(), f.Issued, "kernel per-CPU ticket counters = ring head")
-	assert.GreaterOrEqual(t, f.Kernel.Events[seqbpf.EvFork], uint64(20000))
+	assert.GreaterOrEqual(t, f.Kernel.Events[event.Fork], uint64(20000))
 
 	recs := flatten(sink.AllLogs())
 	delivered, lost := checkOrder(t, recs)
@@ -257,9 +251,9 @@ func TestForkStormAccounting(t *testing.T) {
 		byType[r.name]++
 	}
 	if lost == 0 {
-		assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvFork]), byType["process.fork"])
-		assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvExec]), byType["process.exec"])
-		assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvExit]), byType["process.exit"])
+		assert.Equal(t, int64(f.Kernel.Events[event.Fork]), byType["process.fork"])
+		assert.Equal(t, int64(f.Kernel.Events[event.Exec]), byType["process.exec"])
+		assert.Equal(t, int64(f.Kernel.Events[event.Exit]), byType["process.exit"])
 	}
 }
 
@@ -267,12 +261,12 @@ func TestForkStormAccounting(t *testing.T) {
 // in ticket order with every gap reported in place, the kernel's counters
 // agreeing.
 func TestForkStormEveryTransport(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	if _, err := exec.LookPath("stress-ng"); err != nil {
 		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)
 	}
-	for _, tr := range []string{TransportSequencer, TransportRingBuf, TransportPerfBuf} {
-		t.Run(tr, func(t *testing.T) {
+	for _, tr := range []sequencer.Transport{sequencer.TransportSequencer, sequencer.TransportRingBuf, sequencer.TransportPerfBuf} {
+		t.Run(string(tr), func(t *testing.T) {
 			sink := &consumertest.LogsSink{}
 			cfg := createDefaultConfig()
 			cfg.Transport = tr
@@ -286,7 +280,7 @@ func TestForkStormEveryTransport(t *testing.T) {
 				tr, f.Issued, f.Stats.Tickets, f.Stats.Records, f.Stats.Lost, f.Stats, f.Kernel.Events, f.Kernel.Failed)
 			assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
 			assert.Equal(t, f.Kernel.TotalTickets(), f.Issued, "kernel per-CPU ticket counters = head")
-			assert.GreaterOrEqual(t, f.Kernel.Events[seqbpf.EvFork], uint64(10000))
+			assert.GreaterOrEqual(t, f.Kernel.Events[event.Fork], uint64(10000))
 			assert.LessOrEqual(t, f.Kernel.TotalFailed(), f.Stats.Lost, "tickets the producers lost are reported lost")
 
 			recs := flatten(sink.AllLogs())
@@ -298,8 +292,8 @@ func TestForkStormEveryTransport(t *testing.T) {
 				for _, r := range recs {
 					byType[r.name]++
 				}
-				assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvFork]), byType["process.fork"])
-				assert.Equal(t, int64(f.Kernel.Events[seqbpf.EvExit]), byType["process.exit"])
+				assert.Equal(t, int64(f.Kernel.Events[event.Fork]), byType["process.fork"])
+				assert.Equal(t, int64(f.Kernel.Events[event.Exit]), byType["process.exit"])
 			}
 		})
 	}
@@ -340,7 +334,7 @@ func (s *slowSink) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // A tiny ring and a slow pipeline: events are lost, and every lost ticket is
 // counted and reported in place as a seq.lost record.
 func TestLappedReaderReportsEveryGap(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	sink := newSlowSink(30 * time.Millisecond)
 	cfg := createDefaultConfig()
 	cfg.RingSlots = 256
@@ -351,7 +345,7 @@ func TestLappedReaderReportsEveryGap(t *testing.T) {
 	rcv, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(tel), cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-	r := rcv.(*sharedEntry[*seqReceiver]).c
+	r := rcv.(*sharedcomponent.Component[*seqReceiver]).C
 
 	runTrueLoad()
 	require.NoError(t, r.Shutdown(context.Background()))
@@ -378,7 +372,7 @@ func TestLappedReaderReportsEveryGap(t *testing.T) {
 
 // Shutdown detaches and closes every program and map the receiver created.
 func TestShutdownLeavesNothingLoaded(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	r := startReceiver(t, createDefaultConfig(), &consumertest.LogsSink{})
 	progs, maps := r.seq.ProgramIDs(), r.seq.MapIDs()
 	require.Len(t, progs, 4)
@@ -443,7 +437,7 @@ func (s *arrivalSink) get(pid int64) (time.Duration, bool) {
 // A parked reader is woken by the doorbell: an event that follows a quiet
 // period reaches the pipeline in milliseconds, not after the park timeout.
 func TestParkedReaderWakesOnEvent(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	sink := &arrivalSink{latency: map[int64]time.Duration{}}
 	rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), createDefaultConfig(), sink)
 	require.NoError(t, err)
@@ -470,7 +464,7 @@ func TestParkedReaderWakesOnEvent(t *testing.T) {
 // span per process, linked parent to child, and every log record carries
 // the trace and span id of its process's span.
 func TestShellTreeSpans(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	cfg := createDefaultConfig()
 	set := receivertest.NewNopSettings(metadata.Type)
 	logSink, traceSink := &consumertest.LogsSink{}, &consumertest.TracesSink{}
@@ -576,9 +570,9 @@ func TestShellTreeSpans(t *testing.T) {
 // A tiny buffer and a slow pipeline with the ring buffer and perf buffers:
 // outputs fail, and every lost ticket is counted and reported in place.
 func TestLossyBufferTransports(t *testing.T) {
-	requireRoot(t)
-	for _, tr := range []string{TransportRingBuf, TransportPerfBuf} {
-		t.Run(tr, func(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tr := range []sequencer.Transport{sequencer.TransportRingBuf, sequencer.TransportPerfBuf} {
+		t.Run(string(tr), func(t *testing.T) {
 			sink := newSlowSink(30 * time.Millisecond)
 			cfg := createDefaultConfig()
 			cfg.Transport = tr
@@ -588,7 +582,7 @@ func TestLossyBufferTransports(t *testing.T) {
 			rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
 			require.NoError(t, err)
 			require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-			r := rcv.(*sharedEntry[*seqReceiver]).c
+			r := rcv.(*sharedcomponent.Component[*seqReceiver]).C
 			runTrueLoad()
 			require.NoError(t, r.Shutdown(context.Background()))
 			f := r.final
@@ -606,10 +600,10 @@ func TestLossyBufferTransports(t *testing.T) {
 // accounting stays exact, and shedding stops by itself once the reader has
 // caught up.
 func TestPressureShedsForksAndExecsNeverExits(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	sink := newSlowSink(30 * time.Millisecond)
 	cfg := createDefaultConfig()
-	cfg.Transport = TransportSequencer
+	cfg.Transport = sequencer.TransportSequencer
 	cfg.RingSlots = 256
 	cfg.MaxBatch = 16
 	cfg.Pressure = PressureConfig{Shed: []string{EventFork, EventExec}, Above: 0.5}
@@ -617,7 +611,7 @@ func TestPressureShedsForksAndExecsNeverExits(t *testing.T) {
 	rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-	r := rcv.(*sharedEntry[*seqReceiver]).c
+	r := rcv.(*sharedcomponent.Component[*seqReceiver]).C
 
 	runTrueLoad()
 
@@ -642,10 +636,10 @@ func TestPressureShedsForksAndExecsNeverExits(t *testing.T) {
 
 	f := r.final
 	t.Logf("shed: fork %d, exec %d, exit %d; issued %d, delivered %d, lost %d",
-		shedDuring.Shed[seqbpf.EvFork], shedDuring.Shed[seqbpf.EvExec], shedDuring.Shed[seqbpf.EvExit], f.Issued, f.Stats.Tickets, f.Stats.Lost)
-	assert.Positive(t, shedDuring.Shed[seqbpf.EvFork]+shedDuring.Shed[seqbpf.EvExec], "forks or execs were shed")
-	assert.Zero(t, f.Kernel.Shed[seqbpf.EvExit], "exits are never shed")
-	assert.GreaterOrEqual(t, f.Kernel.Events[seqbpf.EvExit], uint64(1200), "every exit of the workload took a ticket")
+		shedDuring.Shed[event.Fork], shedDuring.Shed[event.Exec], shedDuring.Shed[event.Exit], f.Issued, f.Stats.Tickets, f.Stats.Lost)
+	assert.Positive(t, shedDuring.Shed[event.Fork]+shedDuring.Shed[event.Exec], "forks or execs were shed")
+	assert.Zero(t, f.Kernel.Shed[event.Exit], "exits are never shed")
+	assert.GreaterOrEqual(t, f.Kernel.Events[event.Exit], uint64(1200), "every exit of the workload took a ticket")
 	assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
 	assert.Equal(t, f.Kernel.Shed, shedDuring.Shed, "no shedding after the reader caught up")
 	_, lost := checkOrder(t, flatten(sink.AllLogs()))

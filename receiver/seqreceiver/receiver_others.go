@@ -26,7 +26,3 @@ func createLogs(context.Context, receiver.Settings, component.Config, consumer.L
 func createTraces(context.Context, receiver.Settings, component.Config, consumer.Traces) (receiver.Traces, error) {
 	return nil, errNotLinux()
 }
-
-func createMetrics(context.Context, receiver.Settings, component.Config, consumer.Metrics) (receiver.Metrics, error) {
-	return nil, errNotLinux()
-}

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -41,13 +43,6 @@ func collectorBin(t *testing.T) string {
 	abs, err := filepath.Abs(bin)
 	require.NoError(t, err)
 	return abs
-}
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the collector's seq receiver needs root; CI runs as root and runs this test")
-	}
 }
 
 // collector is a running bin/otelcol-seq whose stderr is kept.
@@ -163,7 +158,7 @@ func readExport(t *testing.T, path string) []record {
 // exporter as fork, exec and exit records in ticket order, and the debug
 // exporter prints a readable line for it.
 func TestDefaultConfigExportsWorkload(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	out := filepath.Join(t.TempDir(), "seq.jsonl")
 	c := startCollector(t, []string{"SEQ_OUTPUT=" + out}, "--config", "../../config/default.yaml")
 
@@ -243,7 +238,7 @@ func cpuTicks(t *testing.T, pid int) int64 {
 
 // Without CAP_BPF and CAP_PERFMON the collector refuses to start and says which are missing.
 func TestUnprivilegedClearError(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	cfg := writeConfig(t, "seq: {}")
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", collectorBin(t), "--config", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

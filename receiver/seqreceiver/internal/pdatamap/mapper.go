@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
 )
 
 // maxBodyArgs bounds the bytes of argv copied into an exec Body; the whole of

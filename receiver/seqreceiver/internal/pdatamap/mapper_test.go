@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden_logs.json")

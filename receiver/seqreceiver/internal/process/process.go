@@ -29,7 +29,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
 )
 
 // Defaults for the zero values of Config's bounds.

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
 )
 

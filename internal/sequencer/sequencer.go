@@ -1,0 +1,488 @@
+//go:build linux
+
+package sequencer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	slotSize = 128
+	// MaxArgs is the most argv bytes one exec record can carry (SEQ_MAX_ARGS).
+	MaxArgs = 4096
+)
+
+// prefix is the name prefix of the transport's lifecycle programs in seq.bpf.c.
+func (t Transport) prefix() string {
+	switch t {
+	case TransportSequencer:
+		return "seq_"
+	case TransportRingBuf:
+		return "rb_"
+	case TransportPerfBuf:
+		return "pb_"
+	}
+	return ""
+}
+
+// maps are the maps the transport's programs use; the others are not created.
+func (t Transport) maps() []string {
+	switch t {
+	case TransportSequencer:
+		return []string{"seq_control", "seq_slots", "seq_counters", "seq_scratchbuf", "seq_doorbell"}
+	case TransportRingBuf:
+		return []string{"seq_control", "seq_counters", "seq_scratchbuf", "seq_tx_counters", "seq_rb"}
+	case TransportPerfBuf:
+		return []string{"seq_control", "seq_counters", "seq_scratchbuf", "seq_tx_counters", "seq_perf"}
+	}
+	return nil
+}
+
+// Options say what the programs capture and how big the ring is.
+type Options struct {
+	// Transport picks the way to the reader; "" is auto.
+	Transport Transport
+	// RingSlots is the number of 128-byte slots, a power of two.
+	RingSlots int
+	// Events is the set of event types (event.Fork, ...) to produce; others never claim a ticket.
+	Events []event.Type
+	// MaxArgs bounds the argv bytes copied per exec (0..MaxArgs).
+	MaxArgs int
+	// Shed lists event types (never event.Exit) that the sequencer's producers
+	// drop, before they take a ticket, while the reader is more than
+	// ShedAbove tickets behind; counted in Counters.Shed.
+	Shed      []event.Type
+	ShedAbove uint64
+}
+
+// Sequencer is the loaded, attached set of programs with the ring (or the
+// ring buffer or perf buffers) ready to read, whatever the transport.
+type Sequencer struct {
+	transport Transport
+	why       string // why this transport (auto), or a warning about it
+	warn      bool
+	opts      Options
+	coll      *ebpf.Collection
+	progs     []*ebpf.Program // fork, exec, exit, snapshot
+	maps      []*ebpf.Map     // the maps the transport uses
+	links     []link.Link
+	ctl       []byte
+	slots     []byte // the whole mapping (page-rounded); sequencer only
+	ringLen   int    // the ring's bytes: slots × 128
+	doorbell  *ringbuf.Reader
+	rec       ringbuf.Record
+	closers   []func() error // the sources' readers
+}
+
+// RealtimePath says whether the kernel is PREEMPT_RT ("1").
+var RealtimePath = "/sys/kernel/realtime"
+
+// Realtime reports whether the running kernel is PREEMPT_RT.
+func Realtime() bool {
+	b, err := os.ReadFile(RealtimePath)
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
+const rtPerfWarning = "perf buffers on a PREEMPT_RT kernel: the perf buffer's epoll wake-ups can hang epoll_ctl and flood isolated cores with IPIs; use the sequencer or the ring buffer"
+
+// Open checks the kernel and privileges, picks the transport (see Transport),
+// loads its programs, attaches them and maps what the reader reads. On any
+// error nothing is left loaded.
+func Open(opts Options) (*Sequencer, error) {
+	if opts.RingSlots <= 0 || opts.RingSlots&(opts.RingSlots-1) != 0 {
+		return nil, fmt.Errorf("ring size %d slots is not a power of two", opts.RingSlots)
+	}
+	if opts.MaxArgs < 0 || opts.MaxArgs > MaxArgs {
+		return nil, fmt.Errorf("max args %d out of range 0..%d", opts.MaxArgs, MaxArgs)
+	}
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	// Kernels with memcg accounting (5.11+) need no memlock rlimit; where the
+	// raise is refused the load below still works, so the error is ignored.
+	_ = rlimit.RemoveMemlock()
+
+	rt := Realtime()
+	switch opts.Transport {
+	case TransportSequencer, TransportRingBuf:
+		return open(opts, opts.Transport, "configured")
+	case TransportPerfBuf:
+		s, err := open(opts, opts.Transport, "configured")
+		if err == nil && rt {
+			s.why, s.warn = rtPerfWarning, true
+		}
+		return s, err
+	case "", TransportAuto:
+	default:
+		return nil, fmt.Errorf("unknown transport %q", opts.Transport)
+	}
+	// auto: BPF atomics (Preflight checked 5.12+) and the sequencer loads.
+	s, errSeq := open(opts, TransportSequencer, "BPF atomics available (Linux 5.12+) and the sequencer's programs load")
+	if errSeq == nil {
+		return s, nil
+	}
+	if err := features.HaveMapType(ebpf.RingBuf); err == nil {
+		s, err := open(opts, TransportRingBuf, fmt.Sprintf("the sequencer did not load (%v); the kernel has the BPF ring buffer", errSeq))
+		if err == nil {
+			return s, nil
+		}
+		errSeq = errors.Join(errSeq, err)
+	}
+	if rt {
+		return nil, fmt.Errorf("no transport: the sequencer and the BPF ring buffer are unavailable, and perf buffers are not chosen automatically on a PREEMPT_RT kernel (set transport: perfbuf to force them): %w", errSeq)
+	}
+	return open(opts, TransportPerfBuf, fmt.Sprintf("neither the sequencer nor the BPF ring buffer loaded (%v)", errSeq))
+}
+
+// Transport is the transport in use.
+func (s *Sequencer) Transport() Transport { return s.transport }
+
+// Why says why the transport was chosen; with warn it is a warning about it.
+func (s *Sequencer) Why() (why string, warn bool) { return s.why, s.warn }
+
+func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
+	spec, err := loadSeq()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
+	}
+	// Only this transport's lifecycle programs (and the snapshot iterator),
+	// and only the maps they use.
+	prefix := tr.prefix()
+	for name := range spec.Programs {
+		if name != "seq_snapshot" && !strings.HasPrefix(name, prefix) {
+			delete(spec.Programs, name)
+		}
+	}
+	keep := map[string]bool{}
+	for _, m := range tr.maps() {
+		keep[m] = true
+	}
+	for name := range spec.Maps {
+		if !keep[name] && !strings.HasPrefix(name, ".") {
+			delete(spec.Maps, name)
+		}
+	}
+	ringBytes := opts.RingSlots * slotSize
+	switch tr {
+	case TransportSequencer:
+		spec.Maps["seq_slots"].MaxEntries = uint32(opts.RingSlots)
+	case TransportRingBuf:
+		spec.Maps["seq_rb"].MaxEntries = uint32(max(ringBytes, os.Getpagesize()))
+	}
+	var mask uint32
+	for _, t := range opts.Events {
+		if !t.Valid() {
+			return nil, fmt.Errorf("unknown event type %d", t)
+		}
+		mask |= 1 << t
+	}
+	var shed uint32
+	for _, t := range opts.Shed {
+		if !t.Valid() || t == event.Exit {
+			return nil, fmt.Errorf("event type %d cannot be shed", t)
+		}
+		shed |= 1 << t
+	}
+	for name, v := range map[string]any{
+		"seq_shed_mask":  shed,
+		"seq_shed_above": opts.ShedAbove,
+		"seq_ring_mask":  uint64(opts.RingSlots - 1),
+		"seq_event_mask": mask,
+		"seq_max_args":   uint32(opts.MaxArgs),
+		// Ring buffer: a forced wake-up every 64 tickets, or when a quarter of the buffer is unread.
+		"seq_rb_wakeup_mask":  uint64(63),
+		"seq_rb_wakeup_bytes": uint64(ringBytes / 4),
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+
+	s := &Sequencer{transport: tr, why: why, opts: opts}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.coll, err = ebpf.NewCollection(spec); err != nil {
+		// Load again with the verifier's log on, so the error says what it rejected.
+		lopts := ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 24}}
+		if again, err2 := ebpf.NewCollectionWithOptions(spec, lopts); err2 != nil {
+			err = err2
+		} else {
+			again.Close()
+		}
+		return nil, explainLoad(err)
+	}
+	for _, role := range []string{"fork", "exec", "exit"} {
+		s.progs = append(s.progs, s.coll.Programs[prefix+role])
+	}
+	s.progs = append(s.progs, s.coll.Programs["seq_snapshot"])
+	for _, m := range tr.maps() {
+		s.maps = append(s.maps, s.coll.Maps[m])
+	}
+	for _, p := range s.progs[:3] {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
+		if err != nil {
+			return nil, fmt.Errorf("attach %s: %w", p, err)
+		}
+		s.links = append(s.links, l)
+	}
+	if s.ctl, err = mmap(s.coll.Maps["seq_control"], 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+		return nil, err
+	}
+	s.ringLen = ringBytes
+	if tr != TransportSequencer {
+		return s, nil
+	}
+	if s.slots, err = mmap(s.coll.Maps["seq_slots"], s.ringLen, unix.PROT_READ); err != nil {
+		return nil, err
+	}
+	if s.doorbell, err = ringbuf.NewReader(s.coll.Maps["seq_doorbell"]); err != nil {
+		return nil, fmt.Errorf("open doorbell ring buffer: %w", err)
+	}
+	return s, nil
+}
+
+func mmap(m *ebpf.Map, size int, prot int) ([]byte, error) {
+	page := os.Getpagesize()
+	size = (size + page - 1) / page * page
+	b, err := unix.Mmap(m.FD(), 0, size, prot, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s: %w", m, err)
+	}
+	return b, nil
+}
+
+// Control is the mapped struct seq_ctl (head and parked flag).
+func (s *Sequencer) Control() []byte { return s.ctl[:128] }
+
+// Slots is the mapped ring of slots (read-only); nil unless the transport is the sequencer.
+// It is exactly the ring, not the page-rounded mapping, so that its length
+// gives the reader the same slot count as the programs' mask.
+func (s *Sequencer) Slots() []byte {
+	if s.slots == nil {
+		return nil
+	}
+	return s.slots[:s.ringLen]
+}
+
+// Wait blocks until a producer rings the doorbell or the timeout passes. The
+// caller must have set the parked flag (and re-checked the head) first.
+// It returns true when woken by a producer.
+func (s *Sequencer) Wait(timeout time.Duration) (bool, error) {
+	s.doorbell.SetDeadline(time.Now().Add(timeout))
+	err := s.doorbell.ReadInto(&s.rec)
+	switch {
+	case err == nil:
+		// Drain the other doorbell records that piled up, without blocking.
+		s.doorbell.SetDeadline(time.Unix(0, 1))
+		for s.doorbell.ReadInto(&s.rec) == nil {
+		}
+		return true, nil
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// Interrupt makes a blocked Wait return at once, or the next one if none is
+// blocked; it may be called from any goroutine (used by Shutdown).
+func (s *Sequencer) Interrupt() {
+	if s.doorbell != nil {
+		_ = s.doorbell.Flush()
+	}
+}
+
+// Counters are the kernel's own counts, summed over CPUs.
+type Counters struct {
+	Events         [event.NumTypes]uint64 // records produced, by type
+	Tickets        [event.NumTypes]uint64 // tickets claimed, by type
+	NoSlot         uint64
+	Doorbells      uint64
+	DoorbellFailed uint64
+	Overrun        uint64                 // slots a producer skipped because the ring was lapped under it
+	Shed           [event.NumTypes]uint64 // events dropped before their ticket under pressure, by type
+
+	// The ring buffer and perf buffer transports.
+	Failed        [event.NumTypes]uint64 // tickets lost to a failed output, by type
+	ReserveFailed uint64                 // ring buffer outputs that failed (no room)
+	PerfFailed    uint64                 // perf outputs that failed (buffer full, nesting)
+	Wakeups       uint64                 // ring buffer records output with a forced wake-up
+}
+
+// TotalFailed is the sum of Failed.
+func (c Counters) TotalFailed() (n uint64) {
+	for _, t := range c.Failed {
+		n += t
+	}
+	return n
+}
+
+// TotalTickets is the sum of tickets claimed over all types.
+func (c Counters) TotalTickets() (n uint64) {
+	for _, t := range c.Tickets {
+		n += t
+	}
+	return n
+}
+
+// Counters reads and sums the per-CPU counters.
+func (s *Sequencer) Counters() (Counters, error) {
+	var per []seqSeqStats
+	var c Counters
+	if err := s.coll.Maps["seq_counters"].Lookup(uint32(0), &per); err != nil {
+		return c, fmt.Errorf("read seq_counters: %w", err)
+	}
+	for _, p := range per {
+		for i := range event.NumTypes {
+			c.Events[i] += p.Events[i]
+			c.Tickets[i] += p.Tickets[i]
+		}
+		c.NoSlot += p.NoSlot
+		c.Doorbells += p.Doorbells
+		c.DoorbellFailed += p.DoorbellFailed
+		c.Overrun += p.Overrun
+		for i := range event.NumTypes {
+			c.Shed[i] += p.Shed[i]
+		}
+	}
+	m := s.coll.Maps["seq_tx_counters"]
+	if m == nil {
+		return c, nil
+	}
+	var tx []seqSeqTxStats
+	if err := m.Lookup(uint32(0), &tx); err != nil {
+		return c, fmt.Errorf("read seq_tx_counters: %w", err)
+	}
+	for _, p := range tx {
+		for i := range event.NumTypes {
+			c.Failed[i] += p.Failed[i]
+		}
+		c.ReserveFailed += p.ReserveFailed
+		c.PerfFailed += p.PerfFailed
+		c.Wakeups += p.Wakeups
+	}
+	return c, nil
+}
+
+// snapshotRecord is sizeof(struct seq_event): one per process in a snapshot.
+const snapshotRecord = 96
+
+// Snapshot lists the processes alive now, one struct seq_event record (type
+// SEQ_EV_SNAPSHOT, no filename or args) per thread-group leader, read with a
+// BPF task iterator: exact start times, unlike /proc's clock ticks.
+func (s *Sequencer) Snapshot() ([][]byte, error) {
+	l, err := link.AttachIter(link.IterOptions{Program: s.coll.Programs["seq_snapshot"]})
+	if err != nil {
+		return nil, fmt.Errorf("attach task iterator: %w", err)
+	}
+	defer l.Close()
+	rd, err := l.Open()
+	if err != nil {
+		return nil, fmt.Errorf("open task iterator: %w", err)
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("read task iterator: %w", err)
+	}
+	if len(b)%snapshotRecord != 0 {
+		return nil, fmt.Errorf("task iterator returned %d bytes, not a multiple of %d", len(b), snapshotRecord)
+	}
+	recs := make([][]byte, 0, len(b)/snapshotRecord)
+	for off := 0; off < len(b); off += snapshotRecord {
+		recs = append(recs, b[off:off+snapshotRecord])
+	}
+	return recs, nil
+}
+
+// ProgramIDs lists the kernel ids of the loaded programs (for leak checks).
+func (s *Sequencer) ProgramIDs() []ebpf.ProgramID {
+	var ids []ebpf.ProgramID
+	for _, p := range s.progs {
+		if info, err := p.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// Detach stops the producers: nothing new enters the ring, what is there stays readable.
+func (s *Sequencer) Detach() error {
+	var errs []error
+	for _, l := range s.links {
+		errs = append(errs, l.Close())
+	}
+	s.links = nil
+	return errors.Join(errs...)
+}
+
+// MapIDs lists the kernel ids of the maps (for leak checks): the maps the
+// transport uses, the only ones created.
+func (s *Sequencer) MapIDs() []ebpf.MapID {
+	var ids []ebpf.MapID
+	for _, m := range s.maps {
+		if info, err := m.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// Close detaches every link, unmaps the ring and closes every program and map.
+func (s *Sequencer) Close() error {
+	errs := []error{s.Detach()}
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	s.closers = nil
+	if s.doorbell != nil {
+		errs = append(errs, s.doorbell.Close())
+		s.doorbell = nil
+	}
+	for _, b := range [][]byte{s.ctl, s.slots} {
+		if b != nil {
+			errs = append(errs, unix.Munmap(b))
+		}
+	}
+	s.ctl, s.slots = nil, nil
+	if s.coll != nil {
+		s.coll.Close()
+		s.coll = nil
+	}
+	return errors.Join(errs...)
+}
+
+// explainLoad turns verifier and permission errors into a sentence that names the fix.
+func explainLoad(err error) error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("load BPF programs: permission denied; the seq receiver needs CAP_BPF and CAP_PERFMON (or root): %w", err)
+	case strings.Contains(msg, "BPF_ATOMIC") || strings.Contains(msg, "unknown opcode") || strings.Contains(msg, "invalid BPF_STX"):
+		return fmt.Errorf("load BPF programs: this kernel lacks BPF atomic fetch-add/exchange (Linux 5.12 or newer is needed): %w", err)
+	case strings.Contains(msg, "tp_btf") || strings.Contains(msg, "attach_btf"):
+		return fmt.Errorf("load BPF programs: this kernel cannot attach tp_btf programs to the sched_process_* tracepoints (needs BTF and Linux 5.5+): %w", err)
+	}
+	return fmt.Errorf("load BPF programs: %w", err)
+}

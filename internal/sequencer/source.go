@@ -1,0 +1,391 @@
+//go:build linux
+
+package sequencer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/perf"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/reorder"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+)
+
+// Source is what the receiver reads, whatever the transport: records in
+// ticket order, with every run of lost tickets as a Gap in its place.
+//
+// Read, Wait, SetParked, ClearParked and Abandon are for the one reading
+// goroutine; Interrupt and Head may be called from any.
+type Source interface {
+	// Read hands up to limit records (and the gaps between them) to fn, as
+	// ring.Reader.Read does, and says why it stopped.
+	Read(limit int, fn func(*ring.Item)) (int, ring.State)
+	// SetParked and ClearParked are the reader's half of the doorbell
+	// handshake (ring.Reader.SetParked): set, look at Head again, then Wait.
+	SetParked()
+	ClearParked() bool
+	// Wait blocks until the producers wake the reader or timeout passes.
+	Wait(timeout time.Duration) (bool, error)
+	// Interrupt makes a blocked Wait return at once.
+	Interrupt()
+	Head() uint64  // tickets issued
+	Next() uint64  // the next ticket the reader hands out
+	Start() uint64 // the first ticket the reader was responsible for
+	Stats() ring.Stats
+	// Abandon hands out what is still held, gives up on every ticket up to
+	// the head (as Shutdown, unless a producer counted it lost) and returns
+	// that head. For a source whose producers are detached.
+	Abandon(fn func(*ring.Item)) uint64
+}
+
+// NewSource returns the reader for the transport in use. The maps are new:
+// every ticket from 0 on is the reader's to deliver or count lost.
+func (s *Sequencer) NewSource() (Source, error) {
+	if s.transport == TransportSequencer {
+		rd, err := ring.NewReader(s.Control(), s.Slots(), ring.StartAt(0))
+		if err != nil {
+			return nil, err
+		}
+		return &seqSource{Reader: rd, s: s}, nil
+	}
+	return newBufSource(s)
+}
+
+// seqSource is the sequencer: the ring reader and the doorbell.
+type seqSource struct {
+	*ring.Reader
+	s *Sequencer
+}
+
+func (q *seqSource) Wait(timeout time.Duration) (bool, error) { return q.s.Wait(timeout) }
+func (q *seqSource) Interrupt()                               { q.s.Interrupt() }
+
+// How the ring buffer and perf readers wait and reorder.
+const (
+	// PerfWakeupEvents: the kernel wakes the perf reader after this many
+	// records in one CPU's buffer; fewer are found by polling.
+	PerfWakeupEvents = 16
+	// perfPoll bounds a perf reader's Wait: records below the watermark wake nobody.
+	perfPoll = 25 * time.Millisecond
+	// ReorderWait is how long the reorder stage waits for a missing ticket
+	// before giving up on it (also for tickets claimed whose record never came).
+	ReorderWait = 100 * time.Millisecond
+)
+
+// txRecord is a ring buffer or perf record in the reorder stage.
+type txRecord struct {
+	ticket, n uint64
+	data      []byte
+}
+
+func (r txRecord) TicketSpan() (first, n uint64) { return r.ticket, r.n }
+
+// bufSource reads the BPF ring buffer or the perf buffers and puts the
+// records back in ticket order.
+type bufSource struct {
+	s     *Sequencer
+	rb    *ringbuf.Reader
+	rbRec ringbuf.Record
+	pr    *perf.Reader
+	pRec  perf.Record
+	// stashed: Wait read a record; the next Read takes it first.
+	stashed bool
+	head    *uint64
+	poll    time.Duration // longest Wait; 0: as asked
+
+	ro       *reorder.Reorder[txRecord]
+	q        []ring.Item // released, in order, not yet handed out
+	qi       int
+	fallback ring.LossReason // reason for gaps the producers did not count
+	next     atomic.Uint64
+	stats    ring.Stats
+
+	failReason ring.LossReason
+	failedUsed uint64 // producer-counted lost tickets attributed to gaps
+	failedSeen uint64 // ... as of the last look at the counters
+	perfLost   uint64 // samples the perf reader reported lost
+	perfUsed   uint64 // ... attributed to gaps
+	perfFailed uint64 // perf outputs the producers counted failed (the same losses, seen twice)
+
+	waiting   bool // tickets missing below waitHead since waitSince, nothing held
+	waitSince time.Time
+	waitHead  uint64
+}
+
+func newBufSource(s *Sequencer) (*bufSource, error) {
+	b := &bufSource{s: s, head: (*uint64)(unsafe.Pointer(&s.ctl[0])), fallback: ring.GaveUp}
+	b.ro = reorder.New[txRecord](0, max(1024, s.opts.RingSlots), ReorderWait)
+	b.ro.DropLate = true
+	b.ro.OnGap = b.gap
+	var err error
+	switch s.transport {
+	case TransportRingBuf:
+		b.failReason = ring.ReserveFailed
+		if b.rb, err = ringbuf.NewReader(s.coll.Maps["seq_rb"]); err != nil {
+			return nil, fmt.Errorf("open ring buffer: %w", err)
+		}
+	case TransportPerfBuf:
+		b.failReason = ring.OutputFailed
+		b.poll = perfPoll
+		n, err := ebpf.PossibleCPU()
+		if err != nil {
+			return nil, err
+		}
+		// The ring's bytes shared out over the CPUs: a power-of-two number of
+		// pages each, and never less than the largest record (a full exec)
+		// with its headers, so that any record can fit.
+		page := os.Getpagesize()
+		per := page
+		for per*2 <= s.ringLen/max(1, n) || per < ring.MaxRecord+64 {
+			per *= 2
+		}
+		b.pr, err = perf.NewReaderWithOptions(s.coll.Maps["seq_perf"], per, perf.ReaderOptions{WakeupEvents: PerfWakeupEvents})
+		if err != nil {
+			return nil, fmt.Errorf("open perf buffers: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("transport %s has no buffer reader", s.transport)
+	}
+	s.closers = append(s.closers, b.close)
+	return b, nil
+}
+
+func (b *bufSource) close() error {
+	if b.rb != nil {
+		return b.rb.Close()
+	}
+	return b.pr.Close()
+}
+
+func (b *bufSource) Head() uint64      { return atomic.LoadUint64(b.head) }
+func (b *bufSource) Next() uint64      { return b.next.Load() }
+func (b *bufSource) Start() uint64     { return 0 }
+func (b *bufSource) Stats() ring.Stats { return b.stats }
+func (b *bufSource) SetParked()        { atomic.StoreUint64(b.parked(), 1) }
+func (b *bufSource) ClearParked() bool { return atomic.SwapUint64(b.parked(), 0) != 0 }
+
+func (b *bufSource) parked() *uint64 { return (*uint64)(unsafe.Pointer(&b.s.ctl[64])) }
+
+func (b *bufSource) Interrupt() {
+	if b.rb != nil {
+		_ = b.rb.Flush()
+	} else {
+		_ = b.pr.Flush()
+	}
+}
+
+func (b *bufSource) setDeadline(t time.Time) {
+	if b.rb != nil {
+		b.rb.SetDeadline(t)
+	} else {
+		b.pr.SetDeadline(t)
+	}
+}
+
+// readInto reads one record or perf loss report into b.rbRec or b.pRec.
+func (b *bufSource) readInto() error {
+	if b.rb != nil {
+		return b.rb.ReadInto(&b.rbRec)
+	}
+	return b.pr.ReadInto(&b.pRec)
+}
+
+func (b *bufSource) Wait(timeout time.Duration) (bool, error) {
+	if b.poll > 0 {
+		timeout = min(timeout, b.poll)
+	}
+	b.setDeadline(time.Now().Add(timeout))
+	err := b.readInto()
+	switch {
+	case err == nil:
+		b.stashed = true
+		return true, nil
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, perf.ErrFlushed):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// readOne takes the next record from the buffer, without waiting, into the
+// reorder stage. It returns false when there is none.
+func (b *bufSource) readOne(now time.Time) (bool, error) {
+	if !b.stashed {
+		if err := b.readInto(); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, perf.ErrFlushed) {
+				return false, nil
+			}
+			return false, err
+		}
+	}
+	b.stashed = false
+	var raw []byte
+	if b.rb != nil {
+		raw = b.rbRec.RawSample
+	} else {
+		if b.pRec.LostSamples > 0 {
+			b.perfLost += b.pRec.LostSamples
+			return true, nil
+		}
+		raw = b.pRec.RawSample
+	}
+	b.push(raw, now)
+	return true, nil
+}
+
+// push hands one raw record (struct seq_tx_hdr, then the event; perf may add
+// up to 7 bytes of padding, cut here by the event's own lengths) to the
+// reorder stage.
+func (b *bufSource) push(raw []byte, now time.Time) {
+	if len(raw) < 8+event.FixedSize {
+		// No ticket to put it in place: nothing to deliver. Its tickets
+		// are given up on as missing.
+		return
+	}
+	t := binary.LittleEndian.Uint64(raw)
+	data := raw[8:]
+	n := event.FixedSize + int(binary.LittleEndian.Uint16(data[68:])) + int(binary.LittleEndian.Uint16(data[70:]))
+	if n <= len(data) {
+		data = data[:n]
+	}
+	rec := txRecord{ticket: t, n: uint64(ring.SlotsFor(len(data))), data: data}
+	if t != b.ro.Next() || b.ro.Held() > 0 {
+		// It may be held: the reader's buffer is reused by the next read.
+		rec.data = append([]byte(nil), data...)
+	}
+	b.ro.Push(rec, now, b.out)
+}
+
+// out queues a record the reorder stage released.
+func (b *bufSource) out(r txRecord) {
+	b.q = append(b.q, ring.Item{Kind: ring.Record, Ticket: r.ticket, Slots: int(r.n), Data: r.data})
+}
+
+// gap queues a run of tickets the reorder stage gave up on, split by reason:
+// first those the producers counted lost (their outputs failed), then perf
+// samples the kernel reported lost, the rest with the fallback reason.
+func (b *bufSource) gap(first, n uint64) {
+	if b.failedSeen-b.failedUsed < n {
+		if c, err := b.s.Counters(); err == nil {
+			b.failedSeen, b.perfFailed = c.TotalFailed(), c.PerfFailed
+		}
+	}
+	if k := min(n, b.failedSeen-b.failedUsed); k > 0 {
+		b.queueGap(first, k, b.failReason)
+		b.failedUsed += k
+		first, n = first+k, n-k
+	}
+	if n > 0 && b.perfLost > b.perfFailed+b.perfUsed {
+		b.perfUsed++
+		b.queueGap(first, n, ring.PerfLost)
+		return
+	}
+	if n > 0 {
+		b.queueGap(first, n, b.fallback)
+	}
+}
+
+func (b *bufSource) queueGap(first, n uint64, reason ring.LossReason) {
+	if k := len(b.q); k > b.qi && b.q[k-1].Kind == ring.Gap && b.q[k-1].Reason == reason && b.q[k-1].Ticket+b.q[k-1].Lost == first {
+		b.q[k-1].Lost += n
+		return
+	}
+	b.q = append(b.q, ring.Item{Kind: ring.Gap, Ticket: first, Lost: n, Reason: reason})
+}
+
+// drain hands the queued items to fn, up to limit records in all (n so far).
+func (b *bufSource) drain(limit int, n *int, fn func(*ring.Item)) bool {
+	for b.qi < len(b.q) {
+		it := &b.q[b.qi]
+		if it.Kind == ring.Record {
+			if limit > 0 && *n >= limit {
+				return false
+			}
+			*n++
+			b.stats.Records++
+			b.stats.Tickets += uint64(it.Slots)
+			b.next.Store(it.Ticket + uint64(it.Slots))
+		} else {
+			b.stats.Count(it.Reason, it.Lost)
+			b.next.Store(it.Ticket + it.Lost)
+		}
+		b.qi++
+		if fn != nil {
+			fn(it)
+		}
+	}
+	clear(b.q)
+	b.q, b.qi = b.q[:0], 0
+	return true
+}
+
+func (b *bufSource) Read(limit int, fn func(*ring.Item)) (n int, st ring.State) {
+	b.setDeadline(time.Unix(0, 1)) // reads below never wait
+	now := time.Now()
+	for {
+		if !b.drain(limit, &n, fn) {
+			return n, ring.Full
+		}
+		got, err := b.readOne(now)
+		if err != nil {
+			return n, ring.Idle
+		}
+		if got {
+			continue
+		}
+		// Nothing left in the buffer: the time bounds.
+		now = time.Now()
+		b.ro.Tick(now, b.out)
+		b.stuck(now)
+		if len(b.q) == b.qi {
+			break
+		}
+	}
+	if b.ro.Held() == 0 && b.ro.Next() >= b.Head() {
+		return n, ring.Idle
+	}
+	return n, ring.Pending
+}
+
+// stuck gives up on tickets claimed but missing for ReorderWait while the
+// stage holds nothing (their records never came: the output failed, or
+// the record is later than the stage's bounds allow).
+func (b *bufSource) stuck(now time.Time) {
+	next := b.ro.Next()
+	if b.ro.Held() > 0 {
+		b.waiting = false
+		return
+	}
+	if !b.waiting || next >= b.waitHead {
+		if h := b.Head(); h > next {
+			b.waitHead, b.waitSince, b.waiting = h, now, true
+		} else {
+			b.waiting = false
+		}
+		return
+	}
+	if now.Sub(b.waitSince) >= ReorderWait {
+		b.ro.SkipTo(b.waitHead)
+		b.waiting = false
+	}
+}
+
+func (b *bufSource) Abandon(fn func(*ring.Item)) uint64 {
+	b.fallback = ring.Shutdown
+	head := b.Head()
+	n := 0
+	b.drain(0, &n, fn)
+	b.ro.FlushTo(head, b.out)
+	b.drain(0, &n, fn)
+	b.fallback = ring.GaveUp
+	return head
+}

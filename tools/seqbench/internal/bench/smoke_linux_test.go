@@ -1,0 +1,69 @@
+//go:build linux
+
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+)
+
+func smokeConfig() Config {
+	c := DefaultConfig()
+	c.Duration = 700 * time.Millisecond
+	c.BufferBytes = 8 << 20
+	c.Out = ""
+	c.Untraced = false
+	return c
+}
+
+// Every transport on the synthetic workload: every ticket issued is either
+// delivered or reported lost, and the kernel's counters agree.
+func TestSmokeSynth(t *testing.T) {
+	testutil.RequireRoot(t)
+	c := smokeConfig()
+	for _, tr := range []Transport{Sequencer, RingBuf, PerfBuf} {
+		t.Run(string(tr), func(t *testing.T) {
+			r, err := RunOne(c, tr, Synth, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(r.summary())
+			if r.Error != "" {
+				t.Error(r.Error)
+			}
+			if r.Issued == 0 {
+				t.Fatal("no tickets issued: the synthetic producer did not run")
+			}
+			if r.Unaccounted != 0 {
+				t.Errorf("unaccounted %d: issued %d, delivered %d, lost %d", r.Unaccounted, r.Issued, r.Delivered, r.Lost)
+			}
+			if r.KernelEvents != r.Issued {
+				t.Errorf("kernel counted %d events, head says %d tickets", r.KernelEvents, r.Issued)
+			}
+			if r.DecodeErrs != 0 {
+				t.Errorf("%d records did not decode", r.DecodeErrs)
+			}
+			if r.TicketOrderAfter != 0 && r.ReorderLate == 0 {
+				t.Errorf("%d ticket-order violations after the reorder stage, none late", r.TicketOrderAfter)
+			}
+		})
+	}
+}
+
+// The sequencer under exec: fork, exec and exit of every process in order.
+func TestSmokeSequencerExec(t *testing.T) {
+	testutil.RequireRoot(t)
+	r, err := RunOne(smokeConfig(), Sequencer, Exec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r.summary())
+	if r.WorkloadOps == 0 || r.Processes == 0 {
+		t.Fatalf("no execs seen (%d ops, %d processes)", r.WorkloadOps, r.Processes)
+	}
+	if r.Unaccounted != 0 || r.TicketOrderRaw != 0 || r.CausalityRaw != 0 {
+		t.Errorf("unaccounted %d, ticket order %d, causality %d: want 0", r.Unaccounted, r.TicketOrderRaw, r.CausalityRaw)
+	}
+}
