@@ -36,7 +36,8 @@ func debianHeaders() (source, build string) {
 	return "", ""
 }
 
-// Unmodified bpftrace tools and a one-liner run under the built collector:
+// Unmodified bpftrace tools and a one-liner run under the built collector's
+// bpftrace receiver, the only receiver of its pipelines:
 // execsnoop's lines become log records, syscount's and the one-liner's maps
 // and runqlat's histogram become metrics, all through the file exporter.
 func TestBpftraceScriptsUnderCollector(t *testing.T) {
@@ -48,27 +49,26 @@ func TestBpftraceScriptsUnderCollector(t *testing.T) {
 	marker := fmt.Sprintf("bt-marker-%d", rand.Uint32())
 	env := ""
 	if src, bld := debianHeaders(); src != "" {
-		env = fmt.Sprintf("      env: {BPFTRACE_KERNEL_SOURCE: %s, BPFTRACE_KERNEL_BUILD: %s}\n", src, bld)
+		env = fmt.Sprintf("    env: {BPFTRACE_KERNEL_SOURCE: %s, BPFTRACE_KERNEL_BUILD: %s}\n", src, bld)
 	}
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	cfg := `receivers:
-  seq:
-    bpftrace:
-` + env + `      scripts:
-        - path: /usr/sbin/execsnoop.bt
-        - path: /usr/sbin/syscount.bt
-          pull_interval: 1s
-          maps:
-            "@process": {type: sum, attributes: [comm]}
-        - path: /usr/sbin/runqlat.bt
-          pull_interval: 1s
-          maps:
-            "@usecs": {type: histogram, name: sched.runq.latency, unit: us}
-        - name: getppid
-          program: 'tracepoint:syscalls:sys_enter_getppid /pid == ` + fmt.Sprint(os.Getpid()) + `/ { @calls = count(); }'
-          pull_interval: 1s
-          maps:
-            "@calls": {type: sum}
+  bpftrace:
+` + env + `    scripts:
+      - path: /usr/sbin/execsnoop.bt
+      - path: /usr/sbin/syscount.bt
+        pull_interval: 1s
+        maps:
+          "@process": {type: sum, attributes: [comm]}
+      - path: /usr/sbin/runqlat.bt
+        pull_interval: 1s
+        maps:
+          "@usecs": {type: histogram, name: sched.runq.latency, unit: us}
+      - name: getppid
+        program: 'tracepoint:syscalls:sys_enter_getppid /pid == ` + fmt.Sprint(os.Getpid()) + `/ { @calls = count(); }'
+        pull_interval: 1s
+        maps:
+          "@calls": {type: sum}
 processors:
   batch: {timeout: 200ms}
 exporters:
@@ -76,8 +76,8 @@ exporters:
   file/metrics: {path: ` + out + `.metrics}
 service:
   pipelines:
-    logs: {receivers: [seq], processors: [batch], exporters: [file/logs]}
-    metrics: {receivers: [seq], processors: [batch], exporters: [file/metrics]}
+    logs: {receivers: [bpftrace], processors: [batch], exporters: [file/logs]}
+    metrics: {receivers: [bpftrace], processors: [batch], exporters: [file/metrics]}
 `
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
@@ -97,11 +97,16 @@ service:
 	if len(self) > 15 {
 		self = self[:15]
 	}
+	var lifecycle int
 	for _, r := range readExport(t, out) {
 		if strings.Contains(r.body, marker) && r.attrs["bpftrace.script"] == "execsnoop" {
 			sawExec = true
 		}
+		if _, ok := r.attrs["seq.number"]; ok || strings.HasPrefix(r.name, "process.") {
+			lifecycle++
+		}
 	}
+	assert.Zero(t, lifecycle, "the bpftrace receiver alone exports the scripts' lines, no lifecycle record")
 	for _, md := range readMetrics(t, out+".metrics") {
 		rms := md.ResourceMetrics()
 		for i := 0; i < rms.Len(); i++ {

@@ -40,16 +40,15 @@ func TestEbpfExporterUnderCollector(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "metrics.jsonl")
 	cfg := `receivers:
-  seq:
-    ebpf_exporter:
-      config_dir: ` + cdir + `
-      names: [ebpfx_counters, ebpfx_kprobe, runqlat]
-      collection_interval: 500ms
+  ebpf_exporter:
+    config_dir: ` + cdir + `
+    names: [ebpfx_counters, ebpfx_kprobe, runqlat]
+    collection_interval: 500ms
 exporters:
   file: {path: ` + out + `}
 service:
   pipelines:
-    metrics: {receivers: [seq], exporters: [file]}
+    metrics: {receivers: [ebpf_exporter], exporters: [file]}
 `
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))

@@ -7,12 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
-
-// DefaultCollectionInterval is how often the maps are read when
-// Config.CollectionInterval is zero.
-const DefaultCollectionInterval = 10 * time.Second
 
 // Config points at an ebpf_exporter config directory and names the configs
 // to load from it, exactly like ebpf_exporter's --config.dir and
@@ -23,16 +18,8 @@ type Config struct {
 	// Names lists the configs to load; each loads <config_dir>/<name>.yaml
 	// and <config_dir>/<name>.bpf.o unmodified.
 	Names []string `mapstructure:"names"`
-	// CollectionInterval is how often every map is read and a
-	// pmetric.Metrics handed to the Output. Default 10s.
-	CollectionInterval time.Duration `mapstructure:"collection_interval"`
 
 	_ struct{}
-}
-
-// NewDefaultConfig returns a Config with the defaults filled in.
-func NewDefaultConfig() Config {
-	return Config{CollectionInterval: DefaultCollectionInterval}
 }
 
 // Validate checks the settings without touching the file system; each
@@ -61,17 +48,5 @@ func (c *Config) Validate() error {
 			seen[name] = i
 		}
 	}
-	if c.CollectionInterval < 0 {
-		errs = append(errs, fmt.Errorf("collection_interval: must be positive, got %s", c.CollectionInterval))
-	} else if c.CollectionInterval > 0 && c.CollectionInterval < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("collection_interval: %s is below the 100ms minimum", c.CollectionInterval))
-	}
 	return errors.Join(errs...)
-}
-
-func (c *Config) interval() time.Duration {
-	if c.CollectionInterval <= 0 {
-		return DefaultCollectionInterval
-	}
-	return c.CollectionInterval
 }

@@ -8,14 +8,14 @@
 //
 // Config.ConfigDir holds, for every name in Config.Names, <name>.yaml (the
 // ebpf_exporter config) next to <name>.bpf.o (the compiled object), exactly
-// as ebpf_exporter's --config.dir / --config.names read them. Every
-// Config.CollectionInterval (default 10s) all maps are read and one
-// pmetric.Metrics is handed to the Output.
+// as ebpf_exporter's --config.dir / --config.names read them. The
+// ebpf_exporter receiver calls Collect every collection interval (through
+// the collector's scraperhelper).
 //
-//	e, _ := ebpfexporter.New(cfg, logger, out) // checks cfg; loads nothing
-//	_ = e.Start(ctx)                           // loads and attaches each config; per-config failures are logged and counted
-//	md := e.Collect()                          // reads the maps now (what the puller does every interval)
-//	_ = e.Shutdown(ctx)                        // closes every link, perf event, reader, program and map
+//	e, _ := ebpfexporter.New(cfg, logger) // checks cfg; loads nothing
+//	_ = e.Start(ctx)                      // loads and attaches each config; per-config failures are logged and counted
+//	md := e.Collect()                     // reads the maps now (what the receiver does every interval)
+//	_ = e.Shutdown(ctx)                   // closes every link, perf event, reader, program and map
 //
 // Failures (config name -> error) and Stats (configs loaded/failed,
 // decoder errors per config, collections, lost perf samples) are there

@@ -3,21 +3,6 @@
 
 package ebpfexporter
 
-import (
-	"go.opentelemetry.io/collector/pdata/pmetric"
-)
-
-// Output receives the metrics of every collection.
-type Output interface {
-	ConsumeMetrics(pmetric.Metrics)
-}
-
-// OutputFunc adapts a function to Output.
-type OutputFunc func(pmetric.Metrics)
-
-// ConsumeMetrics calls f.
-func (f OutputFunc) ConsumeMetrics(md pmetric.Metrics) { f(md) }
-
 // Stats are the exporter's own counters, for the receiver's telemetry.
 type Stats struct {
 	// ConfigsLoaded is the number of configs loaded and attached.

@@ -27,7 +27,6 @@ import (
 type Exporter struct {
 	cfg    Config
 	logger *zap.Logger
-	out    Output
 	dec    *decoderSet
 
 	mu            sync.Mutex // guards everything below, and serialises collections
@@ -38,14 +37,10 @@ type Exporter struct {
 	failures      map[string]error
 	decoderErrors map[string]uint64
 	collections   uint64
-
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
 // New checks cfg and prepares an Exporter; nothing is loaded until Start.
-// out may be nil when only Collect is used.
-func New(cfg Config, logger *zap.Logger, out Output) (*Exporter, error) {
+func New(cfg Config, logger *zap.Logger) (*Exporter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -56,15 +51,13 @@ func New(cfg Config, logger *zap.Logger, out Output) (*Exporter, error) {
 	return &Exporter{
 		cfg:           cfg,
 		logger:        logger,
-		out:           out,
 		dec:           newDecoderSet(defaultDecoderEnv()),
 		failures:      map[string]error{},
 		decoderErrors: map[string]uint64{},
 	}, nil
 }
 
-// Start loads and attaches every config, then reads the maps every
-// collection interval and hands the metrics to the Output. A config that
+// Start loads and attaches every config; Collect then reads their maps. A config that
 // fails (bad YAML, missing object, a program the kernel cannot load or
 // attach) is logged, counted and closed; the others keep running. Start
 // itself only fails when called twice or after Shutdown.
@@ -98,50 +91,18 @@ func (e *Exporter) Start(ctx context.Context) error {
 			zap.String("config", name), zap.Int("programs", len(lc.programs)),
 			zap.Int("counters", len(lc.cfg.Metrics.Counters)), zap.Int("histograms", len(lc.cfg.Metrics.Histograms)))
 	}
-	if e.out != nil {
-		runCtx, cancel := context.WithCancel(context.Background())
-		e.cancel = cancel
-		e.done = make(chan struct{})
-		go e.run(runCtx, e.done)
-	}
 	e.mu.Unlock()
 	return nil
 }
 
-func (e *Exporter) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	t := time.NewTicker(e.cfg.interval())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			e.out.ConsumeMetrics(e.Collect())
-		}
-	}
-}
-
-// Shutdown stops collecting and closes every link, program, map and
-// reader. It is safe to call more than once, and without Start.
-func (e *Exporter) Shutdown(ctx context.Context) error {
+// Shutdown closes every link, program, map and reader. A collection in
+// flight holds the lock, so closing waits for it and nothing is read after.
+// It is safe to call more than once, and without Start.
+func (e *Exporter) Shutdown(context.Context) error {
 	e.mu.Lock()
 	e.stopped = true
-	cancel, done := e.cancel, e.done
-	e.cancel = nil
 	e.mu.Unlock()
-	var waitErr error
-	if cancel != nil {
-		cancel()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			// Close anyway: a collection in flight holds the lock, so
-			// closing waits for it and nothing is read after.
-			waitErr = ctx.Err()
-		}
-	}
-	return errors.Join(waitErr, e.closeAll())
+	return e.closeAll()
 }
 
 func (e *Exporter) closeAll() error {

@@ -19,7 +19,7 @@ type Exporter struct{}
 var errNotLinux = errors.New("ebpf_exporter configs can only be loaded on Linux")
 
 // New fails everywhere but on Linux.
-func New(cfg Config, _ *zap.Logger, _ Output) (*Exporter, error) {
+func New(cfg Config, _ *zap.Logger) (*Exporter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -14,7 +14,6 @@ var (
 )
 
 const (
-	LogsStability    = component.StabilityLevelAlpha
-	TracesStability  = component.StabilityLevelAlpha
-	MetricsStability = component.StabilityLevelAlpha
+	LogsStability   = component.StabilityLevelAlpha
+	TracesStability = component.StabilityLevelAlpha
 )

@@ -1,0 +1,48 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package ebpfexporterreceiver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/scraper/scraperhelper"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/ebpfexporter"
+)
+
+// minCollectionInterval keeps map reads from becoming a busy loop: every
+// collection walks every map of every config.
+const minCollectionInterval = 100 * time.Millisecond
+
+// Config is the ebpf_exporter receiver's configuration:
+//
+//	ebpf_exporter:
+//	  config_dir: /etc/ebpf_exporter   # <name>.yaml next to <name>.bpf.o, as --config.dir
+//	  names: [biolatency, timers]      # as --config.names
+//	  collection_interval: 10s         # scraperhelper: also initial_delay, timeout
+type Config struct {
+	scraperhelper.ControllerConfig `mapstructure:",squash"`
+	ebpfexporter.Config            `mapstructure:",squash"`
+}
+
+func createDefaultConfig() *Config {
+	cc := scraperhelper.NewDefaultControllerConfig()
+	cc.CollectionInterval = 10 * time.Second
+	return &Config{ControllerConfig: cc}
+}
+
+// Validate checks what the embedded configs do not: the collection
+// interval's floor. (confmap validates the embedded ControllerConfig and
+// ebpfexporter.Config themselves: config_dir, names.)
+func (c *Config) Validate() error {
+	if c.CollectionInterval < minCollectionInterval {
+		return fmt.Errorf("collection_interval: %s is below the %s minimum", c.CollectionInterval, minCollectionInterval)
+	}
+	if c.Timeout < 0 {
+		return errors.New("timeout: must not be negative")
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package ebpfexporterreceiver
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg
+}
+
+func TestConfig(t *testing.T) {
+	cfg := loadConfig(t, "")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, "/etc/ebpf_exporter", cfg.ConfigDir)
+	assert.Equal(t, []string{"biolatency", "timers"}, cfg.Names)
+	assert.Equal(t, 10*time.Second, cfg.CollectionInterval, "ebpf_exporter's own default")
+
+	fast := loadConfig(t, "fast")
+	require.NoError(t, confmap.Validate(fast))
+	assert.Equal(t, 500*time.Millisecond, fast.CollectionInterval)
+	assert.Zero(t, fast.InitialDelay)
+}
+
+func TestConfigInvalid(t *testing.T) {
+	err := confmap.Validate(loadConfig(t, "empty"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "config_dir: must be set to the ebpf_exporter config directory")
+	assert.Contains(t, err.Error(), "names: at least one config name is required")
+
+	err = confmap.Validate(loadConfig(t, "bad"))
+	require.Error(t, err)
+	for _, want := range []string{
+		`names[0]: "biolatency.yaml": give the config name without the .yaml / .bpf.o suffix`,
+		`names[1]: "a/b" is a path, not a config name`,
+		"collection_interval: 10ms is below the 100ms minimum",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
