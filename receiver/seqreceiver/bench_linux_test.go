@@ -72,7 +72,9 @@ func BenchmarkRingToLogs(b *testing.B) {
 			p.Write(rec)
 		}
 		b.StartTimer()
-		if n, _ := r.readBatch(ctx, false); n != batch {
+		n, _ := r.read(false)
+		r.flush(ctx)
+		if n != batch {
 			b.Fatalf("read %d records, want %d", n, batch)
 		}
 	}

@@ -47,7 +47,32 @@ const (
 	pendingMax   = time.Millisecond
 	parkTimeout  = time.Second
 	drainWait    = 50 * time.Millisecond // at shutdown, for producers still writing a slot
+	// flushAfter bounds how long read records wait for their batch to fill:
+	// a batch goes to the pipeline when it holds max_batch records or when
+	// its first record is this old, so that records read a few at a time
+	// still travel as one ResourceLogs.
+	flushAfter = 20 * time.Millisecond
 )
+
+// kernel is the loaded programs as the receiver uses them: the
+// *sequencer.Sequencer, or a fake in the tests that need no root.
+type kernel interface {
+	Transport() sequencer.Transport
+	Why() (why string, warn bool)
+	NewSource() (sequencer.Source, error)
+	Counters() (sequencer.Counters, error)
+	Snapshot() ([][]byte, error)
+	Detach() error
+	Close() error
+}
+
+func openSequencer(o sequencer.Options) (kernel, error) {
+	s, err := sequencer.Open(o)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
 type seqReceiver struct {
 	cfg    *Config
@@ -56,7 +81,8 @@ type seqReceiver struct {
 	traces consumer.Traces // nil when no traces pipeline uses the receiver
 	obs    *receiverhelper.ObsReport
 
-	seq    *sequencer.Sequencer
+	open   func(sequencer.Options) (kernel, error) // sequencer.Open; tests replace it
+	seq    kernel
 	rd     sequencer.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
 	tb     *metadata.TelemetryBuilder
 	mapper pdatamap.Mapper
@@ -68,10 +94,19 @@ type seqReceiver struct {
 	stop    atomic.Bool   // set by Shutdown: the reader drains and returns
 	done    chan struct{} // closed when the reader has returned
 
+	// The batch being filled: one ResourceLogs for all the reads until flush.
+	out        plog.Logs
+	recs       plog.LogRecordSlice
+	batchStart time.Time // when the batch's first record was read
+
+	// The process model's counters as of the last flush, for the telemetry
+	// callbacks (the model itself belongs to the reader goroutine).
+	modelStats atomic.Pointer[process.Stats]
+
 	// per-batch tallies, flushed into the telemetry once per batch
-	delivered [event.Snapshot + 1]int64
+	delivered [event.NumTypes]int64
 	lost      map[string]int64
-	typeAttrs [event.Snapshot + 1]metric.MeasurementOption
+	typeAttrs [event.NumTypes]metric.MeasurementOption
 }
 
 // finalAccount is the ring's accounting at shutdown, after the producers were
@@ -112,7 +147,8 @@ func newReceiver(set receiver.Settings, c *Config) (*seqReceiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &seqReceiver{cfg: c, set: set, obs: obs, lost: map[string]int64{}}
+	r := &seqReceiver{cfg: c, set: set, obs: obs, open: openSequencer, lost: map[string]int64{}}
+	r.newBatch()
 	r.mapper.IncludeThreads = c.ThreadEvents
 	for t := range r.typeAttrs {
 		r.typeAttrs[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("event", event.Type(t).String())))
@@ -160,7 +196,7 @@ func (r *seqReceiver) Start(context.Context, component.Host) error {
 }
 
 func (r *seqReceiver) startSequencer() (err error) {
-	r.seq, err = sequencer.Open(sequencer.Options{
+	r.seq, err = r.open(sequencer.Options{
 		Transport: r.cfg.Transport, RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes,
 		Shed: r.shedEvents(), ShedAbove: uint64(r.cfg.Pressure.Above * float64(r.cfg.RingSlots)),
 	})
@@ -199,6 +235,7 @@ func (r *seqReceiver) startSequencer() (err error) {
 	// The tracepoints are attached: every process started from now on is
 	// seen by them, and the ones already running come from the snapshot.
 	r.addRunning()
+	r.modelStats.Store(new(r.model.Stats()))
 	if err = r.startTelemetry(); err != nil {
 		return fmt.Errorf("seq receiver: telemetry: %w", err)
 	}
@@ -242,6 +279,32 @@ func (r *seqReceiver) startTelemetry() (err error) {
 			}
 			return nil
 		}),
+		r.tb.RegisterReceiverSeqProcessesLiveCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.modelStats.Load().Live))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqProcessesEvictedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.modelStats.Load().Evicted))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqProcessesExitMissedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.modelStats.Load().ExitMissed))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqProcessesUnknownCallback(func(_ context.Context, o metric.Int64Observer) error {
+			st := r.modelStats.Load()
+			o.Observe(int64(st.Unknown), unknownNeverSeen)
+			o.Observe(int64(st.AfterEviction), unknownEvicted)
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqSpansDroppedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.modelStats.Load().DroppedSpans))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqSpanEventsDroppedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.modelStats.Load().DroppedEvents))
+			return nil
+		}),
 		r.tb.RegisterReceiverSeqKernelEventsCallback(func(_ context.Context, o metric.Int64Observer) error {
 			c, err := r.seq.Counters()
 			if err != nil {
@@ -257,7 +320,12 @@ func (r *seqReceiver) startTelemetry() (err error) {
 	)
 }
 
-// run is the reader: it drains the ring in ticket order, hands each batch to
+var (
+	unknownNeverSeen = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "never_seen")))
+	unknownEvicted   = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "evicted")))
+)
+
+// run is the reader: it drains the ring in ticket order, hands batches to
 // the pipeline, and parks on the doorbell when there is nothing to read.
 func (r *seqReceiver) run() {
 	defer close(r.done)
@@ -267,7 +335,10 @@ func (r *seqReceiver) run() {
 	lingered := false
 	pendingWait := pendingFirst
 	for !r.stop.Load() {
-		n, st := r.readBatch(ctx, false)
+		n, st := r.read(false)
+		if r.recs.Len() >= r.cfg.MaxBatch || !r.batchStart.IsZero() && time.Since(r.batchStart) >= flushAfter {
+			r.flush(ctx)
+		}
 		switch st {
 		case ring.Full:
 			lingered = false
@@ -285,6 +356,17 @@ func (r *seqReceiver) run() {
 			continue
 		}
 		lingered = false
+		// Nothing more to read. A batch still young waits on the doorbell
+		// for the rest of its window (more records join the same batch);
+		// an old one goes to the pipeline before the reader parks.
+		timeout := parkTimeout
+		if r.recs.Len() > 0 {
+			if left := flushAfter - time.Since(r.batchStart); left > 0 {
+				timeout = left
+			} else {
+				r.flush(ctx)
+			}
+		}
 		// Park: set the flag, then look at the head again (the producer
 		// publishes, then reads the flag: one of the two sees the other).
 		r.rd.SetParked()
@@ -292,7 +374,7 @@ func (r *seqReceiver) run() {
 			r.rd.ClearParked()
 			continue
 		}
-		woke, err := r.rd.Wait(parkTimeout)
+		woke, err := r.rd.Wait(timeout)
 		r.rd.ClearParked()
 		if woke {
 			r.tb.ReceiverSeqWakeups.Add(ctx, 1)
@@ -307,7 +389,10 @@ func (r *seqReceiver) run() {
 	// is left, counted and reported as a shutdown gap.
 	deadline := time.Now().Add(drainWait)
 	for {
-		_, st := r.readBatch(ctx, false)
+		_, st := r.read(false)
+		if r.recs.Len() >= r.cfg.MaxBatch {
+			r.flush(ctx)
+		}
 		if st == ring.Full || st == ring.Pending && time.Now().Before(deadline) {
 			if st == ring.Pending {
 				sleep(pendingMax)
@@ -316,23 +401,31 @@ func (r *seqReceiver) run() {
 		}
 		break
 	}
-	r.readBatch(ctx, true)
+	r.read(true)
+	r.flush(ctx)
 }
 
-// readBatch reads up to MaxBatch records, applies them to the process model,
-// and hands the log records and the spans they finished to the pipelines.
-// With abandon, it reads nothing and reports every unread ticket as lost.
-func (r *seqReceiver) readBatch(ctx context.Context, abandon bool) (int, ring.State) {
-	logs := plog.NewLogs()
-	rl := logs.ResourceLogs().AppendEmpty()
+// newBatch starts the plog.Logs the next reads append to: one resource,
+// one scope, however many reads fill it.
+func (r *seqReceiver) newBatch() {
+	r.out = plog.NewLogs()
+	rl := r.out.ResourceLogs().AppendEmpty()
 	rl.Resource().Attributes().PutStr(pdatamap.AttrServiceName, r.cfg.Traces.ServiceName)
 	sl := rl.ScopeLogs().AppendEmpty()
 	sl.Scope().SetName(metadata.ScopeName)
 	sl.Scope().SetVersion(r.set.BuildInfo.Version)
-	recs := sl.LogRecords()
+	r.recs = sl.LogRecords()
+	r.batchStart = time.Time{}
+}
 
+// read reads what the batch has room for, applies it to the process model
+// and appends the log records to the batch. With abandon, it reads nothing
+// and reports every unread ticket as lost.
+func (r *seqReceiver) read(abandon bool) (int, ring.State) {
 	observed := time.Now()
 	r.syncBootOffset(observed)
+	before := r.recs.Len()
+	recs := r.recs
 	handle := func(it *ring.Item) {
 		switch it.Kind {
 		case ring.Record:
@@ -362,15 +455,27 @@ func (r *seqReceiver) readBatch(ctx context.Context, abandon bool) (int, ring.St
 	if abandon {
 		r.final.Issued = r.rd.Abandon(handle) - r.rd.Start()
 	} else {
-		n, st = r.rd.Read(r.cfg.MaxBatch, handle)
+		n, st = r.rd.Read(max(1, r.cfg.MaxBatch-before), handle)
 	}
 	r.readPos.Store(r.rd.Next())
-	if recs.Len() > 0 && r.logs != nil {
-		r.consumeLogs(ctx, logs)
+	if before == 0 && r.recs.Len() > 0 {
+		r.batchStart = observed
+	}
+	return n, st
+}
+
+// flush hands the batch of log records, and the spans of the processes
+// that ended, to the pipelines.
+func (r *seqReceiver) flush(ctx context.Context) {
+	if r.recs.Len() > 0 {
+		if r.logs != nil {
+			r.consumeLogs(ctx, r.out)
+		}
+		r.newBatch()
 	}
 	r.flushSpans(ctx)
 	r.flushTallies(ctx)
-	return n, st
+	r.modelStats.Store(new(r.model.Stats()))
 }
 
 // flushSpans hands the spans of the processes that ended to the traces pipeline.

@@ -374,7 +374,7 @@ func TestLappedReaderReportsEveryGap(t *testing.T) {
 func TestShutdownLeavesNothingLoaded(t *testing.T) {
 	testutil.RequireRoot(t)
 	r := startReceiver(t, createDefaultConfig(), &consumertest.LogsSink{})
-	progs, maps := r.seq.ProgramIDs(), r.seq.MapIDs()
+	progs, maps := r.seq.(*sequencer.Sequencer).ProgramIDs(), r.seq.(*sequencer.Sequencer).MapIDs()
 	require.Len(t, progs, 4)
 	require.Len(t, maps, 5)
 	require.NoError(t, r.Shutdown(context.Background()))

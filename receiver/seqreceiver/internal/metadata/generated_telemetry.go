@@ -25,17 +25,23 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                      metric.Meter
-	mu                         sync.Mutex
-	registrations              []metric.Registration
-	ReceiverSeqEventsDelivered metric.Int64Counter
-	ReceiverSeqEventsLost      metric.Int64Counter
-	ReceiverSeqEventsShed      metric.Int64ObservableCounter
-	ReceiverSeqKernelEvents    metric.Int64ObservableCounter
-	ReceiverSeqRingCapacity    metric.Int64ObservableGauge
-	ReceiverSeqRingOccupancy   metric.Int64ObservableGauge
-	ReceiverSeqTicketsIssued   metric.Int64ObservableCounter
-	ReceiverSeqWakeups         metric.Int64Counter
+	meter                          metric.Meter
+	mu                             sync.Mutex
+	registrations                  []metric.Registration
+	ReceiverSeqEventsDelivered     metric.Int64Counter
+	ReceiverSeqEventsLost          metric.Int64Counter
+	ReceiverSeqEventsShed          metric.Int64ObservableCounter
+	ReceiverSeqKernelEvents        metric.Int64ObservableCounter
+	ReceiverSeqProcessesEvicted    metric.Int64ObservableCounter
+	ReceiverSeqProcessesExitMissed metric.Int64ObservableCounter
+	ReceiverSeqProcessesLive       metric.Int64ObservableGauge
+	ReceiverSeqProcessesUnknown    metric.Int64ObservableCounter
+	ReceiverSeqRingCapacity        metric.Int64ObservableGauge
+	ReceiverSeqRingOccupancy       metric.Int64ObservableGauge
+	ReceiverSeqSpanEventsDropped   metric.Int64ObservableCounter
+	ReceiverSeqSpansDropped        metric.Int64ObservableCounter
+	ReceiverSeqTicketsIssued       metric.Int64ObservableCounter
+	ReceiverSeqWakeups             metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -79,6 +85,66 @@ func (builder *TelemetryBuilder) RegisterReceiverSeqKernelEventsCallback(cb metr
 	return nil
 }
 
+// RegisterReceiverSeqProcessesEvictedCallback sets callback for observable ReceiverSeqProcessesEvicted metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqProcessesEvictedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqProcessesEvicted, obs: o})
+		return nil
+	}, builder.ReceiverSeqProcessesEvicted)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqProcessesExitMissedCallback sets callback for observable ReceiverSeqProcessesExitMissed metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqProcessesExitMissedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqProcessesExitMissed, obs: o})
+		return nil
+	}, builder.ReceiverSeqProcessesExitMissed)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqProcessesLiveCallback sets callback for observable ReceiverSeqProcessesLive metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqProcessesLiveCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqProcessesLive, obs: o})
+		return nil
+	}, builder.ReceiverSeqProcessesLive)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqProcessesUnknownCallback sets callback for observable ReceiverSeqProcessesUnknown metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqProcessesUnknownCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqProcessesUnknown, obs: o})
+		return nil
+	}, builder.ReceiverSeqProcessesUnknown)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 // RegisterReceiverSeqRingCapacityCallback sets callback for observable ReceiverSeqRingCapacity metric.
 func (builder *TelemetryBuilder) RegisterReceiverSeqRingCapacityCallback(cb metric.Int64Callback) error {
 	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -100,6 +166,36 @@ func (builder *TelemetryBuilder) RegisterReceiverSeqRingOccupancyCallback(cb met
 		cb(ctx, &observerInt64{inst: builder.ReceiverSeqRingOccupancy, obs: o})
 		return nil
 	}, builder.ReceiverSeqRingOccupancy)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqSpanEventsDroppedCallback sets callback for observable ReceiverSeqSpanEventsDropped metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqSpanEventsDroppedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqSpanEventsDropped, obs: o})
+		return nil
+	}, builder.ReceiverSeqSpanEventsDropped)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqSpansDroppedCallback sets callback for observable ReceiverSeqSpansDropped metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqSpansDroppedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqSpansDropped, obs: o})
+		return nil
+	}, builder.ReceiverSeqSpansDropped)
 	if err != nil {
 		return err
 	}
@@ -176,6 +272,30 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{event}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ReceiverSeqProcessesEvicted, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_processes_evicted",
+		metric.WithDescription("Live processes evicted from the full process table (traces::max_processes); their spans were exported early with seq.process.evicted. [Development]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqProcessesExitMissed, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_processes_exit_missed",
+		metric.WithDescription("Processes whose exit was never read (lost) and that a newer process with the same pid ended; their spans carry seq.process.exit_missed. [Development]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqProcessesLive, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_seq_processes_live",
+		metric.WithDescription("Processes in the process table (traces::max_processes bounds it). [Development]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqProcessesUnknown, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_processes_unknown",
+		metric.WithDescription("Exec and exit events of processes not in the table (attribute `reason`, never_seen or evicted); their spans are partial. [Development]"),
+		metric.WithUnit("{event}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverSeqRingCapacity, err = builder.meter.Int64ObservableGauge(
 		"otelcol_receiver_seq_ring_capacity",
 		metric.WithDescription("Slots in the ring. [Development]"),
@@ -186,6 +306,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_seq_ring_occupancy",
 		metric.WithDescription("Slots claimed by producers and not yet read (head minus the reader's position). [Development]"),
 		metric.WithUnit("{slot}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqSpanEventsDropped, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_span_events_dropped",
+		metric.WithDescription("Span events (execs, thread events) dropped beyond the per-span limit. [Development]"),
+		metric.WithUnit("{event}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqSpansDropped, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_spans_dropped",
+		metric.WithDescription("Finished process spans dropped because too many waited for the traces pipeline. [Development]"),
+		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverSeqTicketsIssued, err = builder.meter.Int64ObservableCounter(

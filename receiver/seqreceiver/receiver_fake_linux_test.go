@@ -1,0 +1,297 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package seqreceiver
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadatatest"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
+)
+
+// These tests drive the receiver's read loop, batching, telemetry and
+// shutdown accounting without root: the BPF programs are replaced by the Go
+// model of the producers writing into a ring in memory.
+
+// fakeKernel stands in for the loaded programs.
+type fakeKernel struct {
+	ctl, slots []byte
+	p          *ring.Producer
+	bell       chan struct{}
+	detached   atomic.Bool
+	closed     atomic.Bool
+}
+
+func newFakeKernel(t *testing.T, slots int) *fakeKernel {
+	t.Helper()
+	k := &fakeKernel{bell: make(chan struct{}, 1)}
+	k.ctl, k.slots = ring.NewMemory(slots)
+	var err error
+	k.p, err = ring.NewProducer(k.ctl, k.slots)
+	require.NoError(t, err)
+	return k
+}
+
+func (k *fakeKernel) Transport() sequencer.Transport { return sequencer.TransportSequencer }
+func (k *fakeKernel) Why() (string, bool)            { return "fake", false }
+func (k *fakeKernel) Counters() (sequencer.Counters, error) {
+	return sequencer.Counters{}, nil
+}
+func (k *fakeKernel) Snapshot() ([][]byte, error) { return nil, nil }
+func (k *fakeKernel) Detach() error               { k.detached.Store(true); return nil }
+func (k *fakeKernel) Close() error                { k.closed.Store(true); return nil }
+func (k *fakeKernel) NewSource() (sequencer.Source, error) {
+	rd, err := ring.NewReader(k.ctl, k.slots, ring.StartAt(0))
+	if err != nil {
+		return nil, err
+	}
+	return &fakeSource{Reader: rd, k: k, intr: make(chan struct{}, 1)}, nil
+}
+
+// write publishes one event per record, as the BPF producers would, and
+// rings the doorbell.
+func (k *fakeKernel) write(evs ...event.Event) {
+	for i := range evs {
+		k.p.Write(event.Encode(&evs[i]))
+	}
+	select {
+	case k.bell <- struct{}{}:
+	default:
+	}
+}
+
+type fakeSource struct {
+	*ring.Reader
+	k    *fakeKernel
+	intr chan struct{}
+}
+
+func (s *fakeSource) Wait(timeout time.Duration) (bool, error) {
+	select {
+	case <-s.k.bell:
+		return true, nil
+	case <-s.intr:
+		return false, nil
+	case <-time.After(timeout):
+		return false, nil
+	}
+}
+
+func (s *fakeSource) Interrupt() {
+	select {
+	case s.intr <- struct{}{}:
+	default:
+	}
+}
+
+// lifecycle returns fork, exec and exit events of n processes.
+func lifecycle(n int) []event.Event {
+	var evs []event.Event
+	for i := range uint32(n) {
+		pid := 5000 + i
+		base := event.Event{PID: pid, TID: pid, PPID: 1, StartNs: uint64(pid) * 1000, ParentStartNs: 1, Comm: "sh"}
+		fork, exec, exit := base, base, base
+		fork.Type, fork.KTime = event.Fork, uint64(pid)*1000
+		exec.Type, exec.KTime, exec.Filename, exec.Args = event.Exec, fork.KTime+10, "/bin/true", []string{"true"}
+		exit.Type, exit.KTime = event.Exit, fork.KTime+20
+		evs = append(evs, fork, exec, exit)
+	}
+	return evs
+}
+
+type fakeRun struct {
+	k   *fakeKernel
+	r   *seqReceiver
+	tel *componenttest.Telemetry
+}
+
+func startFake(t *testing.T, cfg *Config, slots int, logs consumer.Logs, traces consumer.Traces, before ...event.Event) *fakeRun {
+	t.Helper()
+	require.NoError(t, cfg.Validate())
+	f := &fakeRun{k: newFakeKernel(t, slots), tel: componenttest.NewTelemetry()}
+	t.Cleanup(func() { require.NoError(t, f.tel.Shutdown(context.Background())) })
+	f.k.write(before...)
+	set := metadatatest.NewSettings(f.tel)
+	var c *sharedcomponent.Component[*seqReceiver]
+	if logs != nil {
+		lr, err := NewFactory().CreateLogs(context.Background(), set, cfg, logs)
+		require.NoError(t, err)
+		c = lr.(*sharedcomponent.Component[*seqReceiver])
+	}
+	if traces != nil {
+		tr, err := NewFactory().CreateTraces(context.Background(), set, cfg, traces)
+		require.NoError(t, err)
+		c = tr.(*sharedcomponent.Component[*seqReceiver])
+	}
+	f.r = c.C
+	f.r.open = func(sequencer.Options) (kernel, error) { return f.k, nil }
+	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	return f
+}
+
+func (f *fakeRun) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, f.r.Shutdown(context.Background()))
+	assert.True(t, f.k.detached.Load(), "producers detached")
+	assert.True(t, f.k.closed.Load(), "programs and maps closed")
+	fin := f.r.final
+	assert.Equal(t, fin.Issued, fin.Stats.Tickets+fin.Stats.Lost, "issued = delivered + lost")
+}
+
+func countRecords(all []plog.Logs) (records int, seqs []int64) {
+	for _, ld := range all {
+		lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+		for i := 0; i < lrs.Len(); i++ {
+			records++
+			v, _ := lrs.At(i).Attributes().Get(pdatamap.AttrSeqNumber)
+			seqs = append(seqs, v.Int())
+		}
+	}
+	return records, seqs
+}
+
+// Records read a few at a time travel in one batch: one ResourceLogs and
+// one ScopeLogs per ConsumeLogs, not one per read.
+func TestFakeReadsShareOneBatch(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	f := startFake(t, createDefaultConfig(), 1024, sink, nil)
+	evs := lifecycle(4)
+	for i := 0; i < len(evs); i += 3 {
+		f.k.write(evs[i : i+3]...) // a process's fork, exec, exit, then a pause
+		time.Sleep(time.Millisecond)
+	}
+	require.Eventually(t, func() bool { return sink.LogRecordCount() == 12 }, 5*time.Second, time.Millisecond)
+	f.stop(t)
+
+	all := sink.AllLogs()
+	assert.Less(t, len(all), 4, "four reads, fewer batches")
+	for _, ld := range all {
+		require.Equal(t, 1, ld.ResourceLogs().Len(), "one ResourceLogs per batch")
+		require.Equal(t, 1, ld.ResourceLogs().At(0).ScopeLogs().Len(), "one ScopeLogs per batch")
+		svc, _ := ld.ResourceLogs().At(0).Resource().Attributes().Get(pdatamap.AttrServiceName)
+		assert.Equal(t, "linux-processes", svc.Str())
+	}
+	n, seqs := countRecords(all)
+	assert.Equal(t, 12, n)
+	for i, s := range seqs {
+		assert.Equal(t, int64(i), s, "ticket order")
+	}
+}
+
+// A burst larger than max_batch is handed over in batches of at most
+// max_batch records, in ticket order, none lost.
+func TestFakeMaxBatch(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	cfg := createDefaultConfig()
+	cfg.MaxBatch = 64
+	f := startFake(t, cfg, 4096, sink, nil, lifecycle(400)...)
+	require.Eventually(t, func() bool { return sink.LogRecordCount() == 1200 }, 5*time.Second, time.Millisecond)
+	f.stop(t)
+	for _, ld := range sink.AllLogs() {
+		assert.LessOrEqual(t, ld.LogRecordCount(), 64)
+	}
+	_, seqs := countRecords(sink.AllLogs())
+	for i, s := range seqs {
+		require.Equal(t, int64(i), s, "ticket order")
+	}
+	assert.Equal(t, uint64(1200), f.r.final.Stats.Tickets)
+	assert.Zero(t, f.r.final.Stats.Lost)
+}
+
+// Tickets the producers overwrote before the reader started are one
+// seq.lost record in place, counted in the telemetry by reason.
+func TestFakeLappedBeforeStart(t *testing.T) {
+	sink := &consumertest.LogsSink{}
+	f := startFake(t, createDefaultConfig(), 256, sink, nil, lifecycle(100)...) // 300 tickets into 256 slots
+	require.Eventually(t, func() bool { return f.r.readPos.Load() == 300 }, 5*time.Second, time.Millisecond)
+	f.stop(t)
+
+	first := sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+	assert.Equal(t, pdatamap.EventNameLost, first.EventName())
+	cnt, _ := first.Attributes().Get(pdatamap.AttrLostCount)
+	lost := f.r.final.Stats.Lost
+	assert.GreaterOrEqual(t, lost, uint64(300-256), "300 tickets, 256 slots")
+	assert.Equal(t, int64(lost), cnt.Int(), "the seq.lost record accounts for every lost ticket")
+	assert.Equal(t, uint64(300), f.r.final.Stats.Tickets+lost)
+	assert.Equal(t, int(300-lost)+1, sink.LogRecordCount(), "every delivered ticket and one seq.lost record")
+
+	m, err := f.tel.GetMetric("otelcol_receiver_seq_events_lost")
+	require.NoError(t, err)
+	sum := m.Data.(metricdata.Sum[int64])
+	require.Len(t, sum.DataPoints, 1)
+	v, _ := sum.DataPoints[0].Attributes.Value("reason")
+	assert.Equal(t, "lapped", v.AsString())
+	assert.Equal(t, int64(lost), sum.DataPoints[0].Value)
+}
+
+// A batch the pipeline refuses is counted once by obsreport as refused and
+// not retried; the reader goes on and the accounting stays exact.
+func TestFakeRefusedBatchCountedOnce(t *testing.T) {
+	var calls atomic.Int64
+	refuse := consumertest.NewErr(errors.New("memory limiter: data refused"))
+	counting, err := consumer.NewLogs(func(ctx context.Context, ld plog.Logs) error {
+		calls.Add(1)
+		return refuse.ConsumeLogs(ctx, ld)
+	})
+	require.NoError(t, err)
+	f := startFake(t, createDefaultConfig(), 1024, counting, nil, lifecycle(10)...)
+	require.Eventually(t, func() bool { return f.r.readPos.Load() == 30 }, 5*time.Second, time.Millisecond)
+	time.Sleep(2 * flushAfter)
+	f.stop(t)
+	assert.Equal(t, uint64(30), f.r.final.Stats.Tickets, "read and handed over, once")
+
+	m, err := f.tel.GetMetric("otelcol_receiver_refused_log_records")
+	require.NoError(t, err)
+	var refused int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		refused += dp.Value
+	}
+	assert.Equal(t, int64(30), refused, "every refused record counted once")
+	assert.LessOrEqual(t, calls.Load(), int64(2), "no retries")
+}
+
+// The process table's counters reach the telemetry: a table of 64 that
+// sees 100 processes start and none end evicts 36.
+func TestFakeProcessTableTelemetry(t *testing.T) {
+	var forks []event.Event
+	for _, ev := range lifecycle(100) {
+		if ev.Type == event.Fork {
+			forks = append(forks, ev)
+		}
+	}
+	cfg := createDefaultConfig()
+	cfg.Traces.MaxProcesses = 64
+	logs, traces := &consumertest.LogsSink{}, &consumertest.TracesSink{}
+	f := startFake(t, cfg, 1024, logs, traces, forks...)
+	require.Eventually(t, func() bool { return logs.LogRecordCount() == 100 }, 5*time.Second, time.Millisecond)
+	time.Sleep(2 * flushAfter)
+
+	metadatatest.AssertEqualReceiverSeqProcessesEvicted(t, f.tel, []metricdata.DataPoint[int64]{{Value: 36}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualReceiverSeqProcessesLive(t, f.tel, []metricdata.DataPoint[int64]{{Value: 64}}, metricdatatest.IgnoreTimestamp())
+	require.Eventually(t, func() bool { return traces.SpanCount() == 36 }, 5*time.Second, time.Millisecond, "evicted spans exported early")
+	for _, td := range traces.AllTraces() {
+		assert.Equal(t, 1, td.ResourceSpans().Len(), "one ResourceSpans per batch")
+	}
+	f.stop(t)
+	assert.Equal(t, 100, traces.SpanCount(), "the rest end at shutdown")
+}
