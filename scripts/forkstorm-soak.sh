@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright The otelcol-seq Authors
+# SPDX-License-Identifier: Apache-2.0
 # Runs bin/otelcol-seq (logs and traces pipelines into the debug exporter at
 # basic verbosity) under a stress-ng fork storm and prints the collector's RSS
 # every 30 s, then its shutdown accounting. Usage: scripts/forkstorm-soak.sh [seconds]

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright The otelcol-seq Authors
+# SPDX-License-Identifier: Apache-2.0
 # Jaeger v2, built from the Go module proxy, for the end-to-end traces test.
 #
 #   scripts/jaeger.sh build   build .cache/jaeger/jaeger once (reused when present)

@@ -1,3 +1,6 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package event decodes the sequencer's records (bpf/seq.h, struct seq_event
 // followed by filename and argv) into Go values. It is the one decoder shared
 // by every transport that hands records to the receiver.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build linux && (amd64 || arm64 || riscv64 || 386 || arm)
 
 package event

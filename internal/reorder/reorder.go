@@ -1,3 +1,6 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package reorder is the bounded reordering stage that a BPF ring buffer or
 // perf buffer consumer needs to hand records on in ticket order: producers
 // claim tickets with one fetch-add, but their records reach the reader in

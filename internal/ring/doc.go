@@ -1,3 +1,6 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ring is the userspace side of the sequencer's shared ring: the
 // consumer protocol over the two memory regions that the BPF producers write,
 // and a Go model of those producers for tests and benchmarks.

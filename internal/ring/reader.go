@@ -1,3 +1,6 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package ring
 
 import (

@@ -20,6 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 )
 
 // debianHeaders finds kernel headers for bpftrace scripts that #include them
@@ -41,7 +43,7 @@ func debianHeaders() (source, build string) {
 // execsnoop's lines become log records, syscount's and the one-liner's maps
 // and runqlat's histogram become metrics, all through the file exporter.
 func TestBpftraceScriptsUnderCollector(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	if _, err := exec.LookPath("bpftrace"); err != nil {
 		t.Fatalf("bpftrace is needed (make deps installs it): %v", err)
 	}

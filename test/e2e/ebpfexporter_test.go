@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 )
 
 // ebpf_exporter programs, unmodified, under the built collector: the
@@ -24,7 +26,7 @@ import (
 // runqlat program fills its histogram, and a kprobe config, which this
 // kernel cannot attach, fails alone with its reason while the others run.
 func TestEbpfExporterUnderCollector(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	const n = 250
 	dir, err := filepath.Abs("../../testdata/ebpf_exporter")
 	require.NoError(t, err)

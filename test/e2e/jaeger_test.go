@@ -30,6 +30,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 )
 
 // The service name the seq receiver gives its process spans by default.
@@ -287,7 +289,7 @@ func hasExecEvent(s span) (ptrace.SpanEvent, bool) {
 // setsid's session leader starts is the root span, its four commands are
 // its child spans, with their exit statuses, times and exec events.
 func TestJaegerProcessTree(t *testing.T) {
-	requireRoot(t)
+	testutil.RequireRoot(t)
 	collectorBin(t)
 	j := startJaeger(t)
 	begin := time.Now()

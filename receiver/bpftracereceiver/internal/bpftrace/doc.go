@@ -1,3 +1,6 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bpftrace runs users' bpftrace scripts, unmodified, and turns their
 // output into OpenTelemetry data: the maps they fill become metrics, the
 // lines they print become logs.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pdatamap turns decoded sequencer events into OTLP log records.
 //
 // One event gives one log record, named by EventName (process.fork,

@@ -1,3 +1,6 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package process turns the sequencer's ordered process events into spans:
 // one span per process lifetime, from its fork to its exit, linked parent to
 // child.

@@ -1,4 +1,6 @@
 #!/bin/bash
+# Copyright The otelcol-seq Authors
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates testdata/capture/*: real bpftrace -f json output (stdout) and
 # stderr, captured on the host this runs on (root, bpftrace installed).
 #   sudo ./capture.sh

@@ -1,4 +1,6 @@
 #!/bin/sh
+# Copyright The otelcol-seq Authors
+# SPDX-License-Identifier: Apache-2.0
 # A stand-in for bpftrace in the supervisor tests (no root, no kernel): it
 # prints records as `bpftrace -f json` does. What it does is chosen by the
 # program's "// fake: MODE" line; it writes the program it was given to
