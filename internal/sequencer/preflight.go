@@ -3,12 +3,14 @@
 package sequencer
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,40 +25,96 @@ const (
 var BTFPath = "/sys/kernel/btf/vmlinux"
 
 // Preflight checks what the programs need before anything is loaded, so that a
-// missing privilege or kernel feature is named instead of a verifier dump.
+// missing privilege or kernel feature is named, with the kernel it arrived
+// in, instead of a verifier dump. Every check probes the running kernel
+// (distributions backport features), none reads its version number.
 func Preflight() error {
 	if missing := MissingCapabilities(); len(missing) > 0 {
 		return fmt.Errorf("the seq receiver needs the capabilities CAP_BPF and CAP_PERFMON (or root); missing %s: run the collector as root or grant them with `setcap cap_bpf,cap_perfmon+ep <collector binary>`", strings.Join(missing, " and "))
 	}
 	if _, err := os.Stat(BTFPath); err != nil {
-		return fmt.Errorf("kernel BTF not found at %s (%v): the seq receiver's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF=y", BTFPath, err)
+		return fmt.Errorf("kernel BTF not found at %s (%v): the seq receiver's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF=y (Linux 5.5+)", BTFPath, err)
 	}
-	if major, minor, ok := kernelVersion(); ok && (major < 5 || major == 5 && minor < 12) {
-		return fmt.Errorf("kernel %d.%d is too old: the sequencer needs BPF atomic fetch-add and exchange, Linux 5.12 or newer", major, minor)
-	}
-	return checkExitTracepoint()
-}
-
-// checkExitTracepoint makes sure sched_process_exit passes group_dead (Linux
-// 6.16+), which tells a process exit from a thread exit.
-func checkExitTracepoint() error {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
 		return fmt.Errorf("read kernel BTF: %w", err)
 	}
+	for _, tp := range []string{"sched_process_fork", "sched_process_exec", "sched_process_exit"} {
+		if _, err := tracepointProto(spec, tp); err != nil {
+			return err
+		}
+	}
+	for _, c := range []struct {
+		what  string
+		probe func() error
+	}{
+		{"BTF-typed tracepoint programs (tp_btf, Linux 5.5)", func() error { return features.HaveProgramType(ebpf.Tracing) }},
+		{"memory-mappable BPF arrays (BPF_F_MMAPABLE, Linux 5.5)", func() error { return features.HaveMapFlag(features.BPF_F_MMAPABLE) }},
+		{"the BPF ring buffer, the reader's doorbell (Linux 5.8)", func() error { return features.HaveMapType(ebpf.RingBuf) }},
+		{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", probeAtomics},
+	} {
+		if err := c.probe(); err != nil {
+			return fmt.Errorf("this kernel lacks %s, which the seq receiver needs: %w", c.what, err)
+		}
+	}
+	return nil
+}
+
+// tracepointProto returns the arguments of a BTF-typed tracepoint.
+func tracepointProto(spec *btf.Spec, tp string) (*btf.FuncProto, error) {
 	var td *btf.Typedef
-	if err := spec.TypeByName("btf_trace_sched_process_exit", &td); err != nil {
-		return fmt.Errorf("kernel BTF has no sched_process_exit tracepoint: %w", err)
+	if err := spec.TypeByName("btf_trace_"+tp, &td); err != nil {
+		return nil, fmt.Errorf("kernel BTF has no %s tracepoint (btf_trace_%s): %w", tp, tp, err)
 	}
 	ptr, ok := btf.UnderlyingType(td.Type).(*btf.Pointer)
 	if !ok {
-		return fmt.Errorf("kernel BTF: btf_trace_sched_process_exit is %v, not a function pointer", td.Type)
+		return nil, fmt.Errorf("kernel BTF: btf_trace_%s is %v, not a function pointer", tp, td.Type)
 	}
 	proto, ok := btf.UnderlyingType(ptr.Target).(*btf.FuncProto)
-	if !ok || len(proto.Params) < 3 {
-		return errors.New("this kernel's sched_process_exit tracepoint lacks the group_dead argument that tells a process exit from a thread exit: the seq receiver needs Linux 6.16 or newer")
+	if !ok {
+		return nil, fmt.Errorf("kernel BTF: btf_trace_%s points to %v, not a function", tp, ptr.Target)
 	}
-	return nil
+	return proto, nil
+}
+
+// ExitHasGroupDead reports whether sched_process_exit passes group_dead
+// (Linux 6.16+): (void *ctx, task, group_dead). Without it the producers
+// tell a process exit from a thread exit by the thread group's live count
+// and claim the one process exit per process in a map (bpf/seq.bpf.c).
+func ExitHasGroupDead() (bool, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return false, fmt.Errorf("read kernel BTF: %w", err)
+	}
+	proto, err := tracepointProto(spec, "sched_process_exit")
+	if err != nil {
+		return false, err
+	}
+	return len(proto.Params) >= 3, nil
+}
+
+// probeAtomics loads a tiny program with the atomic instructions the
+// producers use: fetch-add claims tickets, compare-and-exchange owns a
+// slot, exchange publishes it.
+func probeAtomics() error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.SocketFilter,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.StoreImm(asm.RFP, -8, 0, asm.DWord),
+			asm.Mov.Imm(asm.R2, 1),
+			asm.FetchAdd.Mem(asm.RFP, asm.R2, asm.DWord, -8),
+			asm.Xchg.Mem(asm.RFP, asm.R2, asm.DWord, -8),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.CmpXchg.Mem(asm.RFP, asm.R2, asm.DWord, -8),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return prog.Close()
 }
 
 // MissingCapabilities names the effective capabilities the programs need and lack.
@@ -79,13 +137,4 @@ func MissingCapabilities() []string {
 		missing = append(missing, "CAP_PERFMON")
 	}
 	return missing
-}
-
-func kernelVersion() (major, minor int, ok bool) {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return 0, 0, false
-	}
-	_, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
-	return major, minor, err == nil
 }
