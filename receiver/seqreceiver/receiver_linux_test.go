@@ -132,7 +132,7 @@ func testShellTree(t *testing.T, transport sequencer.Transport) {
 	cfg.Transport = transport
 	r := startReceiver(t, cfg, sink)
 	if transport != sequencer.TransportAuto {
-		require.Equal(t, transport, string(r.seq.Transport()))
+		require.Equal(t, transport, r.seq.Transport())
 	}
 	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
 
