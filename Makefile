@@ -95,14 +95,15 @@ clean:
 	rm -rf bin build
 
 # The transport benchmark (root; about three minutes): the sequencer, the BPF
-# ring buffer and perf buffers fed by the same producers (bpf/bench.bpf.c)
-# under fork, exec and synthetic getpid workloads on 1 and 2 CPUs. Prints a
+# ring buffer and perf buffers, loaded and read as the seq receiver does
+# (internal/sequencer, bpf/seq.bpf.c), under fork, exec and synthetic getpid
+# workloads on 1 and 2 CPUs. Prints a
 # Markdown table and writes bench-results/{results.json,results.md,bench.png}.
 # See BENCHMARKS.md; e.g. make bench BENCH_FLAGS="-workloads synth -transports hook,sequencer,ringbuf,ringbuf-adaptive,perfbuf"
 BENCH_FLAGS ?=
 .PHONY: bench
 bench: deps
-	$(GO) run ./receiver/seqreceiver/cmd/seqbench $(BENCH_FLAGS)
+	$(GO) run ./tools/seqbench $(BENCH_FLAGS)
 
 # ebpf_exporter-format objects: the test fixtures (testdata/ebpf_exporter)
 # and the ready-to-use programs (programs/), each <name>.bpf.c compiled to

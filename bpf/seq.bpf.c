@@ -12,6 +12,13 @@
  * the same tickets with the same fetch-add on seq_ctl.head; the ring buffer and
  * perf records start with struct seq_tx_hdr (the first ticket).
  *
+ * For the benchmark (tools/seqbench), never loaded by the receiver:
+ *   st_*     the sequencer's programs that stage every record and drop it
+ *            (the cost of the hooks and seq_fill without a transport);
+ *   *_synth  a synthetic producer on sys_enter, one per transport (and st_);
+ * and load-time knobs the receiver leaves at their defaults
+ * seq_rb_wakeup_mode, seq_synth_*). seq_event_mask 0 is the "hook only" baseline.
+ *
  * Every event is staged in a per-CPU scratch buffer, then committed: one
  * fetch-add claims its tickets, each slot is marked "being written", filled,
  * and published last with an atomic exchange. Producers never wait for each
@@ -41,11 +48,25 @@ volatile const __u64 seq_shed_above = 0;
  * seq_rb_wakeup_mask + 1, or the unread data crosses seq_rb_wakeup_bytes. */
 volatile const __u64 seq_rb_wakeup_mask = 63;
 volatile const __u64 seq_rb_wakeup_bytes = 1 << 20;
+/* Ring buffer wake-up policy (benchmark): the receiver's batching by default. */
+volatile const enum seq_rb_wakeup seq_rb_wakeup_mode = SEQ_RB_BATCHED;
+/* The synthetic producer (benchmark): every system call seq_synth_nr made by
+ * process seq_synth_tgid is one fixed record of type SEQ_EV_SYNTH. */
+volatile const __u32 seq_synth_tgid = 0;
+volatile const __s64 seq_synth_nr = -1;
+/* Never read: puts enum seq_event_type into BTF for bpf2go's -type (a
+ * pointer, so that bpf2go does not also emit it as a variable's type). */
+const enum seq_event_type *const seq_event_type_btf = 0;
+
+#define EBUSY 16
+#define ENOENT 2
+#define ENOSPC 28
 
 enum seq_transport {
 	T_SEQ = 0,
 	T_RB = 1,
 	T_PERF = 2,
+	T_STAGE = 3, /* benchmark: stage, then drop */
 };
 
 struct {
@@ -109,6 +130,12 @@ static __always_inline __u64 seq_rb_flags(struct seq_ctl *ctl, __u64 t0, __u32 n
 {
 	__u64 avail;
 
+	/* One test on the receiver's path: the verifier drops the rest. */
+	if (seq_rb_wakeup_mode != SEQ_RB_BATCHED) {
+		if (seq_rb_wakeup_mode == SEQ_RB_ADAPTIVE)
+			return 0;
+		goto wake;
+	}
 	/* A parked reader asked to be woken (the doorbell protocol of seq_ring.h;
 	 * the ticket was claimed before this check). */
 	if (*(volatile __u64 *)&ctl->parked && __sync_lock_test_and_set(&ctl->parked, 0))
@@ -138,6 +165,8 @@ static __always_inline void seq_emit(void *ctx, int tr, struct seq_scratch *rec,
 	__u32 zero = 0, n, total;
 	long err;
 
+	if (tr == T_STAGE)
+		return;
 	if (tr == T_SEQ) {
 		seq_commit(rec, len, type);
 		return;
@@ -168,6 +197,12 @@ static __always_inline void seq_emit(void *ctx, int tr, struct seq_scratch *rec,
 			tx->reserve_failed++;
 			if (type < SEQ_EV_MAX)
 				tx->failed[type] += n;
+			/* -EAGAIN either way: no room, or the ring's lock was not
+			 * taken. Told apart by the free space just after: approximate. */
+			if (bpf_ringbuf_query(&seq_rb, BPF_RB_AVAIL_DATA) + total + 8 > bpf_ringbuf_query(&seq_rb, BPF_RB_RING_SIZE))
+				tx->failed_full++;
+			else
+				tx->failed_busy++;
 		}
 		return;
 	}
@@ -176,6 +211,12 @@ static __always_inline void seq_emit(void *ctx, int tr, struct seq_scratch *rec,
 		tx->perf_failed++;
 		if (type < SEQ_EV_MAX)
 			tx->failed[type] += n;
+		if (err == -ENOSPC)
+			tx->failed_full++;
+		else if (err == -EBUSY)
+			tx->failed_busy++;
+		else
+			tx->failed_other++;
 	}
 }
 
@@ -267,6 +308,39 @@ static __always_inline int do_exit(void *ctx, int tr, struct task_struct *p, boo
 	return 0;
 }
 
+/*
+ * The synthetic producer (benchmark): every system call seq_synth_nr of the
+ * target process is one fixed, one-slot event. Only what is at hand without
+ * touching the task: the point is the transport's cost and capacity, not
+ * seq_fill's.
+ */
+static __always_inline int do_synth(void *ctx, int tr, long id)
+{
+	struct seq_scratch *rec;
+	struct seq_event *e;
+	__u64 pid_tgid;
+
+	if (id != seq_synth_nr)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if ((__u32)(pid_tgid >> 32) != seq_synth_tgid)
+		return 0;
+	if (!seq_wanted(SEQ_EV_SYNTH) || (tr == T_SEQ && seq_shed(SEQ_EV_SYNTH)))
+		return 0;
+	rec = seq_stage();
+	if (!rec)
+		return 0;
+	e = (struct seq_event *)&rec->buf[seq_off(tr)];
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ktime_ns = bpf_ktime_get_boot_ns();
+	e->type = SEQ_EV_SYNTH;
+	e->cpu = bpf_get_smp_processor_id();
+	e->pid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	seq_emit(ctx, tr, rec, sizeof(*e), SEQ_EV_SYNTH);
+	return 0;
+}
+
 #define SEQ_PROGS(prefix, tr)                                                                        \
 	SEC("tp_btf/sched_process_fork")                                                             \
 	int BPF_PROG(prefix##_fork, struct task_struct *parent, struct task_struct *child)           \
@@ -284,9 +358,21 @@ static __always_inline int do_exit(void *ctx, int tr, struct task_struct *p, boo
 		return do_exit(ctx, tr, p, group_dead);                                              \
 	}
 
+#define SEQ_SYNTH_PROG(prefix, tr)                                            \
+	SEC("tp_btf/sys_enter")                                               \
+	int BPF_PROG(prefix##_synth, struct pt_regs *regs, long id)           \
+	{                                                                     \
+		return do_synth(ctx, tr, id);                                 \
+	}
+
 SEQ_PROGS(seq, T_SEQ)
 SEQ_PROGS(rb, T_RB)
 SEQ_PROGS(pb, T_PERF)
+SEQ_PROGS(st, T_STAGE)
+SEQ_SYNTH_PROG(seq, T_SEQ)
+SEQ_SYNTH_PROG(rb, T_RB)
+SEQ_SYNTH_PROG(pb, T_PERF)
+SEQ_SYNTH_PROG(st, T_STAGE)
 
 /*
  * The processes alive when the receiver starts: one struct seq_event (type

@@ -56,7 +56,7 @@ enum seq_event_type {
 	SEQ_EV_EXIT = 3,         /* the last thread of a process exited (group_dead) */
 	SEQ_EV_THREAD_START = 4, /* clone with CLONE_THREAD */
 	SEQ_EV_THREAD_EXIT = 5,  /* a thread exited, its process lives on */
-	SEQ_EV_SYNTH = 6,        /* bench-only synthetic producer */
+	SEQ_EV_SYNTH = 6,        /* the synthetic producer (seq.bpf.c's *_synth programs, for the benchmark) */
 	SEQ_EV_SNAPSHOT = 7,     /* a process alive when the receiver started (task iterator, never in the ring) */
 	SEQ_EV_MAX = 8,
 };
@@ -116,9 +116,20 @@ struct seq_tx_hdr {
 /* seq_tx_counters (map): one per-CPU struct seq_tx_stats (ring buffer and perf buffer transports). */
 struct seq_tx_stats {
 	__u64 failed[SEQ_EV_MAX]; /* tickets lost because the output failed, by type */
-	__u64 reserve_failed;     /* ring buffer: bpf_ringbuf_output() failed (no room) */
-	__u64 perf_failed;        /* perf: bpf_perf_event_output() failed (buffer full, nesting) */
+	__u64 reserve_failed;     /* ring buffer: bpf_ringbuf_output() failed */
+	__u64 perf_failed;        /* perf: bpf_perf_event_output() failed */
 	__u64 wakeups;            /* ring buffer: records output with BPF_RB_FORCE_WAKEUP */
+	/* Failed outputs (reserve_failed + perf_failed) by cause. */
+	__u64 failed_full;  /* no room: the ring buffer looked full just after; perf -ENOSPC */
+	__u64 failed_busy;  /* ring buffer: -EAGAIN with room left (its lock not taken); perf -EBUSY (nesting) */
+	__u64 failed_other; /* perf -ENOENT (no buffer for this CPU), anything else */
+};
+
+/* When a ring buffer producer wakes the reader (seq_rb_wakeup_mode in seq.bpf.c, a load-time knob). */
+enum seq_rb_wakeup {
+	SEQ_RB_BATCHED = 0,  /* BPF_RB_NO_WAKEUP, except when a parked reader asks, every 64 tickets, or 1/4 full (the receiver's) */
+	SEQ_RB_ADAPTIVE = 1, /* flags 0: the kernel wakes the reader when it has caught up */
+	SEQ_RB_EVERY = 2,    /* BPF_RB_FORCE_WAKEUP on every record */
 };
 
 #endif

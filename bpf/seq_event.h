@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
  * Filling struct seq_event from a task: shared by every producer of the
- * event (seq.bpf.c, and the benchmark's bench.bpf.c), so that every transport
- * measured carries the same record. Include after vmlinux.h, bpf_core_read.h
+ * event (seq.bpf.c's lifecycle programs and its snapshot iterator), so that
+ * every transport carries the same record. Include after vmlinux.h, bpf_core_read.h
  * and seq.h.
  */
 #ifndef SEQ_EVENT_H

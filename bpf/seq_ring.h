@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
  * The sequencer's producer side, shared by every BPF object that writes into
- * a sequencer ring (seq.bpf.c, and the benchmark's producers): the maps, slot ownership, the
+ * a sequencer ring (seq.bpf.c, or any other producer): the maps, slot ownership, the
  * commit of a staged record and the doorbell. See seq.h for the protocol.
  * Include after vmlinux.h, bpf_helpers.h and seq.h.
  */

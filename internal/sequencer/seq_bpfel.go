@@ -22,6 +22,27 @@ type seqSeqCtl struct {
 	Pad1   [6]uint64
 }
 
+type seqSeqEventType uint32
+
+const (
+	seqSeqEventTypeSEQ_EV_FORK         seqSeqEventType = 1
+	seqSeqEventTypeSEQ_EV_EXEC         seqSeqEventType = 2
+	seqSeqEventTypeSEQ_EV_EXIT         seqSeqEventType = 3
+	seqSeqEventTypeSEQ_EV_THREAD_START seqSeqEventType = 4
+	seqSeqEventTypeSEQ_EV_THREAD_EXIT  seqSeqEventType = 5
+	seqSeqEventTypeSEQ_EV_SYNTH        seqSeqEventType = 6
+	seqSeqEventTypeSEQ_EV_SNAPSHOT     seqSeqEventType = 7
+	seqSeqEventTypeSEQ_EV_MAX          seqSeqEventType = 8
+)
+
+type seqSeqRbWakeup uint32
+
+const (
+	seqSeqRbWakeupSEQ_RB_BATCHED  seqSeqRbWakeup = 0
+	seqSeqRbWakeupSEQ_RB_ADAPTIVE seqSeqRbWakeup = 1
+	seqSeqRbWakeupSEQ_RB_EVERY    seqSeqRbWakeup = 2
+)
+
 type seqSeqScratch struct {
 	_   structs.HostLayout
 	Buf [4704]uint8
@@ -53,6 +74,9 @@ type seqSeqTxStats struct {
 	ReserveFailed uint64
 	PerfFailed    uint64
 	Wakeups       uint64
+	FailedFull    uint64
+	FailedBusy    uint64
+	FailedOther   uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -70,20 +94,31 @@ const (
 	seqProgPbExec          = "pb_exec"
 	seqProgPbExit          = "pb_exit"
 	seqProgPbFork          = "pb_fork"
+	seqProgPbSynth         = "pb_synth"
 	seqProgRbExec          = "rb_exec"
 	seqProgRbExit          = "rb_exit"
 	seqProgRbFork          = "rb_fork"
+	seqProgRbSynth         = "rb_synth"
 	seqProgSeqExec         = "seq_exec"
 	seqProgSeqExit         = "seq_exit"
 	seqProgSeqFork         = "seq_fork"
 	seqProgSeqSnapshot     = "seq_snapshot"
+	seqProgSeqSynth        = "seq_synth"
+	seqProgStExec          = "st_exec"
+	seqProgStExit          = "st_exit"
+	seqProgStFork          = "st_fork"
+	seqProgStSynth         = "st_synth"
 	seqVarSeqEventMask     = "seq_event_mask"
+	seqVarSeqEventTypeBtf  = "seq_event_type_btf"
 	seqVarSeqMaxArgs       = "seq_max_args"
 	seqVarSeqRbWakeupBytes = "seq_rb_wakeup_bytes"
 	seqVarSeqRbWakeupMask  = "seq_rb_wakeup_mask"
+	seqVarSeqRbWakeupMode  = "seq_rb_wakeup_mode"
 	seqVarSeqRingMask      = "seq_ring_mask"
 	seqVarSeqShedAbove     = "seq_shed_above"
 	seqVarSeqShedMask      = "seq_shed_mask"
+	seqVarSeqSynthNr       = "seq_synth_nr"
+	seqVarSeqSynthTgid     = "seq_synth_tgid"
 )
 
 // loadSeq returns the embedded CollectionSpec for seq.
@@ -131,13 +166,20 @@ type seqProgramSpecs struct {
 	PbExec      *ebpf.ProgramSpec `ebpf:"pb_exec"`
 	PbExit      *ebpf.ProgramSpec `ebpf:"pb_exit"`
 	PbFork      *ebpf.ProgramSpec `ebpf:"pb_fork"`
+	PbSynth     *ebpf.ProgramSpec `ebpf:"pb_synth"`
 	RbExec      *ebpf.ProgramSpec `ebpf:"rb_exec"`
 	RbExit      *ebpf.ProgramSpec `ebpf:"rb_exit"`
 	RbFork      *ebpf.ProgramSpec `ebpf:"rb_fork"`
+	RbSynth     *ebpf.ProgramSpec `ebpf:"rb_synth"`
 	SeqExec     *ebpf.ProgramSpec `ebpf:"seq_exec"`
 	SeqExit     *ebpf.ProgramSpec `ebpf:"seq_exit"`
 	SeqFork     *ebpf.ProgramSpec `ebpf:"seq_fork"`
 	SeqSnapshot *ebpf.ProgramSpec `ebpf:"seq_snapshot"`
+	SeqSynth    *ebpf.ProgramSpec `ebpf:"seq_synth"`
+	StExec      *ebpf.ProgramSpec `ebpf:"st_exec"`
+	StExit      *ebpf.ProgramSpec `ebpf:"st_exit"`
+	StFork      *ebpf.ProgramSpec `ebpf:"st_fork"`
+	StSynth     *ebpf.ProgramSpec `ebpf:"st_synth"`
 }
 
 // seqMapSpecs contains maps before they are loaded into the kernel.
@@ -159,12 +201,16 @@ type seqMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type seqVariableSpecs struct {
 	SeqEventMask     *ebpf.VariableSpec `ebpf:"seq_event_mask"`
+	SeqEventTypeBtf  *ebpf.VariableSpec `ebpf:"seq_event_type_btf"`
 	SeqMaxArgs       *ebpf.VariableSpec `ebpf:"seq_max_args"`
 	SeqRbWakeupBytes *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_bytes"`
 	SeqRbWakeupMask  *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_mask"`
+	SeqRbWakeupMode  *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_mode"`
 	SeqRingMask      *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 	SeqShedAbove     *ebpf.VariableSpec `ebpf:"seq_shed_above"`
 	SeqShedMask      *ebpf.VariableSpec `ebpf:"seq_shed_mask"`
+	SeqSynthNr       *ebpf.VariableSpec `ebpf:"seq_synth_nr"`
+	SeqSynthTgid     *ebpf.VariableSpec `ebpf:"seq_synth_tgid"`
 }
 
 // seqObjects contains all objects after they have been loaded into the kernel.
@@ -215,12 +261,16 @@ func (m *seqMaps) Close() error {
 // It can be passed to loadSeqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type seqVariables struct {
 	SeqEventMask     *ebpf.Variable `ebpf:"seq_event_mask"`
+	SeqEventTypeBtf  *ebpf.Variable `ebpf:"seq_event_type_btf"`
 	SeqMaxArgs       *ebpf.Variable `ebpf:"seq_max_args"`
 	SeqRbWakeupBytes *ebpf.Variable `ebpf:"seq_rb_wakeup_bytes"`
 	SeqRbWakeupMask  *ebpf.Variable `ebpf:"seq_rb_wakeup_mask"`
+	SeqRbWakeupMode  *ebpf.Variable `ebpf:"seq_rb_wakeup_mode"`
 	SeqRingMask      *ebpf.Variable `ebpf:"seq_ring_mask"`
 	SeqShedAbove     *ebpf.Variable `ebpf:"seq_shed_above"`
 	SeqShedMask      *ebpf.Variable `ebpf:"seq_shed_mask"`
+	SeqSynthNr       *ebpf.Variable `ebpf:"seq_synth_nr"`
+	SeqSynthTgid     *ebpf.Variable `ebpf:"seq_synth_tgid"`
 }
 
 // seqPrograms contains all programs after they have been loaded into the kernel.
@@ -230,13 +280,20 @@ type seqPrograms struct {
 	PbExec      *ebpf.Program `ebpf:"pb_exec"`
 	PbExit      *ebpf.Program `ebpf:"pb_exit"`
 	PbFork      *ebpf.Program `ebpf:"pb_fork"`
+	PbSynth     *ebpf.Program `ebpf:"pb_synth"`
 	RbExec      *ebpf.Program `ebpf:"rb_exec"`
 	RbExit      *ebpf.Program `ebpf:"rb_exit"`
 	RbFork      *ebpf.Program `ebpf:"rb_fork"`
+	RbSynth     *ebpf.Program `ebpf:"rb_synth"`
 	SeqExec     *ebpf.Program `ebpf:"seq_exec"`
 	SeqExit     *ebpf.Program `ebpf:"seq_exit"`
 	SeqFork     *ebpf.Program `ebpf:"seq_fork"`
 	SeqSnapshot *ebpf.Program `ebpf:"seq_snapshot"`
+	SeqSynth    *ebpf.Program `ebpf:"seq_synth"`
+	StExec      *ebpf.Program `ebpf:"st_exec"`
+	StExit      *ebpf.Program `ebpf:"st_exit"`
+	StFork      *ebpf.Program `ebpf:"st_fork"`
+	StSynth     *ebpf.Program `ebpf:"st_synth"`
 }
 
 func (p *seqPrograms) Close() error {
@@ -244,13 +301,20 @@ func (p *seqPrograms) Close() error {
 		p.PbExec,
 		p.PbExit,
 		p.PbFork,
+		p.PbSynth,
 		p.RbExec,
 		p.RbExit,
 		p.RbFork,
+		p.RbSynth,
 		p.SeqExec,
 		p.SeqExit,
 		p.SeqFork,
 		p.SeqSnapshot,
+		p.SeqSynth,
+		p.StExec,
+		p.StExit,
+		p.StFork,
+		p.StSynth,
 	)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,21 @@ func (t Transport) prefix() string {
 	return ""
 }
 
+// programs names the programs Open loads for transport t: the lifecycle
+// programs (or the stage-only ones), the synthetic producer when asked, and
+// the snapshot iterator last.
+func (o Options) programs(t Transport) []string {
+	prefix := t.prefix()
+	if o.StageOnly {
+		prefix = "st_"
+	}
+	names := []string{prefix + "fork", prefix + "exec", prefix + "exit"}
+	if o.Synth != nil {
+		names = append(names, prefix+"synth")
+	}
+	return append(names, "seq_snapshot")
+}
+
 // maps are the maps the transport's programs use; the others are not created.
 func (t Transport) maps() []string {
 	switch t {
@@ -67,7 +83,53 @@ type Options struct {
 	// ShedAbove tickets behind; counted in Counters.Shed.
 	Shed      []event.Type
 	ShedAbove uint64
+
+	// Benchmark and diagnostic options (tools/seqbench): the receiver leaves
+	// them zero, and then the programs are exactly the receiver's.
+
+	// Synth also loads and attaches the transport's synthetic producer (on
+	// sys_enter); it emits records of type event.Synth, so Events must name it.
+	Synth *SynthOptions
+	// RingBufWakeup is when the ring buffer's producers wake the reader
+	// (TransportRingBuf only); zero is RingBufWakeupBatched, the receiver's.
+	RingBufWakeup RingBufWakeup
+	// StageOnly (TransportSequencer only) loads, in place of the sequencer's
+	// programs, ones that stage every record as they do and then drop it:
+	// the cost of the hooks and the staging without a transport. Nothing
+	// reaches the ring.
+	StageOnly bool
+	// OnArrival, if set, is called by the ring buffer and perf sources with
+	// every record as it arrives, before the reorder stage puts it in ticket
+	// order (data is valid only during the call). The sequencer's records
+	// arrive in ticket order; it never calls it.
+	OnArrival func(ticket uint64, data []byte)
 }
+
+// SynthOptions configure the synthetic producer: every system call SyscallNR
+// made by a thread of process TargetTGID is one fixed 96-byte record.
+type SynthOptions struct {
+	TargetTGID uint32
+	SyscallNR  int64 // e.g. unix.SYS_GETPID
+}
+
+// RingBufWakeup is enum seq_rb_wakeup: when a ring buffer producer wakes the reader.
+type RingBufWakeup uint32
+
+// The ring buffer wake-up policies.
+const (
+	// RingBufWakeupBatched: BPF_RB_NO_WAKEUP, except when the parked reader
+	// asks, every RingBufWakeupTickets tickets and when a quarter of the buffer
+	// is unread (the receiver's).
+	RingBufWakeupBatched = RingBufWakeup(seqSeqRbWakeupSEQ_RB_BATCHED)
+	// RingBufWakeupAdaptive: flags 0, the kernel wakes the reader when it has caught up.
+	RingBufWakeupAdaptive = RingBufWakeup(seqSeqRbWakeupSEQ_RB_ADAPTIVE)
+	// RingBufWakeupEvery: BPF_RB_FORCE_WAKEUP on every record.
+	RingBufWakeupEvery = RingBufWakeup(seqSeqRbWakeupSEQ_RB_EVERY)
+)
+
+// RingBufWakeupTickets is how many tickets apart the batched ring buffer
+// producers force a wake-up at the most.
+const RingBufWakeupTickets = 64
 
 // Sequencer is the loaded, attached set of programs with the ring (or the
 // ring buffer or perf buffers) ready to read, whatever the transport.
@@ -77,7 +139,7 @@ type Sequencer struct {
 	warn      bool
 	opts      Options
 	coll      *ebpf.Collection
-	progs     []*ebpf.Program // fork, exec, exit, snapshot
+	progs     []*ebpf.Program // fork, exec, exit, [synth,] snapshot
 	maps      []*ebpf.Map     // the maps the transport uses
 	links     []link.Link
 	ctl       []byte
@@ -108,6 +170,12 @@ func Open(opts Options) (*Sequencer, error) {
 	}
 	if opts.MaxArgs < 0 || opts.MaxArgs > MaxArgs {
 		return nil, fmt.Errorf("max args %d out of range 0..%d", opts.MaxArgs, MaxArgs)
+	}
+	if opts.RingBufWakeup > RingBufWakeupEvery {
+		return nil, fmt.Errorf("unknown ring buffer wake-up policy %d", opts.RingBufWakeup)
+	}
+	if opts.StageOnly && opts.Transport != TransportSequencer {
+		return nil, fmt.Errorf("stage only: the transport must be %s, not %q", TransportSequencer, opts.Transport)
 	}
 	if err := Preflight(); err != nil {
 		return nil, err
@@ -161,9 +229,9 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 	}
 	// Only this transport's lifecycle programs (and the snapshot iterator),
 	// and only the maps they use.
-	prefix := tr.prefix()
+	progs := opts.programs(tr)
 	for name := range spec.Programs {
-		if name != "seq_snapshot" && !strings.HasPrefix(name, prefix) {
+		if !slices.Contains(progs, name) {
 			delete(spec.Programs, name)
 		}
 	}
@@ -190,6 +258,10 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 		}
 		mask |= 1 << t
 	}
+	synth := SynthOptions{SyscallNR: -1}
+	if opts.Synth != nil {
+		synth = *opts.Synth
+	}
 	var shed uint32
 	for _, t := range opts.Shed {
 		if !t.Valid() || t == event.Exit {
@@ -204,8 +276,11 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 		"seq_event_mask": mask,
 		"seq_max_args":   uint32(opts.MaxArgs),
 		// Ring buffer: a forced wake-up every 64 tickets, or when a quarter of the buffer is unread.
-		"seq_rb_wakeup_mask":  uint64(63),
+		"seq_rb_wakeup_mask":  uint64(RingBufWakeupTickets - 1),
 		"seq_rb_wakeup_bytes": uint64(ringBytes / 4),
+		"seq_rb_wakeup_mode":  uint32(opts.RingBufWakeup),
+		"seq_synth_tgid":      synth.TargetTGID,
+		"seq_synth_nr":        synth.SyscallNR,
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
@@ -228,14 +303,14 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 		}
 		return nil, explainLoad(err)
 	}
-	for _, role := range []string{"fork", "exec", "exit"} {
-		s.progs = append(s.progs, s.coll.Programs[prefix+role])
+	for _, name := range progs {
+		s.progs = append(s.progs, s.coll.Programs[name])
 	}
-	s.progs = append(s.progs, s.coll.Programs["seq_snapshot"])
 	for _, m := range tr.maps() {
 		s.maps = append(s.maps, s.coll.Maps[m])
 	}
-	for _, p := range s.progs[:3] {
+	// Every program but the snapshot iterator (the last) on its tracepoint.
+	for _, p := range s.progs[:len(s.progs)-1] {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
 		if err != nil {
 			return nil, fmt.Errorf("attach %s: %w", p, err)
@@ -321,9 +396,13 @@ type Counters struct {
 
 	// The ring buffer and perf buffer transports.
 	Failed        [event.NumTypes]uint64 // tickets lost to a failed output, by type
-	ReserveFailed uint64                 // ring buffer outputs that failed (no room)
-	PerfFailed    uint64                 // perf outputs that failed (buffer full, nesting)
+	ReserveFailed uint64                 // ring buffer outputs that failed
+	PerfFailed    uint64                 // perf outputs that failed
 	Wakeups       uint64                 // ring buffer records output with a forced wake-up
+	// Failed outputs by cause: no room (ring buffer full, perf -ENOSPC);
+	// busy (ring buffer lock not taken, a guess; perf -EBUSY, nesting);
+	// other (perf -ENOENT, no buffer for the CPU, and the rest).
+	FailedFull, FailedBusy, FailedOther uint64
 }
 
 // TotalFailed is the sum of Failed.
@@ -377,6 +456,9 @@ func (s *Sequencer) Counters() (Counters, error) {
 		c.ReserveFailed += p.ReserveFailed
 		c.PerfFailed += p.PerfFailed
 		c.Wakeups += p.Wakeups
+		c.FailedFull += p.FailedFull
+		c.FailedBusy += p.FailedBusy
+		c.FailedOther += p.FailedOther
 	}
 	return c, nil
 }
@@ -423,6 +505,29 @@ func (s *Sequencer) ProgramIDs() []ebpf.ProgramID {
 		}
 	}
 	return ids
+}
+
+// RunStats are the kernel's run-time statistics of the attached programs,
+// summed (kernel.bpf_stats_enabled must be on while they run).
+type RunStats struct {
+	RunTime   time.Duration
+	RunCount  uint64
+	Recursion uint64 // runs skipped: another BPF program was running on that CPU
+}
+
+// RunStats sums the statistics of the programs attached to tracepoints.
+func (s *Sequencer) RunStats() (RunStats, error) {
+	var r RunStats
+	for _, p := range s.progs[:len(s.progs)-1] {
+		st, err := p.Stats()
+		if err != nil {
+			return r, fmt.Errorf("program stats: %w", err)
+		}
+		r.RunTime += st.Runtime
+		r.RunCount += st.RunCount
+		r.Recursion += st.RecursionMisses
+	}
+	return r, nil
 }
 
 // Detach stops the producers: nothing new enters the ring, what is there stays readable.

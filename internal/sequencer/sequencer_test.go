@@ -83,3 +83,24 @@ func procPIDs(t *testing.T) map[uint32]bool {
 	}
 	return m
 }
+
+// event.Type is enum seq_event_type: the numbers the programs write are the
+// ones the decoder reads.
+func TestEventTypesMatchBPF(t *testing.T) {
+	want := map[event.Type]seqSeqEventType{
+		event.Fork:        seqSeqEventTypeSEQ_EV_FORK,
+		event.Exec:        seqSeqEventTypeSEQ_EV_EXEC,
+		event.Exit:        seqSeqEventTypeSEQ_EV_EXIT,
+		event.ThreadStart: seqSeqEventTypeSEQ_EV_THREAD_START,
+		event.ThreadExit:  seqSeqEventTypeSEQ_EV_THREAD_EXIT,
+		event.Synth:       seqSeqEventTypeSEQ_EV_SYNTH,
+		event.Snapshot:    seqSeqEventTypeSEQ_EV_SNAPSHOT,
+	}
+	for typ, c := range want {
+		require.Equal(t, uint32(c), uint32(typ), "%v", typ)
+	}
+	for typ := event.Fork; typ <= event.Snapshot; typ++ {
+		require.Contains(t, want, typ, "a Go event type the BPF enum lacks")
+	}
+	require.Equal(t, uint32(seqSeqEventTypeSEQ_EV_MAX), uint32(event.NumTypes))
+}

@@ -166,6 +166,22 @@ func (b *bufSource) close() error {
 	return b.pr.Close()
 }
 
+// BufStats are what a ring buffer or perf source saw besides its items
+// (benchmark and diagnostics).
+type BufStats struct {
+	ReorderMaxHeld int    // most records the reorder stage held at once
+	ReorderLate    uint64 // records that came after their tickets were given up on (dropped)
+	PerfLost       uint64 // samples the kernel told the perf reader it lost
+}
+
+// BufStatser is implemented by the ring buffer and perf sources.
+type BufStatser interface{ BufStats() BufStats }
+
+// BufStats returns the running totals; for the reading goroutine.
+func (b *bufSource) BufStats() BufStats {
+	return BufStats{ReorderMaxHeld: b.ro.MaxSeen, ReorderLate: b.ro.Late, PerfLost: b.perfLost}
+}
+
 func (b *bufSource) Head() uint64      { return atomic.LoadUint64(b.head) }
 func (b *bufSource) Next() uint64      { return b.next.Load() }
 func (b *bufSource) Start() uint64     { return 0 }
@@ -256,6 +272,9 @@ func (b *bufSource) push(raw []byte, now time.Time) {
 	n := event.FixedSize + int(binary.LittleEndian.Uint16(data[68:])) + int(binary.LittleEndian.Uint16(data[70:]))
 	if n <= len(data) {
 		data = data[:n]
+	}
+	if b.s.opts.OnArrival != nil {
+		b.s.opts.OnArrival(t, data)
 	}
 	rec := txRecord{ticket: t, n: uint64(ring.SlotsFor(len(data))), data: data}
 	if t != b.ro.Next() || b.ro.Held() > 0 {

@@ -1,12 +1,14 @@
 //go:build linux
 
 // Command seqbench puts the sequencer, the BPF ring buffer and perf buffers
-// side by side: the same BPF producers (bpf/bench.bpf.c) feeding each
-// transport in turn under fork, exec and synthetic getpid workloads, every
-// ticket accounted for. It prints a Markdown table and writes results.json,
-// results.md and bench.png into -out. Run it as root; see BENCHMARKS.md.
+// side by side: the seq receiver's own loader and BPF object
+// (internal/sequencer, bpf/seq.bpf.c) feeding each transport in turn under
+// fork, exec and synthetic getpid workloads, read through the receiver's
+// sources, every ticket accounted for. It prints a Markdown table and writes
+// results.json, results.md and bench.png into -out. Run it as root; see
+// BENCHMARKS.md.
 //
-//	go run ./receiver/seqreceiver/cmd/seqbench -transports sequencer,ringbuf,perfbuf -workloads fork,exec,synth -cpus 1,2 -duration 5s -out bench-results
+//	go run ./tools/seqbench -transports sequencer,ringbuf,perfbuf -workloads fork,exec,synth -cpus 1,2 -duration 5s -out bench-results
 package main
 
 import (
@@ -35,12 +37,7 @@ func main() {
 	flag.IntVar(&c.ForkPerCPU, "fork-per-cpu", c.ForkPerCPU, "stress-ng --fork instances per CPU")
 	flag.IntVar(&c.ExecPerCPU, "exec-per-cpu", c.ExecPerCPU, "fork+exec /bin/true loops per CPU")
 	flag.IntVar(&c.SynthPerCPU, "synth-per-cpu", c.SynthPerCPU, "getpid threads per CPU")
-	flag.Uint64Var(&c.WakeupEvery, "rb-wakeup-every", c.WakeupEvery, "ring buffer: force a wake-up every N tickets (power of two)")
-	flag.Uint64Var(&c.WakeupBytes, "rb-wakeup-bytes", c.WakeupBytes, "ring buffer: ... and when this much unread data builds up (0: a quarter of the buffer)")
-	flag.IntVar(&c.PerfWakeupEvents, "perf-wakeup-events", c.PerfWakeupEvents, "perf: wake the reader after N records in a CPU's buffer")
-	flag.IntVar(&c.ReorderHeld, "reorder-held", c.ReorderHeld, "reorder stage: most records held before giving up on a missing ticket")
-	flag.DurationVar(&c.ReorderWait, "reorder-wait", c.ReorderWait, "reorder stage: longest a record waits for a missing ticket")
-	flag.DurationVar(&c.Poll, "poll", c.Poll, "how often readers look without a wake-up")
+	flag.DurationVar(&c.Poll, "poll", c.Poll, "longest the parked reader waits for a wake-up before it looks again")
 	flag.BoolVar(&c.Untraced, "untraced", c.Untraced, "also run each workload untraced, for the slowdown column")
 	flag.Parse()
 

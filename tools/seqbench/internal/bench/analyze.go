@@ -1,5 +1,21 @@
 package bench
 
+import "github.com/otelcol-seq/otelcol-seq/internal/event"
+
+// Rec is the part of a delivered event that the order checks look at.
+type Rec struct {
+	Ticket uint64
+	KTime  uint64 // when it happened (CLOCK_BOOTTIME ns)
+	Start  uint64 // the process's start time: with PID it names the process
+	PID    uint32
+	Type   event.Type
+}
+
+// recOf is ev's Rec.
+func recOf(ev *event.Event) Rec {
+	return Rec{Ticket: ev.Ticket, KTime: ev.KTime, Start: ev.StartNs, PID: ev.PID, Type: ev.Type}
+}
+
 // Order checks one delivery order: tickets going backwards, timestamps going
 // backwards, and causality broken within one process (named by pid and start
 // time, so a reused pid is another process).
@@ -55,11 +71,11 @@ func (o *Order) Observe(r Rec) {
 	}
 	var bit uint8
 	switch r.Type {
-	case evFork:
+	case event.Fork:
 		bit = sawFork
-	case evExec:
+	case event.Exec:
 		bit = sawExec
-	case evExit:
+	case event.Exit:
 		bit = sawExit
 	default:
 		o.untrackedEvents++
@@ -84,12 +100,3 @@ func (o *Order) Observe(r Rec) {
 
 // Processes is how many processes the checker has seen.
 func (o *Order) Processes() int { return len(o.procs) }
-
-// Event types, as bpf/seq.h numbers them.
-const (
-	evFork  = 1
-	evExec  = 2
-	evExit  = 3
-	evSynth = 6
-	evMax   = 8
-)

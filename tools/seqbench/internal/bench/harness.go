@@ -13,6 +13,9 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
 // Config is one benchmark run: every transport × workload × CPU count.
@@ -23,17 +26,15 @@ type Config struct {
 	Duration   time.Duration
 	Out        string // directory for results.json, results.md, bench.png; "" for none
 
-	BufferBytes      int    // memory per transport (see LoadOptions)
-	ForkPerCPU       int    // stress-ng --fork instances per CPU
-	ExecPerCPU       int    // exec loops per CPU
-	SynthPerCPU      int    // getpid threads per CPU
-	WakeupEvery      uint64 // ring buffer: forced wake-up every this many tickets
-	WakeupBytes      uint64 // ring buffer: ... and when this much data waits (0: BufferBytes/4)
-	PerfWakeupEvents int    // perf: wake the reader after this many records in a CPU's buffer
-	Poll             time.Duration
-	ReorderHeld      int
-	ReorderWait      time.Duration
-	Untraced         bool // measure each workload untraced too (the slowdown column)
+	// BufferBytes is the memory every transport gets: the sequencer's ring
+	// (BufferBytes/128 slots), the ring buffer, or the perf buffers together.
+	// A power of two.
+	BufferBytes int
+	ForkPerCPU  int           // stress-ng --fork instances per CPU
+	ExecPerCPU  int           // exec loops per CPU
+	SynthPerCPU int           // getpid threads per CPU
+	Poll        time.Duration // the longest the parked reader waits for a wake-up
+	Untraced    bool          // measure each workload untraced too (the slowdown column)
 
 	Log io.Writer // progress; nil for none
 }
@@ -46,21 +47,17 @@ func DefaultConfig() Config {
 		cpus = []int{1}
 	}
 	return Config{
-		Transports:       []Transport{Sequencer, RingBuf, PerfBuf},
-		Workloads:        Workloads,
-		CPUs:             cpus,
-		Duration:         5 * time.Second,
-		Out:              "bench-results",
-		BufferBytes:      64 << 20,
-		ForkPerCPU:       4,
-		ExecPerCPU:       2,
-		SynthPerCPU:      1,
-		WakeupEvery:      64,
-		PerfWakeupEvents: 64,
-		Poll:             5 * time.Millisecond,
-		ReorderHeld:      16384,
-		ReorderWait:      50 * time.Millisecond,
-		Untraced:         true,
+		Transports:  []Transport{Sequencer, RingBuf, PerfBuf},
+		Workloads:   Workloads,
+		CPUs:        cpus,
+		Duration:    5 * time.Second,
+		Out:         "bench-results",
+		BufferBytes: 64 << 20,
+		ForkPerCPU:  4,
+		ExecPerCPU:  2,
+		SynthPerCPU: 1,
+		Poll:        time.Second, // the receiver's park timeout
+		Untraced:    true,
 	}
 }
 
@@ -73,7 +70,7 @@ type Result struct {
 
 	Issued      uint64  `json:"issued"`      // tickets issued: the kernel's counter
 	Delivered   uint64  `json:"delivered"`   // tickets that reached the reader
-	Lost        uint64  `json:"lost"`        // tickets reported lost: sequencer by the reader's gaps, ring buffer/perf by the kernel's failed outputs
+	Lost        uint64  `json:"lost"`        // tickets in the gaps the reader reported (LostBy says why)
 	Unaccounted int64   `json:"unaccounted"` // issued - delivered - lost: must be 0
 	CapturePct  float64 `json:"capture_pct"`
 	Records     uint64  `json:"records"`
@@ -87,8 +84,8 @@ type Result struct {
 	TimeInversionAfter uint64 `json:"timestamp_inversions_reordered"`
 	Processes          int    `json:"processes_tracked"`
 
-	ReorderDeclared uint64 `json:"reorder_declared_lost"` // tickets the stage gave up on
-	ReorderLate     uint64 `json:"reorder_late"`          // arrived after being given up on: released out of order
+	ReorderDeclared uint64 `json:"reorder_declared_lost"` // tickets the stage gave up on that no producer counted failed
+	ReorderLate     uint64 `json:"reorder_late"`          // records that arrived after their tickets were given up on (dropped)
 	ReorderMaxHeld  int    `json:"reorder_max_held"`
 
 	KernelEvents    uint64            `json:"kernel_events"`            // records the producers made (by the kernel's per-CPU counters)
@@ -98,8 +95,9 @@ type Result struct {
 	FailedOther     uint64            `json:"failed_other"`             // ... anything else
 	PerfLost        uint64            `json:"perf_lost_samples"`        // LostSamples the perf reader was told of
 	Overrun         uint64            `json:"sequencer_overrun"`        // sequencer slots skipped by producers
-	LostBy          map[string]uint64 `json:"lost_by_reason,omitempty"` // sequencer gaps by reason
+	LostBy          map[string]uint64 `json:"lost_by_reason,omitempty"` // the reader's gaps by reason
 	Wakeups         uint64            `json:"wakeups"`                  // ring buffer forced wake-ups; sequencer doorbells
+	ReaderWakeups   uint64            `json:"reader_wakeups"`           // waits of the reader that ended with a wake-up
 	BPFRuns         uint64            `json:"bpf_run_count"`
 	BPFRunTimeNs    uint64            `json:"bpf_run_time_ns"`
 	BPFNsPerRun     float64           `json:"bpf_ns_per_run"`
@@ -180,8 +178,8 @@ func Run(c Config) ([]Result, error) {
 }
 
 func (r Result) summary() string {
-	return fmt.Sprintf("issued %d delivered %d lost %d unaccounted %d capture %.3f%% order %d/%d causality %d/%d %.0f ev/s bpf %.0f ns/ev consumer %.2f s/M",
-		r.Issued, r.Delivered, r.Lost, r.Unaccounted, r.CapturePct, r.TicketOrderRaw, r.TicketOrderAfter,
+	return fmt.Sprintf("issued %d delivered %d lost %d %v unaccounted %d capture %.3f%% order %d/%d causality %d/%d %.0f ev/s bpf %.0f ns/ev consumer %.2f s/M",
+		r.Issued, r.Delivered, r.Lost, r.LostBy, r.Unaccounted, r.CapturePct, r.TicketOrderRaw, r.TicketOrderAfter,
 		r.CausalityRaw, r.CausalityAfter, r.EventsPerSec, r.BPFNsPerEvent, r.ConsumerCPUPerM)
 }
 
@@ -198,10 +196,14 @@ func Untraced(c Config, w Workload, n int) (uint64, time.Duration, error) {
 	return run.wait()
 }
 
-// RunOne loads and attaches transport t's programs only, runs workload w on
-// the first n CPUs, detaches, drains the reader and accounts for every ticket.
+// RunOne loads and attaches transport t's programs only (the receiver's
+// loader, sequencer.Open), runs workload w on the first n CPUs, detaches,
+// drains the reader and accounts for every ticket.
 func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	res = Result{Transport: string(t), Workload: string(w), CPUs: n}
+	if c.BufferBytes < 1<<16 || c.BufferBytes&(c.BufferBytes-1) != 0 {
+		return res, fmt.Errorf("buffer of %d bytes: want a power of two, at least 64 KiB", c.BufferBytes)
+	}
 	run, err := prepare(w, c.workloadOptions(n))
 	if err != nil {
 		return res, err
@@ -211,52 +213,37 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 			run.kill()
 		}
 	}()
-	wakeBytes := c.WakeupBytes
-	if wakeBytes == 0 {
-		wakeBytes = uint64(c.BufferBytes / 4)
-	}
-	objs, err := Load(LoadOptions{
-		Transport:   t,
-		BufferBytes: c.BufferBytes,
-		Lifecycle:   w != Synth,
-		Synth:       w == Synth,
-		TargetTGID:  uint32(run.pid),
-		WakeupEvery: c.WakeupEvery,
-		WakeupBytes: wakeBytes,
-	})
+	opts, err := t.options(w, uint32(run.pid), c.BufferBytes)
 	if err != nil {
 		return res, err
 	}
-	defer objs.Close()
-	rd, err := newReader(objs, ReaderOptions{
-		Poll:             c.Poll,
-		PerfWakeupEvents: c.PerfWakeupEvents,
-		ReorderHeld:      c.ReorderHeld,
-		ReorderWait:      c.ReorderWait,
-		Processes:        w != Synth,
-	})
+	k := newConsumer(w != Synth, t.reordered(), c.Poll)
+	if t.reordered() {
+		opts.OnArrival = k.arrival
+	}
+	seq, err := sequencer.Open(opts)
 	if err != nil {
 		return res, err
 	}
-	defer rd.close()
-	stopReader := startReader(rd)
+	defer seq.Close()
+	t0 := time.Now()
+	if k.src, err = seq.NewSource(); err != nil {
+		return res, err
+	}
+	stopReader := k.start()
 	readerStopped := false
 	defer func() {
 		if !readerStopped {
-			_ = objs.Detach()
+			_ = seq.Detach()
 			_, _ = stopReader()
 		}
 	}()
 
-	if err := objs.Attach(); err != nil {
-		return res, err
-	}
-	t0 := time.Now()
 	if err := run.start(); err != nil {
 		return res, err
 	}
 	ops, elapsed, werr := run.wait()
-	if err := objs.Detach(); err != nil {
+	if err := seq.Detach(); err != nil {
 		return res, err
 	}
 	attached := time.Since(t0)
@@ -270,13 +257,12 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	if rerr != nil {
 		return res, fmt.Errorf("reader: %w", rerr)
 	}
-	issued := objs.Head()
-	rd.consumer().finish(issued)
-	kc, err := objs.Counters()
+	issued := k.src.Head()
+	kc, err := seq.Counters()
 	if err != nil {
 		return res, err
 	}
-	rs, err := objs.RunStats()
+	rs, err := seq.RunStats()
 	if err != nil {
 		return res, err
 	}
@@ -284,32 +270,29 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	res.Seconds = attached.Seconds()
 	res.Issued = issued
 	res.Delivered = cons.Tickets
+	res.Lost = cons.Lost
+	res.LostBy = cons.LostBy
 	res.Records = cons.Records
 	res.DecodeErrs = cons.DecodeErrs
-	if t.prefix() == "seqb" {
-		res.Lost = cons.Lost
-		res.LostBy = cons.LostByWhy
-		res.Overrun = kc.Overrun
-		var tix uint64
-		for _, v := range kc.Tickets {
-			tix += v
-		}
-		res.KernelEvents = kc.TotalEvents()
-		if tix != issued {
-			// The per-CPU counters and the head must agree.
-			res.Error = fmt.Sprintf("kernel per-CPU tickets %d != head %d", tix, issued)
-		}
-	} else {
-		res.Lost = kc.TotalFailed()
-		res.KernelEvents = kc.TotalEvents()
-		res.KernelFailed = kc.TotalFailed()
-		res.FailedFull, res.FailedBusy, res.FailedOther = kc.ErrFull, kc.ErrBusy, kc.ErrNoent+kc.ErrOther
-		res.PerfLost = cons.PerfLost
-		res.ReorderDeclared = cons.Reorder.Declared
-		res.ReorderLate = cons.Reorder.Late
-		res.ReorderMaxHeld = cons.Reorder.MaxSeen
+	res.Overrun = kc.Overrun
+	for _, v := range kc.Events {
+		res.KernelEvents += v
 	}
-	res.Wakeups = kc.Wakeups + cons.Wakeups
+	if tix := kc.TotalTickets(); tix != issued {
+		// The per-CPU counters and the head must agree.
+		res.Error = fmt.Sprintf("kernel per-CPU tickets %d != head %d", tix, issued)
+	}
+	res.KernelFailed = kc.TotalFailed()
+	res.FailedFull, res.FailedBusy, res.FailedOther = kc.FailedFull, kc.FailedBusy, kc.FailedOther
+	if bs, ok := k.src.(sequencer.BufStatser); ok {
+		st := bs.BufStats()
+		res.PerfLost = st.PerfLost
+		res.ReorderDeclared = cons.LostBy[ring.GaveUp.String()]
+		res.ReorderLate = st.ReorderLate
+		res.ReorderMaxHeld = st.ReorderMaxHeld
+	}
+	res.Wakeups = kc.Wakeups + kc.Doorbells
+	res.ReaderWakeups = cons.Wakeups
 	res.Unaccounted = int64(res.Issued) - int64(res.Delivered) - int64(res.Lost)
 	if res.Issued > 0 {
 		res.CapturePct = 100 * float64(res.Delivered) / float64(res.Issued)
@@ -318,12 +301,12 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	res.CausalityRaw, res.CausalityAfter = cons.Raw.Causality, cons.Ordered.Causality
 	res.TimeInversionRaw, res.TimeInversionAfter = cons.Raw.TimeInversions, cons.Ordered.TimeInversions
 	res.Processes = cons.Raw.Processes()
-	res.BPFRuns, res.BPFRunTimeNs, res.BPFRecursion = rs.RunCount, rs.RunTimeNs, rs.Recursion
+	res.BPFRuns, res.BPFRunTimeNs, res.BPFRecursion = rs.RunCount, uint64(rs.RunTime), rs.Recursion
 	if rs.RunCount > 0 {
-		res.BPFNsPerRun = float64(rs.RunTimeNs) / float64(rs.RunCount)
+		res.BPFNsPerRun = float64(rs.RunTime) / float64(rs.RunCount)
 	}
 	if issued > 0 {
-		res.BPFNsPerEvent = float64(rs.RunTimeNs) / float64(issued)
+		res.BPFNsPerEvent = float64(rs.RunTime) / float64(issued)
 	}
 	res.ConsumerCPU = cons.CPU.Seconds()
 	if res.Delivered > 0 {
@@ -355,4 +338,18 @@ func Write(dir string, results []Result, c Config) error {
 	}
 	errs = append(errs, Plot(f, results), f.Close())
 	return errors.Join(errs...)
+}
+
+// EnableBPFStats turns kernel.bpf_stats_enabled on and returns a function
+// that puts the old value back.
+func EnableBPFStats() (restore func(), err error) {
+	const path = "/proc/sys/kernel/bpf_stats_enabled"
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return func() {}, err
+	}
+	if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
+		return func() {}, err
+	}
+	return func() { _ = os.WriteFile(path, old, 0o644) }, nil
 }

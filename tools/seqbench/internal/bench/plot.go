@@ -4,37 +4,55 @@ package bench
 
 import (
 	"fmt"
-	"image"
-	"image/color"
-	"image/draw"
-	"image/png"
 	"io"
 	"math"
 	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Plot draws two bar charts, events/s and capture %, one group of bars per
-// workload × CPU count and one bar per transport, as a PNG.
+// Plot draws two bar charts as a PNG, events/s (log scale) and capture %,
+// one group of bars per workload × CPU count and one bar per transport,
+// each bar with its value written upwards above it.
 func Plot(w io.Writer, results []Result) error {
-	const (
-		W, H   = 1200, 800
-		left   = 100
-		right  = 20
-		scale  = 2
-		panelH = 250
-	)
-	img := image.NewRGBA(image.Rect(0, 0, W, H))
-	draw.Draw(img, img.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
+	groups, transports, val := tabulate(results)
+	rate, err := barPanel("Events/s delivered (log scale)", groups, transports, val, true,
+		func(r Result) float64 { return r.EventsPerSec }, rateLabel)
+	if err != nil {
+		return err
+	}
+	capture, err := barPanel("Capture % (delivered / issued)", groups, transports, val, false,
+		func(r Result) float64 { return r.CapturePct }, pct)
+	if err != nil {
+		return err
+	}
+	img := vgimg.New(12*vg.Inch, 9*vg.Inch)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Millimeter, PadBottom: vg.Millimeter,
+		PadLeft: vg.Millimeter, PadRight: 2 * vg.Millimeter, PadY: 6 * vg.Millimeter}
+	panels := [][]*plot.Plot{{rate}, {capture}}
+	for i, row := range plot.Align(panels, tiles, draw.New(img)) {
+		panels[i][0].Draw(row[0])
+	}
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(w)
+	return err
+}
 
-	var groups []string
-	var transports []string
+// tabulate lists the groups (workload × CPUs) and transports in the order
+// first seen, leaving out those that emit nothing (no rate, no capture).
+func tabulate(results []Result) (groups []string, transports []string, val map[[2]string]Result) {
 	seen := map[string]bool{}
-	val := map[[2]string]Result{}
+	val = map[[2]string]Result{}
 	for _, r := range results {
-		if r.Transport == string(Hook) || r.Transport == string(Stage) {
-			continue // nothing emitted: no rate, no capture
+		if !Transport(r.Transport).emits() || r.Error != "" && r.Issued == 0 {
+			continue
 		}
-		g := fmt.Sprintf("%s %d CPU", r.Workload, r.CPUs)
+		g := fmt.Sprintf("%s, %d CPU", r.Workload, r.CPUs)
 		if !seen["g"+g] {
 			seen["g"+g] = true
 			groups = append(groups, g)
@@ -45,148 +63,95 @@ func Plot(w io.Writer, results []Result) error {
 		}
 		val[[2]string{g, r.Transport}] = r
 	}
+	return groups, transports, val
+}
+
+// barPanel is one grouped bar chart. With logScale the bars are log10 of
+// the values (a bar chart cannot start at 0 on a log axis), a tick per decade.
+func barPanel(title string, groups, transports []string, val map[[2]string]Result, logScale bool,
+	get func(Result) float64, label func(float64) string) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(13)
 	if len(groups) == 0 {
-		return png.Encode(w, img)
+		return p, nil
 	}
-	palette := []color.RGBA{
-		{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255}, {148, 103, 189, 255},
+	p.NominalX(groups...)
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid()) // first: under the bars
+	width := vg.Points(math.Min(26, 560/float64(len(groups)*len(transports))))
+	height := func(v float64) float64 {
+		if logScale {
+			return math.Log10(math.Max(v, 1))
+		}
+		return v
 	}
-	black := color.RGBA{0, 0, 0, 255}
-	grey := color.RGBA{210, 210, 210, 255}
-
-	text(img, left, 12, "SEQBENCH: EVENTS/S AND CAPTURE % BY TRANSPORT", scale, black)
-	// Legend.
-	lx := left + 560
-	for i, t := range transports {
-		c := palette[i%len(palette)]
-		fill(img, image.Rect(lx, 10, lx+14, 24), c)
-		text(img, lx+20, 12, t, scale, black)
-		lx += 30 + len(t)*8
-	}
-
-	// panel draws one chart; with log the axis is log10, a tick per decade.
-	panel := func(top int, title string, get func(Result) float64, maxV float64, log bool, label func(float64) string) {
-		bottom := top + panelH
-		plotW := W - left - right
-		text(img, 10, top-34, title, scale, black)
-		frac := func(v float64) float64 {
-			if log {
-				return math.Log10(math.Max(v, 1)) / math.Log10(maxV)
-			}
-			return math.Min(v, maxV) / maxV
-		}
-		ticks := 4
-		if log {
-			ticks = int(math.Round(math.Log10(maxV)))
-		}
-		// Axis and grid.
-		for i := 0; i <= ticks; i++ {
-			v := maxV * float64(i) / float64(ticks)
-			if log {
-				v = math.Pow(10, float64(i))
-			}
-			y := bottom - int(float64(panelH)*float64(i)/float64(ticks))
-			fill(img, image.Rect(left, y, W-right, y+1), grey)
-			s := label(v)
-			text(img, left-8-len(s)*8, y-5, s, scale, black)
-		}
-		fill(img, image.Rect(left, top, left+1, bottom+1), black)
-		fill(img, image.Rect(left, bottom, W-right, bottom+1), black)
-		gw := plotW / len(groups)
-		bw := max(4, gw*8/10/len(transports))
+	top := 0.0
+	for ti, t := range transports {
+		heights := make(plotter.Values, len(groups))
+		var xys plotter.XYs
+		var labels []string
 		for gi, g := range groups {
-			x0 := left + gi*gw + gw/10
-			for ti, t := range transports {
-				r, ok := val[[2]string{g, t}]
-				if !ok || r.Error != "" && r.Issued == 0 {
-					continue
-				}
-				v := get(r)
-				h := int(math.Round(float64(panelH) * math.Min(frac(v), 1)))
-				x := x0 + ti*bw
-				fill(img, image.Rect(x, bottom-h, x+bw-2, bottom), palette[ti%len(palette)])
-				s := label(v)
-				if len(s)*8 <= bw+6 {
-					text(img, x+(bw-2-len(s)*8)/2+1, bottom-h-13, s, scale, black)
-				} else {
-					text(img, x, bottom-h-13, s, 1, black)
-				}
+			r, ok := val[[2]string{g, t}]
+			if !ok {
+				continue
 			}
-			text(img, left+gi*gw+(gw-len(g)*8)/2, bottom+8, g, scale, black)
+			v := get(r)
+			heights[gi] = height(v)
+			top = math.Max(top, heights[gi])
+			xys = append(xys, plotter.XY{X: float64(gi), Y: heights[gi]})
+			labels = append(labels, label(v))
 		}
+		bars, err := plotter.NewBarChart(heights, width)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = plotutil.Color(ti)
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(float64(ti)-float64(len(transports)-1)/2) * width
+		p.Add(bars)
+		p.Legend.Add(t, bars)
+		if len(xys) == 0 {
+			continue
+		}
+		// Upwards from the top of each bar, so that neighbours never overlap.
+		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+		if err != nil {
+			return nil, err
+		}
+		for i := range lab.TextStyle {
+			lab.TextStyle[i].Rotation = math.Pi / 2
+			lab.TextStyle[i].XAlign = text.XLeft
+			lab.TextStyle[i].YAlign = text.YCenter
+			lab.TextStyle[i].Font.Size = vg.Points(9)
+		}
+		lab.Offset = vg.Point{X: bars.Offset, Y: vg.Points(3)}
+		p.Add(lab)
 	}
-
-	maxRate := 0.0
-	for _, r := range results {
-		maxRate = math.Max(maxRate, r.EventsPerSec)
+	if logScale {
+		decades := math.Max(1, math.Ceil(top))
+		var ticks []plot.Tick
+		for k := 0.0; k <= decades; k++ {
+			ticks = append(ticks, plot.Tick{Value: k, Label: rateLabel(math.Pow(10, k))})
+		}
+		p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+		p.Y.Max = decades * 1.35 // room for the labels and the legend
+	} else {
+		p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"},
+			{Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
+		p.Y.Max = 140
 	}
-	decades := math.Max(1, math.Ceil(math.Log10(math.Max(maxRate, 10))))
-	panel(90, "EVENTS/S DELIVERED (LOG SCALE)", func(r Result) float64 { return r.EventsPerSec }, math.Pow(10, decades), true, rateLabel)
-	panel(90+panelH+120, "CAPTURE % (DELIVERED/ISSUED)", func(r Result) float64 { return r.CapturePct }, 100, false,
-		func(v float64) string {
-			if v == 100 || v == math.Trunc(v) {
-				return fmt.Sprintf("%.0f", v)
-			}
-			return fmt.Sprintf("%.1f", math.Floor(v*10)/10)
-		})
-	return png.Encode(w, img)
+	return p, nil
 }
 
 func rateLabel(v float64) string {
 	switch {
 	case v >= 1e6:
-		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/1e6), ".0") + "M"
+		return strings.TrimSuffix(fmt.Sprintf("%.2f", v/1e6), ".00") + "M"
 	case v >= 1e3:
-		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/1e3), ".0") + "K"
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/1e3), ".0") + "k"
 	}
 	return fmt.Sprintf("%.0f", v)
-}
-
-func fill(img *image.RGBA, r image.Rectangle, c color.Color) {
-	draw.Draw(img, r, image.NewUniform(c), image.Point{}, draw.Src)
-}
-
-// text draws s in a 3×5 pixel font, each pixel scale×scale, top-left at (x, y).
-func text(img *image.RGBA, x, y int, s string, scale int, c color.Color) {
-	for _, ch := range strings.ToUpper(s) {
-		g, ok := font[ch]
-		if !ok {
-			g = font['?']
-		}
-		for row, line := range g {
-			for col, px := range line {
-				if px == '#' {
-					fill(img, image.Rect(x+col*scale, y+row*scale, x+(col+1)*scale, y+(row+1)*scale), c)
-				}
-			}
-		}
-		x += 4 * scale
-	}
-}
-
-var font = map[rune][5]string{
-	'A': {".#.", "#.#", "###", "#.#", "#.#"}, 'B': {"##.", "#.#", "##.", "#.#", "##."},
-	'C': {".##", "#..", "#..", "#..", ".##"}, 'D': {"##.", "#.#", "#.#", "#.#", "##."},
-	'E': {"###", "#..", "##.", "#..", "###"}, 'F': {"###", "#..", "##.", "#..", "#.."},
-	'G': {".##", "#..", "#.#", "#.#", ".##"}, 'H': {"#.#", "#.#", "###", "#.#", "#.#"},
-	'I': {"###", ".#.", ".#.", ".#.", "###"}, 'J': {"..#", "..#", "..#", "#.#", ".#."},
-	'K': {"#.#", "#.#", "##.", "#.#", "#.#"}, 'L': {"#..", "#..", "#..", "#..", "###"},
-	'M': {"#.#", "###", "#.#", "#.#", "#.#"}, 'N': {"##.", "#.#", "#.#", "#.#", "#.#"},
-	'O': {".#.", "#.#", "#.#", "#.#", ".#."}, 'P': {"##.", "#.#", "##.", "#..", "#.."},
-	'Q': {".#.", "#.#", "#.#", "##.", ".##"}, 'R': {"##.", "#.#", "##.", "#.#", "#.#"},
-	'S': {".##", "#..", ".#.", "..#", "##."}, 'T': {"###", ".#.", ".#.", ".#.", ".#."},
-	'U': {"#.#", "#.#", "#.#", "#.#", "###"}, 'V': {"#.#", "#.#", "#.#", "#.#", ".#."},
-	'W': {"#.#", "#.#", "#.#", "###", "#.#"}, 'X': {"#.#", "#.#", ".#.", "#.#", "#.#"},
-	'Y': {"#.#", "#.#", ".#.", ".#.", ".#."}, 'Z': {"###", "..#", ".#.", "#..", "###"},
-	'0': {"###", "#.#", "#.#", "#.#", "###"}, '1': {".#.", "##.", ".#.", ".#.", "###"},
-	'2': {"##.", "..#", ".#.", "#..", "###"}, '3': {"##.", "..#", ".#.", "..#", "##."},
-	'4': {"#.#", "#.#", "###", "..#", "..#"}, '5': {"###", "#..", "##.", "..#", "##."},
-	'6': {".##", "#..", "###", "#.#", "###"}, '7': {"###", "..#", ".#.", ".#.", ".#."},
-	'8': {"###", "#.#", "###", "#.#", "###"}, '9': {"###", "#.#", "###", "..#", "##."},
-	'.': {"...", "...", "...", "...", ".#."}, '%': {"#.#", "..#", ".#.", "#..", "#.#"},
-	'-': {"...", "...", "###", "...", "..."}, '/': {"..#", "..#", ".#.", "#..", "#.."},
-	':': {"...", ".#.", "...", ".#.", "..."}, ',': {"...", "...", "...", ".#.", "#.."},
-	'(': {".#.", "#..", "#..", "#..", ".#."}, ')': {".#.", "..#", "..#", "..#", ".#."},
-	' ': {"...", "...", "...", "...", "..."}, '?': {"##.", "..#", ".#.", "...", ".#."},
-	'=': {"...", "###", "...", "###", "..."}, '+': {"...", ".#.", "###", ".#.", "..."},
 }

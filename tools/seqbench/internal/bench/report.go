@@ -5,13 +5,15 @@ package bench
 import (
 	"fmt"
 	"strings"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
 // Markdown is the results as a Markdown table, with a line on the settings.
 func Markdown(results []Result, c Config) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d s per run; buffers %d MiB per transport; ring buffer wake-up every %d tickets or at 1/4 full; perf wakeup_events %d; reorder stage %d records / %v; poll %v.\n\n",
-		int(c.Duration.Seconds()), c.BufferBytes>>20, c.WakeupEvery, c.PerfWakeupEvents, c.ReorderHeld, c.ReorderWait, c.Poll)
+	fmt.Fprintf(&b, "%s per run; buffers %d MiB per transport; the receiver's loader and readers: ring buffer wake-up every %d tickets or at 1/4 full, perf wakeup_events %d, reorder stage %d records / %v; park timeout %v.\n\n",
+		c.Duration, c.BufferBytes>>20, sequencer.RingBufWakeupTickets, sequencer.PerfWakeupEvents, max(1024, c.BufferBytes/128), sequencer.ReorderWait, c.Poll)
 	b.WriteString("| transport | workload | CPUs | issued | delivered | lost | unaccounted | capture % | ticket-order viol. raw → reordered | causality viol. raw → reordered | ts inversions raw → reordered | reorder gave up / late | BPF ns/event | consumer CPU s / M events | events/s | workload ops/s traced (untraced) | slowdown % |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range results {
@@ -20,7 +22,7 @@ func Markdown(results []Result, c Config) string {
 			continue
 		}
 		reorder := "—"
-		if r.Transport == string(Hook) || r.Transport == string(Stage) {
+		if !Transport(r.Transport).emits() {
 			what := "hooks only"
 			if r.Transport == string(Stage) {
 				what = "hooks + staging"
@@ -29,11 +31,11 @@ func Markdown(results []Result, c Config) string {
 				r.Transport, r.Workload, r.CPUs, r.Issued, what, r.BPFNsPerRun, si(r.WorkloadOpsPerS), untracedOf(r), r.SlowdownPct)
 			continue
 		}
-		if !sequencerLike(r.Transport) {
+		if Transport(r.Transport).reordered() {
 			reorder = fmt.Sprintf("%d / %d", r.ReorderDeclared, r.ReorderLate)
 		}
 		arrow := func(a, b uint64) string {
-			if sequencerLike(r.Transport) {
+			if !Transport(r.Transport).reordered() {
 				return fmt.Sprintf("%d", a)
 			}
 			return fmt.Sprintf("%d → %d", a, b)
@@ -80,5 +82,3 @@ func untracedOf(r Result) string {
 	}
 	return ""
 }
-
-func sequencerLike(t string) bool { return Transport(t).prefix() == "seqb" }

@@ -23,7 +23,7 @@ func smokeConfig() Config {
 func TestSmokeSynth(t *testing.T) {
 	testutil.RequireRoot(t)
 	c := smokeConfig()
-	for _, tr := range []Transport{Sequencer, RingBuf, PerfBuf} {
+	for _, tr := range []Transport{Sequencer, RingBuf, RingBufAdaptive, RingBufEvery, PerfBuf} {
 		t.Run(string(tr), func(t *testing.T) {
 			r, err := RunOne(c, tr, Synth, 1)
 			if err != nil {
@@ -65,5 +65,30 @@ func TestSmokeSequencerExec(t *testing.T) {
 	}
 	if r.Unaccounted != 0 || r.TicketOrderRaw != 0 || r.CausalityRaw != 0 {
 		t.Errorf("unaccounted %d, ticket order %d, causality %d: want 0", r.Unaccounted, r.TicketOrderRaw, r.CausalityRaw)
+	}
+}
+
+// The baselines run the programs and emit nothing: no ticket is issued.
+func TestSmokeBaselines(t *testing.T) {
+	testutil.RequireRoot(t)
+	restore, err := EnableBPFStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	for _, tr := range []Transport{Hook, Stage} {
+		t.Run(string(tr), func(t *testing.T) {
+			r, err := RunOne(smokeConfig(), tr, Synth, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(r.summary())
+			if r.Issued != 0 || r.Delivered != 0 || r.Error != "" {
+				t.Errorf("issued %d, delivered %d, error %q: want nothing", r.Issued, r.Delivered, r.Error)
+			}
+			if r.BPFRuns < r.WorkloadOps {
+				t.Errorf("%d program runs for %d getpid calls", r.BPFRuns, r.WorkloadOps)
+			}
+		})
 	}
 }

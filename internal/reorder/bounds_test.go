@@ -1,4 +1,4 @@
-package bench
+package reorder
 
 import (
 	"math/rand/v2"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func TestReorder(t *testing.T) {
+func TestBounds(t *testing.T) {
 	type in struct {
 		ticket uint64
 		at     int // ms since the start
@@ -98,11 +98,11 @@ func TestReorder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewReorder(0, tt.held, tt.wait)
+			r := New[rec](0, tt.held, tt.wait)
 			var got []uint64
-			out := func(rec Rec) { got = append(got, rec.Ticket) }
+			out := func(x rec) { got = append(got, x.t) }
 			for _, x := range tt.ins {
-				r.Push(Rec{Ticket: x.ticket}, ms(x.at), out)
+				r.Push(rec{t: x.ticket, n: 1}, ms(x.at), out)
 			}
 			if tt.tickAt != 0 {
 				r.Tick(ms(tt.tickAt), out)
@@ -125,7 +125,7 @@ func TestReorder(t *testing.T) {
 
 // A stream shuffled within windows smaller than the size bound, with a few
 // tickets missing, comes out sorted, with exactly the missing ones given up on.
-func TestReorderShuffledWindows(t *testing.T) {
+func TestShuffledWindows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n, window = 100000, 64
 	var tickets []uint64
@@ -141,12 +141,12 @@ func TestReorderShuffledWindows(t *testing.T) {
 		w := tickets[i:min(i+window, len(tickets))]
 		rng.Shuffle(len(w), func(a, b int) { w[a], w[b] = w[b], w[a] })
 	}
-	r := NewReorder(0, 2*window, 0)
+	r := New[rec](0, 2*window, 0)
 	var got []uint64
-	out := func(rec Rec) { got = append(got, rec.Ticket) }
+	out := func(x rec) { got = append(got, x.t) }
 	now := time.Now()
 	for _, tk := range tickets {
-		r.Push(Rec{Ticket: tk}, now, out)
+		r.Push(rec{t: tk, n: 1}, now, out)
 	}
 	r.FlushTo(n, out)
 	if !slices.IsSorted(got) || len(got) != len(tickets) {
@@ -157,58 +157,5 @@ func TestReorderShuffledWindows(t *testing.T) {
 	}
 	if r.MaxSeen > 2*window+1 {
 		t.Errorf("held up to %d records, bound %d", r.MaxSeen, 2*window)
-	}
-}
-
-func TestOrder(t *testing.T) {
-	tests := []struct {
-		name                 string
-		recs                 []Rec
-		ticket, time, causal uint64
-	}{
-		{
-			name: "fork exec exit in order",
-			recs: []Rec{
-				{Ticket: 0, KTime: 10, PID: 5, Start: 1, Type: evFork},
-				{Ticket: 1, KTime: 11, PID: 5, Start: 1, Type: evExec},
-				{Ticket: 2, KTime: 12, PID: 5, Start: 1, Type: evExit},
-			},
-		},
-		{
-			name: "exit before fork, exec after exit",
-			recs: []Rec{
-				{Ticket: 2, KTime: 12, PID: 5, Start: 1, Type: evExit},
-				{Ticket: 0, KTime: 10, PID: 5, Start: 1, Type: evFork},
-				{Ticket: 1, KTime: 11, PID: 5, Start: 1, Type: evExec},
-			},
-			ticket: 1, time: 1, causal: 2,
-		},
-		{
-			name: "a reused pid is another process",
-			recs: []Rec{
-				{Ticket: 0, KTime: 10, PID: 5, Start: 1, Type: evExit},
-				{Ticket: 1, KTime: 11, PID: 5, Start: 2, Type: evFork},
-				{Ticket: 2, KTime: 12, PID: 5, Start: 2, Type: evExec},
-			},
-		},
-		{
-			name: "a process seen only from its exec is fine",
-			recs: []Rec{
-				{Ticket: 0, KTime: 10, PID: 7, Start: 3, Type: evExec},
-				{Ticket: 1, KTime: 9, PID: 7, Start: 3, Type: evExit},
-			},
-			time: 1,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := NewOrder(true)
-			for _, r := range tt.recs {
-				o.Observe(r)
-			}
-			if o.TicketOrder != tt.ticket || o.TimeInversions != tt.time || o.Causality != tt.causal {
-				t.Errorf("ticket %d time %d causality %d, want %d %d %d", o.TicketOrder, o.TimeInversions, o.Causality, tt.ticket, tt.time, tt.causal)
-			}
-		})
 	}
 }

@@ -1,0 +1,185 @@
+//go:build linux
+
+package bench
+
+import (
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+)
+
+// Consumed is what the reader saw.
+type Consumed struct {
+	Records    uint64 // records delivered (decoded or not)
+	Tickets    uint64 // tickets delivered (a record may take more than one)
+	Lost       uint64 // tickets in the gaps the source reported
+	LostBy     map[string]uint64
+	DecodeErrs uint64
+	ByType     [event.NumTypes]uint64
+	Raw        *Order // checks in arrival order (ring buffer, perf: before the reorder stage)
+	Ordered    *Order // checks in delivery order (the sequencer: the same as Raw)
+	CPU        time.Duration
+	Wakeups    uint64 // waits that ended with a wake-up
+}
+
+// consumer reads a sequencer.Source as the receiver does, and checks what
+// it delivers instead of mapping it to pdata.
+type consumer struct {
+	src  sequencer.Source
+	poll time.Duration
+	c    Consumed
+	ev   event.Event // delivered
+	raw  event.Event // arrived (ring buffer, perf)
+}
+
+func newConsumer(processes, reordered bool, poll time.Duration) *consumer {
+	k := &consumer{poll: poll, c: Consumed{Raw: NewOrder(processes), LostBy: map[string]uint64{}}}
+	k.c.Ordered = k.c.Raw
+	if reordered {
+		k.c.Ordered = NewOrder(processes)
+	}
+	return k
+}
+
+// arrival is sequencer.Options.OnArrival: the raw order, before reordering.
+func (k *consumer) arrival(ticket uint64, data []byte) {
+	if event.Decode(ticket, data, &k.raw) == nil {
+		k.c.Raw.Observe(recOf(&k.raw))
+	}
+}
+
+// item takes one record or gap in delivery order.
+func (k *consumer) item(it *ring.Item) {
+	if it.Kind == ring.Gap {
+		k.c.Lost += it.Lost
+		k.c.LostBy[it.Reason.String()] += it.Lost
+		return
+	}
+	k.c.Records++
+	k.c.Tickets += uint64(it.Slots)
+	if err := event.Decode(it.Ticket, it.Data, &k.ev); err != nil {
+		k.c.DecodeErrs++
+		return
+	}
+	k.c.ByType[k.ev.Type]++
+	k.c.Ordered.Observe(recOf(&k.ev))
+}
+
+// The receiver's pacing (receiver/seqreceiver): after a burst the reader
+// lingers once before it parks; a claimed, unpublished ticket is retried
+// with a growing pause.
+const (
+	readBatch    = 4096
+	lingerWait   = 250 * time.Microsecond
+	pendingFirst = 20 * time.Microsecond
+	pendingMax   = time.Millisecond
+	// drainWait bounds the final drain (for a record still in flight, or a
+	// ticket the reorder stage still waits for) before the rest is abandoned.
+	drainWait = 2 * sequencer.ReorderWait
+)
+
+// run reads until stop is closed (the producers must be detached first),
+// drains what they published, and gives up on the rest as the receiver's
+// shutdown does: afterwards every ticket below the head is delivered or lost.
+func (k *consumer) run(stop <-chan struct{}) error {
+	lingered := false
+	pause := pendingFirst
+	var deadline time.Time
+	for {
+		n, st := k.src.Read(readBatch, k.item)
+		if st != ring.Pending {
+			pause = pendingFirst
+		}
+		if deadline.IsZero() && stopped(stop) {
+			deadline = time.Now().Add(drainWait)
+		}
+		if !deadline.IsZero() && (st == ring.Idle || time.Now().After(deadline)) {
+			k.src.Abandon(k.item)
+			return nil
+		}
+		if st == ring.Full {
+			lingered = false
+			continue
+		}
+		if st == ring.Pending || !deadline.IsZero() {
+			nanosleep(pause)
+			pause = min(2*pause, pendingMax)
+			continue
+		}
+		if n > 0 || !lingered {
+			lingered = true
+			nanosleep(lingerWait)
+			continue
+		}
+		lingered = false
+		if err := k.park(); err != nil {
+			return err
+		}
+	}
+}
+
+// park sets the parked flag, looks at the head again (a producer publishes,
+// then reads the flag: one of the two sees the other) and waits.
+func (k *consumer) park() error {
+	k.src.SetParked()
+	defer k.src.ClearParked()
+	if k.src.Head() != k.src.Next() {
+		return nil
+	}
+	woke, err := k.src.Wait(k.poll)
+	if woke {
+		k.c.Wakeups++
+	}
+	return err
+}
+
+// start runs the reader on its own locked OS thread (so that its CPU time
+// can be measured) and returns a function that stops it and waits.
+func (k *consumer) start() (stopAndWait func() (*Consumed, error)) {
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c0 := threadCPU()
+		err := k.run(stop)
+		k.c.CPU = threadCPU() - c0
+		done <- err
+	}()
+	return func() (*Consumed, error) {
+		close(stop)
+		k.src.Interrupt()
+		err := <-done
+		return &k.c, err
+	}
+}
+
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// threadCPU is the calling thread's CPU time so far.
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// nanosleep sleeps d on this thread: Go's timers sleep at least 1 ms here.
+func nanosleep(d time.Duration) {
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
+}
