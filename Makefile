@@ -87,7 +87,7 @@ $(MDATAGEN):
 # Rebuilds the committed BPF objects and Go bindings (needs clang) and the
 # mdatagen code. Building and testing need neither.
 generate: $(MDATAGEN)
-	command -v clang >/dev/null || (apt-get update -qq && apt-get install -y -qq clang llvm)
+	command -v clang >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ] || (apt-get update -qq && apt-get install -y -qq clang llvm libbpf-dev)
 	$(GO) generate ./...
 	$(MAKE) -B ebpf-programs
 

@@ -32,7 +32,7 @@
 #include "seq_event.h"
 #include "seq_ring.h"
 
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
+char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses above */
 
 #define SIGNAL_GROUP_EXIT 0x00000004
 
@@ -281,6 +281,42 @@ static __always_inline int do_exec(void *ctx, int tr, struct task_struct *p, pid
 	return 0;
 }
 
+/*
+ * The one process exit of a thread group, on kernels whose sched_process_exit
+ * does not pass group_dead (before Linux 6.16): claimed by the first thread
+ * that sees the group dead. Keyed by the process's identity, (tgid, the
+ * leader's start time), which no two processes share; LRU, so claims of long
+ * gone processes make room by themselves.
+ */
+struct seq_exit_key {
+	__u64 start_ns;
+	__u32 tgid;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct seq_exit_key);
+	__type(value, __u8);
+} seq_exit_claim SEC(".maps");
+
+/* Whether p's exit ends its process, without group_dead: do_exit() decrements
+ * signal->live before the tracepoint, so it reads zero once every thread of
+ * the group has passed that point. Two threads ending together may both read
+ * zero; the map lets exactly one of them claim the process exit. */
+static __always_inline bool seq_group_dead(struct task_struct *p)
+{
+	struct seq_exit_key k = {};
+	__u8 one = 1;
+
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return false;
+	k.tgid = p->tgid;
+	k.start_ns = p->group_leader->start_boottime;
+	return bpf_map_update_elem(&seq_exit_claim, &k, &one, BPF_NOEXIST) == 0;
+}
+
 static __always_inline int do_exit(void *ctx, int tr, struct task_struct *p, bool group_dead)
 {
 	__u16 type = group_dead ? SEQ_EV_EXIT : SEQ_EV_THREAD_EXIT;
@@ -298,10 +334,15 @@ static __always_inline int do_exit(void *ctx, int tr, struct task_struct *p, boo
 	seq_fill(e, p, type, group_dead);
 	code = p->exit_code;
 	if (group_dead) {
+		/* The process's status as wait() reports it: the group's after
+		 * exit_group() or a fatal signal, else the leader's own (the leader
+		 * may have ended first, with pthread_exit). */
 		struct signal_struct *sig = p->signal;
 
 		if (sig->flags & SIGNAL_GROUP_EXIT)
 			code = sig->group_exit_code;
+		else
+			code = p->group_leader->exit_code;
 	}
 	e->exit_code = code;
 	seq_emit(ctx, tr, rec, sizeof(*e), type);
@@ -356,6 +397,12 @@ static __always_inline int do_synth(void *ctx, int tr, long id)
 	int BPF_PROG(prefix##_exit, struct task_struct *p, bool group_dead)                          \
 	{                                                                                            \
 		return do_exit(ctx, tr, p, group_dead);                                              \
+	}                                                                                            \
+	/* The same without group_dead (before Linux 6.16): the loader picks one. */                 \
+	SEC("tp_btf/sched_process_exit")                                                             \
+	int BPF_PROG(prefix##_exit_live, struct task_struct *p)                                      \
+	{                                                                                            \
+		return do_exit(ctx, tr, p, seq_group_dead(p));                                       \
 	}
 
 #define SEQ_SYNTH_PROG(prefix, tr)                                            \

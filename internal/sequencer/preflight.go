@@ -48,7 +48,6 @@ func Preflight() error {
 		what  string
 		probe func() error
 	}{
-		{"BTF-typed tracepoint programs (tp_btf, Linux 5.5)", func() error { return features.HaveProgramType(ebpf.Tracing) }},
 		{"memory-mappable BPF arrays (BPF_F_MMAPABLE, Linux 5.5)", func() error { return features.HaveMapFlag(features.BPF_F_MMAPABLE) }},
 		{"the BPF ring buffer, the reader's doorbell (Linux 5.8)", func() error { return features.HaveMapType(ebpf.RingBuf) }},
 		{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", probeAtomics},
@@ -101,7 +100,8 @@ func probeAtomics() error {
 		Type:    ebpf.SocketFilter,
 		License: "GPL",
 		Instructions: asm.Instructions{
-			asm.StoreImm(asm.RFP, -8, 0, asm.DWord),
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
 			asm.Mov.Imm(asm.R2, 1),
 			asm.FetchAdd.Mem(asm.RFP, asm.R2, asm.DWord, -8),
 			asm.Xchg.Mem(asm.RFP, asm.R2, asm.DWord, -8),

@@ -35,6 +35,13 @@ const (
 	seqSeqEventTypeSEQ_EV_MAX          seqSeqEventType = 8
 )
 
+type seqSeqExitKey struct {
+	_       structs.HostLayout
+	StartNs uint64
+	Tgid    uint32
+	Pad     uint32
+}
+
 type seqSeqRbWakeup uint32
 
 const (
@@ -86,6 +93,7 @@ const (
 	seqMapSeqControl       = "seq_control"
 	seqMapSeqCounters      = "seq_counters"
 	seqMapSeqDoorbell      = "seq_doorbell"
+	seqMapSeqExitClaim     = "seq_exit_claim"
 	seqMapSeqPerf          = "seq_perf"
 	seqMapSeqRb            = "seq_rb"
 	seqMapSeqScratchbuf    = "seq_scratchbuf"
@@ -93,19 +101,23 @@ const (
 	seqMapSeqTxCounters    = "seq_tx_counters"
 	seqProgPbExec          = "pb_exec"
 	seqProgPbExit          = "pb_exit"
+	seqProgPbExitLive      = "pb_exit_live"
 	seqProgPbFork          = "pb_fork"
 	seqProgPbSynth         = "pb_synth"
 	seqProgRbExec          = "rb_exec"
 	seqProgRbExit          = "rb_exit"
+	seqProgRbExitLive      = "rb_exit_live"
 	seqProgRbFork          = "rb_fork"
 	seqProgRbSynth         = "rb_synth"
 	seqProgSeqExec         = "seq_exec"
 	seqProgSeqExit         = "seq_exit"
+	seqProgSeqExitLive     = "seq_exit_live"
 	seqProgSeqFork         = "seq_fork"
 	seqProgSeqSnapshot     = "seq_snapshot"
 	seqProgSeqSynth        = "seq_synth"
 	seqProgStExec          = "st_exec"
 	seqProgStExit          = "st_exit"
+	seqProgStExitLive      = "st_exit_live"
 	seqProgStFork          = "st_fork"
 	seqProgStSynth         = "st_synth"
 	seqVarSeqEventMask     = "seq_event_mask"
@@ -165,19 +177,23 @@ type seqSpecs struct {
 type seqProgramSpecs struct {
 	PbExec      *ebpf.ProgramSpec `ebpf:"pb_exec"`
 	PbExit      *ebpf.ProgramSpec `ebpf:"pb_exit"`
+	PbExitLive  *ebpf.ProgramSpec `ebpf:"pb_exit_live"`
 	PbFork      *ebpf.ProgramSpec `ebpf:"pb_fork"`
 	PbSynth     *ebpf.ProgramSpec `ebpf:"pb_synth"`
 	RbExec      *ebpf.ProgramSpec `ebpf:"rb_exec"`
 	RbExit      *ebpf.ProgramSpec `ebpf:"rb_exit"`
+	RbExitLive  *ebpf.ProgramSpec `ebpf:"rb_exit_live"`
 	RbFork      *ebpf.ProgramSpec `ebpf:"rb_fork"`
 	RbSynth     *ebpf.ProgramSpec `ebpf:"rb_synth"`
 	SeqExec     *ebpf.ProgramSpec `ebpf:"seq_exec"`
 	SeqExit     *ebpf.ProgramSpec `ebpf:"seq_exit"`
+	SeqExitLive *ebpf.ProgramSpec `ebpf:"seq_exit_live"`
 	SeqFork     *ebpf.ProgramSpec `ebpf:"seq_fork"`
 	SeqSnapshot *ebpf.ProgramSpec `ebpf:"seq_snapshot"`
 	SeqSynth    *ebpf.ProgramSpec `ebpf:"seq_synth"`
 	StExec      *ebpf.ProgramSpec `ebpf:"st_exec"`
 	StExit      *ebpf.ProgramSpec `ebpf:"st_exit"`
+	StExitLive  *ebpf.ProgramSpec `ebpf:"st_exit_live"`
 	StFork      *ebpf.ProgramSpec `ebpf:"st_fork"`
 	StSynth     *ebpf.ProgramSpec `ebpf:"st_synth"`
 }
@@ -189,6 +205,7 @@ type seqMapSpecs struct {
 	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
 	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
+	SeqExitClaim  *ebpf.MapSpec `ebpf:"seq_exit_claim"`
 	SeqPerf       *ebpf.MapSpec `ebpf:"seq_perf"`
 	SeqRb         *ebpf.MapSpec `ebpf:"seq_rb"`
 	SeqScratchbuf *ebpf.MapSpec `ebpf:"seq_scratchbuf"`
@@ -236,6 +253,7 @@ type seqMaps struct {
 	SeqControl    *ebpf.Map `ebpf:"seq_control"`
 	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
+	SeqExitClaim  *ebpf.Map `ebpf:"seq_exit_claim"`
 	SeqPerf       *ebpf.Map `ebpf:"seq_perf"`
 	SeqRb         *ebpf.Map `ebpf:"seq_rb"`
 	SeqScratchbuf *ebpf.Map `ebpf:"seq_scratchbuf"`
@@ -248,6 +266,7 @@ func (m *seqMaps) Close() error {
 		m.SeqControl,
 		m.SeqCounters,
 		m.SeqDoorbell,
+		m.SeqExitClaim,
 		m.SeqPerf,
 		m.SeqRb,
 		m.SeqScratchbuf,
@@ -279,19 +298,23 @@ type seqVariables struct {
 type seqPrograms struct {
 	PbExec      *ebpf.Program `ebpf:"pb_exec"`
 	PbExit      *ebpf.Program `ebpf:"pb_exit"`
+	PbExitLive  *ebpf.Program `ebpf:"pb_exit_live"`
 	PbFork      *ebpf.Program `ebpf:"pb_fork"`
 	PbSynth     *ebpf.Program `ebpf:"pb_synth"`
 	RbExec      *ebpf.Program `ebpf:"rb_exec"`
 	RbExit      *ebpf.Program `ebpf:"rb_exit"`
+	RbExitLive  *ebpf.Program `ebpf:"rb_exit_live"`
 	RbFork      *ebpf.Program `ebpf:"rb_fork"`
 	RbSynth     *ebpf.Program `ebpf:"rb_synth"`
 	SeqExec     *ebpf.Program `ebpf:"seq_exec"`
 	SeqExit     *ebpf.Program `ebpf:"seq_exit"`
+	SeqExitLive *ebpf.Program `ebpf:"seq_exit_live"`
 	SeqFork     *ebpf.Program `ebpf:"seq_fork"`
 	SeqSnapshot *ebpf.Program `ebpf:"seq_snapshot"`
 	SeqSynth    *ebpf.Program `ebpf:"seq_synth"`
 	StExec      *ebpf.Program `ebpf:"st_exec"`
 	StExit      *ebpf.Program `ebpf:"st_exit"`
+	StExitLive  *ebpf.Program `ebpf:"st_exit_live"`
 	StFork      *ebpf.Program `ebpf:"st_fork"`
 	StSynth     *ebpf.Program `ebpf:"st_synth"`
 }
@@ -300,19 +323,23 @@ func (p *seqPrograms) Close() error {
 	return _SeqClose(
 		p.PbExec,
 		p.PbExit,
+		p.PbExitLive,
 		p.PbFork,
 		p.PbSynth,
 		p.RbExec,
 		p.RbExit,
+		p.RbExitLive,
 		p.RbFork,
 		p.RbSynth,
 		p.SeqExec,
 		p.SeqExit,
+		p.SeqExitLive,
 		p.SeqFork,
 		p.SeqSnapshot,
 		p.SeqSynth,
 		p.StExec,
 		p.StExit,
+		p.StExitLive,
 		p.StFork,
 		p.StSynth,
 	)

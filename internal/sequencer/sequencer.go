@@ -48,11 +48,25 @@ func (o Options) programs(t Transport) []string {
 	if o.StageOnly {
 		prefix = "st_"
 	}
-	names := []string{prefix + "fork", prefix + "exec", prefix + "exit"}
+	exit := prefix + "exit"
+	if o.ExitTracking == ExitLiveCount {
+		exit = prefix + "exit_live"
+	}
+	names := []string{prefix + "fork", prefix + "exec", exit}
 	if o.Synth != nil {
 		names = append(names, prefix+"synth")
 	}
 	return append(names, "seq_snapshot")
+}
+
+// maps are the maps the programs Open loads use: the transport's, and the
+// process-exit claims where the live count tells process exits.
+func (o Options) maps(t Transport) []string {
+	m := t.maps()
+	if o.ExitTracking == ExitLiveCount {
+		m = append(m, "seq_exit_claim")
+	}
+	return m
 }
 
 // maps are the maps the transport's programs use; the others are not created.
@@ -87,6 +101,9 @@ type Options struct {
 	// Benchmark and diagnostic options (tools/seqbench): the receiver leaves
 	// them zero, and then the programs are exactly the receiver's.
 
+	// ExitTracking is how a process exit is told from a thread exit;
+	// ExitAuto (the default) picks group_dead where the kernel passes it.
+	ExitTracking ExitTracking
 	// Synth also loads and attaches the transport's synthetic producer (on
 	// sys_enter); it emits records of type event.Synth, so Events must name it.
 	Synth *SynthOptions
@@ -180,6 +197,20 @@ func Open(opts Options) (*Sequencer, error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
+	switch opts.ExitTracking {
+	case ExitAuto:
+		has, err := ExitHasGroupDead()
+		if err != nil {
+			return nil, err
+		}
+		opts.ExitTracking = ExitLiveCount
+		if has {
+			opts.ExitTracking = ExitGroupDead
+		}
+	case ExitGroupDead, ExitLiveCount:
+	default:
+		return nil, fmt.Errorf("unknown exit tracking %q", opts.ExitTracking)
+	}
 	// Kernels with memcg accounting (5.11+) need no memlock rlimit; where the
 	// raise is refused the load below still works, so the error is ignored.
 	_ = rlimit.RemoveMemlock()
@@ -236,7 +267,7 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 		}
 	}
 	keep := map[string]bool{}
-	for _, m := range tr.maps() {
+	for _, m := range opts.maps(tr) {
 		keep[m] = true
 	}
 	for name := range spec.Maps {
@@ -306,7 +337,7 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 	for _, name := range progs {
 		s.progs = append(s.progs, s.coll.Programs[name])
 	}
-	for _, m := range tr.maps() {
+	for _, m := range opts.maps(tr) {
 		s.maps = append(s.maps, s.coll.Maps[m])
 	}
 	// Every program but the snapshot iterator (the last) on its tracepoint.
@@ -591,3 +622,7 @@ func explainLoad(err error) error {
 	}
 	return fmt.Errorf("load BPF programs: %w", err)
 }
+
+// ExitTracking is how the loaded programs tell a process exit from a thread
+// exit (group_dead or live_count).
+func (s *Sequencer) ExitTracking() ExitTracking { return s.opts.ExitTracking }

@@ -54,6 +54,9 @@ func newFakeKernel(t *testing.T, slots int) *fakeKernel {
 
 func (k *fakeKernel) Transport() sequencer.Transport { return sequencer.TransportSequencer }
 func (k *fakeKernel) Why() (string, bool)            { return "fake", false }
+func (k *fakeKernel) ExitTracking() sequencer.ExitTracking {
+	return sequencer.ExitGroupDead
+}
 func (k *fakeKernel) Counters() (sequencer.Counters, error) {
 	return sequencer.Counters{}, nil
 }

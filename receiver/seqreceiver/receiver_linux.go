@@ -59,6 +59,7 @@ const (
 type kernel interface {
 	Transport() sequencer.Transport
 	Why() (why string, warn bool)
+	ExitTracking() sequencer.ExitTracking
 	NewSource() (sequencer.Source, error)
 	Counters() (sequencer.Counters, error)
 	Snapshot() ([][]byte, error)
@@ -242,6 +243,7 @@ func (r *seqReceiver) startSequencer() (err error) {
 	r.set.Logger.Info("seq receiver capturing process events",
 		zap.Strings("events", r.cfg.Events), zap.Bool("thread_events", r.cfg.ThreadEvents),
 		zap.String("transport", string(r.seq.Transport())),
+		zap.String("exit_tracking", string(r.seq.ExitTracking())),
 		zap.Int("ring_slots", r.cfg.RingSlots), zap.Int("ring_bytes", r.cfg.RingSlots*128))
 
 	r.done = make(chan struct{})
