@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The sequencer's wire format, shared by the BPF producers and described again,
- * byte for byte, in Go (receiver/seqreceiver/internal/ring and .../event).
+ * byte for byte, in Go (internal/ring and internal/event).
  * Change one, change the other: the Go tests check the sizes below.
  *
  * Ring: a BPF_F_MMAPABLE array of SEQ_SLOT_SIZE-byte slots, a power of two of them.

@@ -1,7 +1,9 @@
-// Package sequencer loads the sequencer's BPF programs, attaches them to the
-// process lifecycle tracepoints and maps the ring into this process. It is the
-// only package of the receiver that talks to the kernel; the ring protocol,
-// the decoder and the pdata mapping are pure Go next to it.
+// Package sequencer loads the sequencer's BPF programs (bpf/seq.bpf.c),
+// attaches them to the process lifecycle tracepoints and maps the ring into
+// this process, whatever the transport; the seq receiver and the benchmark
+// (tools/seqbench) both read through it. It is the only package that loads
+// those programs; the ring protocol (internal/ring), the decoder
+// (internal/event) and the pdata mapping are pure Go.
 package sequencer
 
 //go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type seq_stats -type seq_ctl -type seq_slot -type seq_tx_stats -type seq_event_type seq ../../bpf/seq.bpf.c -- -I../../bpf -I../../bpf/headers

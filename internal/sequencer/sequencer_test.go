@@ -22,7 +22,7 @@ func TestOpenCaptureClose(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 
-	cmd := exec.Command("/bin/sh", "-c", "/bin/true seqbpf-marker; exit 7")
+	cmd := exec.Command("/bin/sh", "-c", "/bin/true sequencer-marker; exit 7")
 	err = cmd.Run()
 	require.Error(t, err)
 

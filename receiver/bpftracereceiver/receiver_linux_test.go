@@ -27,16 +27,7 @@ import (
 func bodies(all []plog.Logs) []string {
 	var out []string
 	for _, ld := range all {
-		rls := ld.ResourceLogs()
-		for i := 0; i < rls.Len(); i++ {
-			sls := rls.At(i).ScopeLogs()
-			for j := 0; j < sls.Len(); j++ {
-				lrs := sls.At(j).LogRecords()
-				for k := 0; k < lrs.Len(); k++ {
-					out = append(out, lrs.At(k).Body().AsString())
-				}
-			}
-		}
+		testutil.EachLogRecord(ld, func(lr plog.LogRecord) { out = append(out, lr.Body().AsString()) })
 	}
 	return out
 }
@@ -44,16 +35,7 @@ func bodies(all []plog.Logs) []string {
 func metricNames(all []pmetric.Metrics) map[string]bool {
 	out := map[string]bool{}
 	for _, md := range all {
-		rms := md.ResourceMetrics()
-		for i := 0; i < rms.Len(); i++ {
-			sms := rms.At(i).ScopeMetrics()
-			for j := 0; j < sms.Len(); j++ {
-				ms := sms.At(j).Metrics()
-				for k := 0; k < ms.Len(); k++ {
-					out[ms.At(k).Name()] = true
-				}
-			}
-		}
+		testutil.EachMetric(md, func(m pmetric.Metric) { out[m.Name()] = true })
 	}
 	return out
 }

@@ -26,19 +26,13 @@ import (
 
 // sumOf returns the value of the first data point of the named sum, or -1.
 func sumOf(md pmetric.Metrics, name string) int64 {
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				if m := ms.At(k); m.Name() == name && m.Type() == pmetric.MetricTypeSum && m.Sum().DataPoints().Len() > 0 {
-					return m.Sum().DataPoints().At(0).IntValue()
-				}
-			}
+	v := int64(-1)
+	testutil.EachMetric(md, func(m pmetric.Metric) {
+		if v < 0 && m.Name() == name && m.Type() == pmetric.MetricTypeSum && m.Sum().DataPoints().Len() > 0 {
+			v = m.Sum().DataPoints().At(0).IntValue()
 		}
-	}
-	return -1
+	})
+	return v
 }
 
 // The receiver loads the fixtures, pulls their maps every collection

@@ -4,28 +4,19 @@
 package seqreceiver
 
 import (
-	"path/filepath"
 	"testing"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
-	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-	require.NoError(t, err)
-	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	require.NoError(t, sub.Unmarshal(cfg))
-	return cfg
+	return testutil.LoadConfig(t, NewFactory(), name).(*Config)
 }
 
 func TestConfigDefaults(t *testing.T) {

@@ -110,35 +110,27 @@ service:
 	}
 	assert.Zero(t, lifecycle, "the bpftrace receiver alone exports the scripts' lines, no lifecycle record")
 	for _, md := range readMetrics(t, out+".metrics") {
-		rms := md.ResourceMetrics()
-		for i := 0; i < rms.Len(); i++ {
-			sms := rms.At(i).ScopeMetrics()
-			for j := 0; j < sms.Len(); j++ {
-				ms := sms.At(j).Metrics()
-				for k := 0; k < ms.Len(); k++ {
-					m := ms.At(k)
-					switch m.Type() {
-					case pmetric.MetricTypeSum:
-						dps := m.Sum().DataPoints()
-						for d := 0; d < dps.Len(); d++ {
-							dp := dps.At(d)
-							v := float64(dp.IntValue()) + dp.DoubleValue()
-							comm, _ := dp.Attributes().Get("comm")
-							switch {
-							case m.Name() == "bpftrace.getppid.calls":
-								calls = max(calls, v)
-							case strings.HasPrefix(m.Name(), "bpftrace.syscount.") && comm.Str() == self:
-								syscountSelf = max(syscountSelf, v)
-							}
-						}
-					case pmetric.MetricTypeHistogram:
-						if m.Name() == "sched.runq.latency" && m.Histogram().DataPoints().Len() > 0 {
-							sawRunqlat = m.Histogram().DataPoints().At(0).Count() > 0
-						}
+		testutil.EachMetric(md, func(m pmetric.Metric) {
+			switch m.Type() {
+			case pmetric.MetricTypeSum:
+				dps := m.Sum().DataPoints()
+				for d := 0; d < dps.Len(); d++ {
+					dp := dps.At(d)
+					v := float64(dp.IntValue()) + dp.DoubleValue()
+					comm, _ := dp.Attributes().Get("comm")
+					switch {
+					case m.Name() == "bpftrace.getppid.calls":
+						calls = max(calls, v)
+					case strings.HasPrefix(m.Name(), "bpftrace.syscount.") && comm.Str() == self:
+						syscountSelf = max(syscountSelf, v)
 					}
 				}
+			case pmetric.MetricTypeHistogram:
+				if m.Name() == "sched.runq.latency" && m.Histogram().DataPoints().Len() > 0 {
+					sawRunqlat = m.Histogram().DataPoints().At(0).Count() > 0
+				}
 			}
-		}
+		})
 	}
 	assert.True(t, sawExec, "execsnoop's line for /bin/echo %s", marker)
 	assert.Equal(t, float64(n), calls, "the one-liner counted exactly the test's getppid calls")

@@ -67,32 +67,24 @@ service:
 	pid := strconv.Itoa(os.Getpid())
 	var calls, runq int64
 	for _, md := range readMetrics(t, out) {
-		rms := md.ResourceMetrics()
-		for i := 0; i < rms.Len(); i++ {
-			sms := rms.At(i).ScopeMetrics()
-			for j := 0; j < sms.Len(); j++ {
-				ms := sms.At(j).Metrics()
-				for k := 0; k < ms.Len(); k++ {
-					m := ms.At(k)
-					switch {
-					case m.Name() == "ebpfx_syscalls_total" && m.Type() == pmetric.MetricTypeSum:
-						dps := m.Sum().DataPoints()
-						for d := 0; d < dps.Len(); d++ {
-							a := dps.At(d).Attributes()
-							p, _ := a.Get("pid")
-							sc, _ := a.Get("syscall")
-							if p.AsString() == pid && sc.AsString() == "getppid" {
-								calls = max(calls, dps.At(d).IntValue())
-							}
-						}
-					case m.Name() == "run_queue_latency_seconds" && m.Type() == pmetric.MetricTypeHistogram:
-						if m.Histogram().DataPoints().Len() > 0 {
-							runq = max(runq, int64(m.Histogram().DataPoints().At(0).Count()))
-						}
+		testutil.EachMetric(md, func(m pmetric.Metric) {
+			switch {
+			case m.Name() == "ebpfx_syscalls_total" && m.Type() == pmetric.MetricTypeSum:
+				dps := m.Sum().DataPoints()
+				for d := 0; d < dps.Len(); d++ {
+					a := dps.At(d).Attributes()
+					p, _ := a.Get("pid")
+					sc, _ := a.Get("syscall")
+					if p.AsString() == pid && sc.AsString() == "getppid" {
+						calls = max(calls, dps.At(d).IntValue())
 					}
 				}
+			case m.Name() == "run_queue_latency_seconds" && m.Type() == pmetric.MetricTypeHistogram:
+				if m.Histogram().DataPoints().Len() > 0 {
+					runq = max(runq, int64(m.Histogram().DataPoints().At(0).Count()))
+				}
 			}
-		}
+		})
 	}
 	assert.Equal(t, int64(n), calls, "ebpfx_syscalls_total{pid=%s, syscall=getppid}", pid)
 	assert.Positive(t, runq, "run_queue_latency_seconds has counts")
