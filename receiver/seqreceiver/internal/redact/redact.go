@@ -335,27 +335,57 @@ func normalize(s string) string {
 }
 
 // secretName reports whether a flag, key or header name is secret-like.
+// It compares as normalize would, without allocating.
 func (r *Redactor) secretName(name string) bool {
-	n := normalize(name)
-	if n == "" || strings.HasPrefix(n, "no_") {
+	name = strings.TrimLeft(name, "-")
+	if name == "" || hasPrefixNorm(name, "no_") {
 		return false
 	}
 	for _, s := range notSecretSuffixes {
-		if strings.HasSuffix(n, s) {
+		if hasSuffixNorm(name, s) {
 			return false
 		}
 	}
 	for _, k := range r.keys {
-		if strings.HasSuffix(n, k) {
+		if hasSuffixNorm(name, k) {
 			return true
 		}
 	}
 	for _, k := range r.short {
-		if n == k || strings.HasSuffix(n, "_"+k) {
+		if len(name) == len(k) && hasSuffixNorm(name, k) ||
+			len(name) > len(k) && hasSuffixNorm(name, k) && normByte(name[len(name)-len(k)-1]) == '_' {
 			return true
 		}
 	}
 	return false
+}
+
+func normByte(c byte) byte {
+	switch {
+	case 'A' <= c && c <= 'Z':
+		return c + 'a' - 'A'
+	case c == '-' || c == '.':
+		return '_'
+	}
+	return c
+}
+
+// hasSuffixNorm: normalize(s) ends in the normalized k.
+func hasSuffixNorm(s, k string) bool {
+	if len(s) < len(k) {
+		return false
+	}
+	s = s[len(s)-len(k):]
+	for i := 0; i < len(k); i++ {
+		if normByte(s[i]) != k[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func hasPrefixNorm(s, k string) bool {
+	return len(s) >= len(k) && hasSuffixNorm(s[:len(k)], k)
 }
 
 // scan applies the in-argument rules (3 to 7) to one string.
@@ -579,12 +609,16 @@ func bearer(s string) (string, int) {
 }
 
 func indexFold(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
-			return i
+	for from := 0; ; {
+		i := strings.IndexAny(s[from:], "bB")
+		if i < 0 || from+i+len(sub) > len(s) {
+			return -1
 		}
+		if strings.EqualFold(s[from+i:from+i+len(sub)], sub) {
+			return from + i
+		}
+		from += i + 1
 	}
-	return -1
 }
 
 func isAlnum(c byte) bool {
@@ -626,6 +660,9 @@ func b64url(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
 // tokens redacts the well-known token formats and JWTs.
 func tokens(s string) (string, int) {
 	n := 0
+	if !strings.Contains(s, "AKIA") && !strings.Contains(s, "ASIA") && !strings.Contains(s, "gh") && !strings.Contains(s, "xox") {
+		return jwts(s)
+	}
 	for _, f := range tokenFormats {
 		for from := 0; ; {
 			i := strings.Index(s[from:], f.prefix)
@@ -647,7 +684,13 @@ func tokens(s string) (string, int) {
 			from = lo + len(Replacement)
 		}
 	}
-	// JWT: header.payload.signature, both JSON parts start {" (eyJ).
+	s, k := jwts(s)
+	return s, n + k
+}
+
+// jwts redacts JWTs: header.payload.signature, both JSON parts start {" (eyJ).
+func jwts(s string) (string, int) {
+	n := 0
 	for from := 0; ; {
 		i := strings.Index(s[from:], "eyJ")
 		if i < 0 {
