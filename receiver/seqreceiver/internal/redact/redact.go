@@ -136,6 +136,13 @@ func (r *Redactor) args(args []string, shells bool) ([]string, int) {
 			tool = t // a login subcommand counts after docker, podman, ...
 		}
 		if i > 0 && strings.HasPrefix(a, "-") {
+			// 2: attached values of tool flags (-pX), before -pX is read
+			// as a flag named pX.
+			if s, ok := attached(tool, a); ok {
+				set(i, s)
+				n++
+				continue
+			}
 			// 1 and 2: the value is the next argument.
 			// A next argument that is a long flag is not a value: the flag
 			// had none (`--token --verbose`).
@@ -145,12 +152,6 @@ func (r *Redactor) args(args []string, shells bool) ([]string, int) {
 					n++
 				}
 				i++
-				continue
-			}
-			// 2: attached values of tool flags (-pX).
-			if s, ok := attached(tool, a); ok {
-				set(i, s)
-				n++
 				continue
 			}
 			// curl -u user:pass

@@ -79,6 +79,7 @@ func TestArgs(t *testing.T) {
 		{"not jwt", []string{"app", "eyJhbGciOiJIUzI1NiJ9", "eyJx.eyJy"}, nil, 0},
 		// 2: tools
 		{"mysql attached", []string{"mysql", "-uroot", "-phunter2", "db"}, []string{"mysql", "-uroot", "-p" + R, "db"}, 1},
+		{"mysql secret-like password", []string{"mysql", "-psecret", "db"}, []string{"mysql", "-p" + R, "db"}, 1},
 		{"mysql prompt", []string{"mysql", "-u", "root", "-p", "db"}, nil, 0},
 		{"mysql --password prompt", []string{"/usr/bin/mysql", "--password", "db"}, nil, 0},
 		{"mysql --password=", []string{"mysqldump", "--password=x", "db"}, []string{"mysqldump", "--password=" + R, "db"}, 1},
