@@ -27,8 +27,8 @@ fi
 missing=""
 command -v podman >/dev/null || missing="$missing podman"
 command -v runc >/dev/null || missing="$missing runc"
-[ -x /bin/busybox ] && /bin/busybox --help 2>&1 | grep -q 'static\|BusyBox' && ldd /bin/busybox 2>&1 | grep -q 'not a dynamic' ||
-	missing="$missing busybox-static"
+# The image is /bin/busybox of busybox-static: one static binary.
+dpkg -s busybox-static >/dev/null 2>&1 || missing="$missing busybox-static"
 if [ -n "$missing" ]; then
 	echo "podman-setup: installing:$missing" >&2
 	apt-get update -qq
