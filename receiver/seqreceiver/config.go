@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
 )
 
 // Event names accepted in `events`.
@@ -70,7 +71,38 @@ type Config struct {
 	// Traces shapes the span-per-process output of a traces pipeline.
 	Traces TracesConfig `mapstructure:"traces"`
 
+	// Redaction replaces secrets in command lines (process.command_args,
+	// the exec records' Body, the spans and their exec events) by REDACTED.
+	// On by default.
+	Redaction RedactionConfig `mapstructure:"redaction"`
+
 	_ struct{}
+}
+
+// RedactionConfig: the built-in rules (see the README) and additions.
+type RedactionConfig struct {
+	// Enabled turns redaction on (the default) or off.
+	Enabled bool `mapstructure:"enabled"`
+	// ExtraFlags are more flags, as written (`--db-pass`, `-P`), whose value
+	// (the next argument, or after =) is secret.
+	ExtraFlags []string `mapstructure:"extra_flags"`
+	// ExtraKeys are more secret-like names for flags, key=value pairs, JSON
+	// members and headers, matched as a suffix of the name lower-cased with
+	// - and . read as _ (`session_id` matches `--session-id`, `X_SESSION_ID=`).
+	ExtraKeys []string `mapstructure:"extra_keys"`
+	// ExtraPatterns are regular expressions (Go RE2 syntax) of secrets: each
+	// match is replaced, or only its groups where the expression has groups.
+	ExtraPatterns []string `mapstructure:"extra_patterns"`
+
+	_ struct{}
+}
+
+// redactor compiles the rules; nil when redaction is off.
+func (c *RedactionConfig) redactor() (*redact.Redactor, error) {
+	if !c.Enabled {
+		return nil, nil
+	}
+	return redact.New(redact.Config{ExtraFlags: c.ExtraFlags, ExtraKeys: c.ExtraKeys, ExtraPatterns: c.ExtraPatterns})
 }
 
 // PressureConfig: adaptive pressure, off unless Shed lists event classes.
@@ -133,6 +165,7 @@ func createDefaultConfig() *Config {
 			SessionLeaders: true,
 			MaxProcesses:   65536,
 		},
+		Redaction: RedactionConfig{Enabled: true},
 	}
 }
 
@@ -187,6 +220,19 @@ func (c *Config) Validate() error {
 	for _, name := range c.Traces.RootParents {
 		if name == "" || len(name) > commLen {
 			errs = append(errs, fmt.Errorf("traces::root_parents: %q is not an executable name as the kernel keeps it (1 to %d characters)", name, commLen))
+		}
+	}
+	if _, err := c.Redaction.redactor(); err != nil {
+		errs = append(errs, fmt.Errorf("redaction: %w", err))
+	}
+	for _, f := range c.Redaction.ExtraFlags {
+		if !strings.HasPrefix(f, "-") || strings.TrimLeft(f, "-") == "" || strings.ContainsAny(f, "= \t") {
+			errs = append(errs, fmt.Errorf("redaction::extra_flags: %q is not a flag as written on a command line (e.g. --db-pass or -P)", f))
+		}
+	}
+	for _, k := range c.Redaction.ExtraKeys {
+		if strings.Trim(k, "-_.") == "" || strings.ContainsAny(k, "= :\t") {
+			errs = append(errs, fmt.Errorf("redaction::extra_keys: %q is not a key name (letters, digits, - _ .)", k))
 		}
 	}
 	return errors.Join(errs...)

@@ -34,9 +34,28 @@ func TestConfigCustom(t *testing.T) {
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, &Config{
 		Transport: "sequencer", RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxBatch: 64,
-		Pressure: PressureConfig{Shed: []string{"fork", "exec"}, Above: 0.5},
-		Traces:   TracesConfig{ServiceName: "build-farm", RootParents: []string{"cron", "make"}, MaxProcesses: 1024},
+		Pressure:  PressureConfig{Shed: []string{"fork", "exec"}, Above: 0.5},
+		Traces:    TracesConfig{ServiceName: "build-farm", RootParents: []string{"cron", "make"}, MaxProcesses: 1024},
+		Redaction: RedactionConfig{Enabled: true},
 	}, cfg)
+}
+
+func TestConfigRedaction(t *testing.T) {
+	cfg := loadConfig(t, "redaction")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, RedactionConfig{Enabled: true, ExtraFlags: []string{"--db-pass", "-P"}, ExtraKeys: []string{"session_id"},
+		ExtraPatterns: []string{`sk_live_[0-9a-zA-Z]{24}`, `pin:(\d+)`}}, cfg.Redaction)
+	r, err := cfg.Redaction.redactor()
+	require.NoError(t, err)
+	got, n := r.Args([]string{"app", "--db-pass", "x", "-P", "y", "--session-id=z", "pin:1234", "--password", "p"})
+	assert.Equal(t, []string{"app", "--db-pass", "REDACTED", "-P", "REDACTED", "--session-id=REDACTED", "pin:REDACTED", "--password", "REDACTED"}, got)
+	assert.Equal(t, 5, n)
+
+	cfg = loadConfig(t, "no_redaction")
+	require.NoError(t, confmap.Validate(cfg))
+	r, err = cfg.Redaction.redactor()
+	require.NoError(t, err)
+	assert.Nil(t, r)
 }
 
 func TestConfigInvalid(t *testing.T) {
@@ -51,6 +70,10 @@ func TestConfigInvalid(t *testing.T) {
 			`pressure::shed: unknown class "spawn"; allowed: fork, exec, thread` + "\n" +
 			"pressure::shed: shedding works on the sequencer transport only; remove it or use transport: sequencer or auto\n" +
 			"pressure::above: 1.5 is out of range 0.1 to 0.99 (a fraction of ring_slots)",
+		"bad_redaction": `redaction: extra_patterns[1] "(unclosed": error parsing regexp: missing closing ): ` + "`(unclosed`\n" +
+			`redaction::extra_flags: "db-pass" is not a flag as written on a command line (e.g. --db-pass or -P)` + "\n" +
+			`redaction::extra_flags: "--x=y" is not a flag as written on a command line (e.g. --db-pass or -P)` + "\n" +
+			`redaction::extra_keys: "a=b" is not a key name (letters, digits, - _ .)`,
 		"bad_traces": "traces::service_name: empty; give the service.name for the process spans\n" +
 			"traces::max_processes: 10 is out of range 64 to 4194304\n" +
 			`traces::root_parents: "containerd-shim-runc-v2" is not an executable name as the kernel keeps it (1 to 15 characters)`,

@@ -33,6 +33,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
@@ -89,6 +90,8 @@ type seqReceiver struct {
 	mapper pdatamap.Mapper
 	model  *process.Model
 	ev     event.Event
+
+	cgroups *cgroups.Resolver // nil without a cgroup v2 hierarchy (containers_linux.go)
 
 	readPos atomic.Uint64 // the reader's next ticket, for the occupancy gauge
 	final   finalAccount  // the ring's accounting when Shutdown stopped it
@@ -151,6 +154,9 @@ func newReceiver(set receiver.Settings, c *Config) (*seqReceiver, error) {
 	r := &seqReceiver{cfg: c, set: set, obs: obs, open: openSequencer, lost: map[string]int64{}}
 	r.newBatch()
 	r.mapper.IncludeThreads = c.ThreadEvents
+	if r.mapper.Redact, err = c.Redaction.redactor(); err != nil {
+		return nil, err
+	}
 	for t := range r.typeAttrs {
 		r.typeAttrs[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("event", event.Type(t).String())))
 	}
@@ -225,6 +231,7 @@ func (r *seqReceiver) startSequencer() (err error) {
 	}
 	r.readPos.Store(r.rd.Next())
 	r.syncBootOffset(time.Now())
+	r.startCgroups()
 	r.model = process.New(process.Config{
 		BootID:         bootID(),
 		MaxProcesses:   r.cfg.Traces.MaxProcesses,
@@ -232,6 +239,8 @@ func (r *seqReceiver) startSequencer() (err error) {
 		SessionLeaders: r.cfg.Traces.SessionLeaders,
 		ThreadEvents:   r.cfg.ThreadEvents,
 		BootOffset:     r.mapper.BootOffset,
+		Redact:         r.mapper.Redact,
+		Cgroups:        r.cgroupsOf(),
 	})
 	// The tracepoints are attached: every process started from now on is
 	// seen by them, and the ones already running come from the snapshot.
@@ -256,6 +265,7 @@ func (r *seqReceiver) startTelemetry() (err error) {
 		return err
 	}
 	return errors.Join(
+		r.registerContainerTelemetry(),
 		r.tb.RegisterReceiverSeqTicketsIssuedCallback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(r.rd.Head()))
 			return nil
@@ -471,6 +481,9 @@ func (r *seqReceiver) read(abandon bool) (int, ring.State) {
 func (r *seqReceiver) flush(ctx context.Context) {
 	if r.recs.Len() > 0 {
 		if r.logs != nil {
+			if r.inContainers() {
+				splitLogs(r.out)
+			}
 			r.consumeLogs(ctx, r.out)
 		}
 		r.newBatch()
@@ -497,6 +510,9 @@ func (r *seqReceiver) flushSpans(ctx context.Context) {
 	ss.Scope().SetVersion(r.set.BuildInfo.Version)
 	if r.model.AppendFinished(ss.Spans()) == 0 {
 		return
+	}
+	if r.inContainers() {
+		splitSpans(traces)
 	}
 	n := traces.SpanCount()
 	octx := r.obs.StartTracesOp(ctx)

@@ -28,6 +28,9 @@ type TelemetryBuilder struct {
 	meter                          metric.Meter
 	mu                             sync.Mutex
 	registrations                  []metric.Registration
+	ReceiverSeqArgsRedacted        metric.Int64ObservableCounter
+	ReceiverSeqCgroupMisses        metric.Int64ObservableCounter
+	ReceiverSeqCgroupsCached       metric.Int64ObservableGauge
 	ReceiverSeqEventsDelivered     metric.Int64Counter
 	ReceiverSeqEventsLost          metric.Int64Counter
 	ReceiverSeqEventsShed          metric.Int64ObservableCounter
@@ -53,6 +56,51 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterReceiverSeqArgsRedactedCallback sets callback for observable ReceiverSeqArgsRedacted metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqArgsRedactedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqArgsRedacted, obs: o})
+		return nil
+	}, builder.ReceiverSeqArgsRedacted)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqCgroupMissesCallback sets callback for observable ReceiverSeqCgroupMisses metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqCgroupMissesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqCgroupMisses, obs: o})
+		return nil
+	}, builder.ReceiverSeqCgroupMisses)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqCgroupsCachedCallback sets callback for observable ReceiverSeqCgroupsCached metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqCgroupsCachedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqCgroupsCached, obs: o})
+		return nil
+	}, builder.ReceiverSeqCgroupsCached)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterReceiverSeqEventsShedCallback sets callback for observable ReceiverSeqEventsShed metric.
@@ -248,6 +296,24 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverSeqArgsRedacted, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_args_redacted",
+		metric.WithDescription("Secret values in argv replaced by REDACTED (redaction), counted once per exec or process running at start; the log records and spans that carry them have seq.args.redacted. [Development]"),
+		metric.WithUnit("{value}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqCgroupMisses, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_cgroup_misses",
+		metric.WithDescription("Lookups of an event's cgroup id that found no cgroup (removed before it was resolved, or created after the last walk of the hierarchy); those records have seq.cgroup.id only. [Development]"),
+		metric.WithUnit("{lookup}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqCgroupsCached, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_seq_cgroups_cached",
+		metric.WithDescription("Cgroup ids resolved to paths and kept (at most 8192; the oldest are forgotten). [Development]"),
+		metric.WithUnit("{cgroup}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverSeqEventsDelivered, err = builder.meter.Int64Counter(
 		"otelcol_receiver_seq_events_delivered",
 		metric.WithDescription("Events read from the ring and handed to the pipeline, by event type (attribute `event`). [Development]"),

@@ -42,6 +42,12 @@ const (
 	AttrProcessGroupID        = "process.group.id"                       // int: the gid (not in semconv)
 	AttrProcessCreationTime   = string(semconv.ProcessCreationTimeKey)   // string, RFC 3339, UTC
 	AttrThreadID              = string(semconv.ThreadIDKey)              // int
+	AttrProcessLinuxCgroup    = string(semconv.ProcessLinuxCgroupKey)    // string: "0::" + the cgroup v2 path, as /proc/PID/cgroup writes it
+
+	// Resource attributes of the processes in a container or a pod.
+	AttrContainerID          = string(semconv.ContainerIDKey)          // string: 64 hex digits
+	AttrContainerRuntimeName = string(semconv.ContainerRuntimeNameKey) // string: docker, containerd, cri-o, podman
+	AttrK8SPodUID            = string(semconv.K8SPodUIDKey)            // string, with dashes
 
 	AttrParentCreationTime = "seq.parent.creation.time" // string, RFC 3339, UTC; process.fork only: the parent's start, which with process.parent_pid names it
 	AttrCgroupID           = "seq.cgroup.id"            // int: cgroup v2 id
@@ -50,6 +56,7 @@ const (
 	AttrExitCoreDumped     = "seq.exit.core_dumped"     // bool; only when true
 	AttrArgsTruncated      = "seq.args.truncated"       // bool; only when true
 	AttrArgsUnreadable     = "seq.args.unreadable"      // bool; only when true
+	AttrArgsRedacted       = "seq.args.redacted"        // bool; only when true: a secret in argv was replaced by REDACTED
 	AttrFilenameTruncated  = "seq.filename.truncated"   // bool; only when true
 	AttrExecOldTID         = "seq.exec.old_tid"         // int; only when a thread other than the leader called execve
 	AttrLostCount          = "seq.lost.count"           // int

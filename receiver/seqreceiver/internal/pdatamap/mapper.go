@@ -26,6 +26,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
 )
 
 // maxBodyArgs bounds the bytes of argv copied into an exec Body; the whole of
@@ -44,6 +46,13 @@ type Mapper struct {
 	// IncludeThreads maps thread.start and thread.exit events; they are
 	// skipped otherwise.
 	IncludeThreads bool
+	// Redact replaces the secrets of an exec's argv, in process.command_args
+	// and the Body, marking the record seq.args.redacted (nil: none).
+	Redact *redact.Redactor
+	// Cgroups resolves an event's cgroup id to its process.linux.cgroup
+	// (nil, or a nil result: the record has seq.cgroup.id only). It is
+	// called at the event: the cgroup may be gone soon after.
+	Cgroups func(id uint64) *cgroups.Info
 }
 
 func (m *Mapper) wall(bootNs uint64) pcommon.Timestamp {
@@ -73,8 +82,12 @@ func (m *Mapper) AppendEvent(dst plog.LogRecordSlice, ev *event.Event, observed 
 		lr.SetSeverityText("INFO")
 	}
 
+	args, redacted := ev.Args, 0
+	if ev.Type == event.Exec {
+		args, redacted = m.Redact.Args(ev.Args)
+	}
 	var buf [512]byte
-	lr.Body().SetStr(string(body(buf[:0], ev)))
+	lr.Body().SetStr(string(body(buf[:0], ev, args)))
 
 	attrs := lr.Attributes()
 	attrs.EnsureCapacity(attrCount(ev))
@@ -92,18 +105,24 @@ func (m *Mapper) AppendEvent(dst plog.LogRecordSlice, ev *event.Event, observed 
 		attrs.PutStr(AttrParentCreationTime, m.rfc3339(buf[:0], ev.ParentStartNs))
 	}
 	attrs.PutInt(AttrCgroupID, int64(ev.CgroupID))
+	if m.Cgroups != nil {
+		if info := m.Cgroups(ev.CgroupID); info != nil {
+			attrs.PutStr(AttrProcessLinuxCgroup, info.Cgroup)
+		}
+	}
 	attrs.PutInt(AttrCPU, int64(ev.CPU))
 
 	switch ev.Type {
 	case event.Exec:
 		attrs.PutStr(AttrProcessExecutablePath, ev.Filename)
-		if len(ev.Args) > 0 {
-			args := attrs.PutEmptySlice(AttrProcessCommandArgs)
-			args.EnsureCapacity(len(ev.Args))
-			for _, a := range ev.Args {
-				args.AppendEmpty().SetStr(a)
+		if len(args) > 0 {
+			s := attrs.PutEmptySlice(AttrProcessCommandArgs)
+			s.EnsureCapacity(len(args))
+			for _, a := range args {
+				s.AppendEmpty().SetStr(a)
 			}
 		}
+		putFlag(attrs, AttrArgsRedacted, redacted > 0)
 		putFlag(attrs, AttrArgsTruncated, ev.ArgsTruncated())
 		putFlag(attrs, AttrArgsUnreadable, ev.ArgsUnreadable())
 		putFlag(attrs, AttrFilenameTruncated, ev.FilenameTruncated())
@@ -187,7 +206,7 @@ func attrCount(ev *event.Event) int {
 	case event.Fork:
 		return 11
 	case event.Exec:
-		return 14 // and up to 2 flags
+		return 15 // and up to 3 flags
 	case event.Exit:
 		return 12 // and up to 2 when killed
 	}
@@ -271,7 +290,7 @@ func append4(b []byte, v int64) []byte {
 //	thread_start pid=123 tid=130 comm=worker
 //
 // Values with spaces, quotes or control characters are quoted as in Go.
-func body(b []byte, ev *event.Event) []byte {
+func body(b []byte, ev *event.Event, args []string) []byte {
 	b = append(b, ev.Type.String()...)
 	b = append(b, " pid="...)
 	b = strconv.AppendUint(b, uint64(ev.PID), 10)
@@ -284,7 +303,7 @@ func body(b []byte, ev *event.Event) []byte {
 		b = appendWord(b, ev.Filename)
 		start := len(b)
 		cut := ev.ArgsTruncated()
-		for _, a := range ev.Args {
+		for _, a := range args {
 			if len(b)-start+len(a) > maxBodyArgs {
 				cut = true
 				break

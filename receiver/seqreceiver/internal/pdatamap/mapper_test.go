@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden_logs.json")
@@ -330,4 +332,33 @@ func TestAppendRFC3339(t *testing.T) {
 			t.Fatalf("appendRFC3339(%d) = %s, want %s", ns, got, want)
 		}
 	}
+}
+
+func TestRedactAndCgroup(t *testing.T) {
+	rd, err := redact.New(redact.Config{})
+	require.NoError(t, err)
+	info := cgroups.Parse("/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope")
+	m := Mapper{Redact: rd, Cgroups: func(id uint64) *cgroups.Info {
+		if id == 42 {
+			return &info
+		}
+		return nil
+	}}
+	recs := plog.NewLogRecordSlice()
+	ev := event.Event{Type: event.Exec, PID: 9, CgroupID: 42, Filename: "/usr/bin/curl",
+		Args: []string{"curl", "-H", "Authorization: Bearer abc123", "https://bob:pw@example.com/"}}
+	argv := append([]string(nil), ev.Args...)
+	require.True(t, m.AppendEvent(recs, &ev, observed))
+	a := attrs(recs.At(0))
+	assert.Equal(t, []any{"curl", "-H", "Authorization: Bearer REDACTED", "https://bob:REDACTED@example.com/"}, a[AttrProcessCommandArgs])
+	assert.Equal(t, true, a[AttrArgsRedacted])
+	assert.Equal(t, `exec pid=9 /usr/bin/curl curl -H "Authorization: Bearer REDACTED" https://bob:REDACTED@example.com/`, recs.At(0).Body().Str())
+	assert.Equal(t, "0::"+info.Path, a[AttrProcessLinuxCgroup])
+	assert.Equal(t, argv, ev.Args, "the event is not modified")
+
+	ev = event.Event{Type: event.Exit, PID: 9, CgroupID: 43}
+	require.True(t, m.AppendEvent(recs, &ev, observed))
+	a = attrs(recs.At(1))
+	assert.NotContains(t, a, AttrProcessLinuxCgroup)
+	assert.NotContains(t, a, AttrArgsRedacted)
 }

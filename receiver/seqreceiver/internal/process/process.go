@@ -33,6 +33,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
 )
 
 // Defaults for the zero values of Config's bounds.
@@ -76,6 +78,13 @@ type Config struct {
 	// BootOffset is wall-clock minus boot-clock time in nanoseconds: wall
 	// ns = boot ns + BootOffset. SetBootOffset changes it.
 	BootOffset int64
+	// Redact replaces the secrets of argv in the spans and their exec
+	// events (nil: none); spans and events with a secret replaced carry
+	// seq.args.redacted. Stats.Redacted counts the values replaced.
+	Redact *redact.Redactor
+	// Cgroups resolves a cgroup id, at the event, to what the spans say
+	// of it (process.linux.cgroup); nil, or a nil result, says nothing.
+	Cgroups func(id uint64) *cgroups.Info
 }
 
 // Stats are a Model's counters.
@@ -92,6 +101,7 @@ type Stats struct {
 	DroppedSpans  uint64 // finished spans dropped: MaxFinished were waiting
 	DroppedEvents uint64 // span events dropped: MaxSpanEvents were kept
 	ExitMissed    uint64 // live processes finished because a newer one took their pid
+	Redacted      uint64 // argv values replaced by REDACTED (Config.Redact), execs and snapshot processes
 }
 
 // key is a process identity within one boot.
@@ -111,6 +121,7 @@ const (
 	flagLink
 	flagRootParent // the process's name is one of Config.RootParents
 	flagExitMissed // a newer process took its pid: its exit was lost
+	flagRedacted   // a secret of the last exec's argv was replaced
 )
 
 // Span event kinds.
@@ -128,6 +139,8 @@ type spanEvent struct {
 	path   string
 	argLo  int32 // exec: args are proc.arena[argLo:argHi]
 	argHi  int32
+	// redacted: a secret of the exec's argv was replaced
+	redacted bool
 }
 
 // proc is one process: a table entry while it lives, then a finished span.
@@ -139,7 +152,8 @@ type proc struct {
 	droppedEvents            uint32
 	start, parentStart       uint64 // identity; the parent's identity
 	cgroup                   uint64
-	next                     *proc // older entry with the same pid (a missed exit)
+	cg                       *cgroups.Info // of cgroup, resolved at the event; nil if unknown
+	next                     *proc         // older entry with the same pid (a missed exit)
 
 	startTime, endTime pcommon.Timestamp
 	creation           pcommon.Timestamp // wall time of start
@@ -363,7 +377,7 @@ func (m *Model) AddRunning(ev *event.Event) bool {
 	p.flags |= flagSeenAtStart
 	if ev.Filename != "" {
 		p.execPath = ev.Filename
-		p.args = append(p.args[:0], ev.Args...)
+		m.setArgs(p, ev.Args)
 		p.flags |= flagExec
 	}
 	m.insert(p)
@@ -403,14 +417,16 @@ func (m *Model) exec(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 	}
 	m.setName(p, ev.Comm)
 	p.execPath = ev.Filename
-	p.args = append(p.args[:0], ev.Args...)
+	args := m.setArgs(p, ev.Args)
 	p.flags |= flagExec
-	p.uid, p.gid, p.sid, p.cgroup = ev.UID, ev.GID, ev.SID, ev.CgroupID
+	p.uid, p.gid, p.sid = ev.UID, ev.GID, ev.SID
+	m.setCgroup(p, ev.CgroupID)
 	if e := m.addEvent(p, kindExec, ev); e != nil {
 		e.path = ev.Filename
 		e.argLo = int32(len(p.arena))
-		p.arena = append(p.arena, ev.Args...)
+		p.arena = append(p.arena, args...)
 		e.argHi = int32(len(p.arena))
+		e.redacted = p.flags&flagRedacted != 0
 	}
 	return p.traceID, p.spanID
 }
@@ -436,7 +452,8 @@ func (m *Model) exit(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 	p.endTime = m.wall(ev.KTime)
 	p.exitStatus = ev.ExitStatus
 	p.flags |= flagExited
-	p.uid, p.gid, p.cgroup = ev.UID, ev.GID, ev.CgroupID
+	p.uid, p.gid = ev.UID, ev.GID
+	m.setCgroup(p, ev.CgroupID)
 	tr, sp := p.traceID, p.spanID
 	if m.snapshotting {
 		m.tombstones.put(k, ghost{tr, sp, false})
@@ -490,7 +507,8 @@ func (m *Model) newProc(ev *event.Event, start uint64) *proc {
 		p = new(proc)
 	}
 	p.pid, p.ppid, p.uid, p.gid, p.sid = ev.PID, ev.PPID, ev.UID, ev.GID, ev.SID
-	p.start, p.parentStart, p.cgroup = ev.StartNs, ev.ParentStartNs, ev.CgroupID
+	p.start, p.parentStart = ev.StartNs, ev.ParentStartNs
+	m.setCgroup(p, ev.CgroupID)
 	p.startTime = m.wall(start)
 	p.creation = m.wall(ev.StartNs)
 	if ev.ParentStartNs != 0 {
@@ -635,6 +653,31 @@ func (m *Model) finish(p *proc, force bool) {
 		return
 	}
 	m.finished = append(m.finished, p)
+}
+
+// setArgs keeps argv, its secrets replaced, as the process's last exec, and
+// returns what it kept.
+func (m *Model) setArgs(p *proc, args []string) []string {
+	args, n := m.cfg.Redact.Args(args)
+	p.args = append(p.args[:0], args...)
+	p.flags &^= flagRedacted
+	if n > 0 {
+		p.flags |= flagRedacted
+		m.stats.Redacted += uint64(n)
+	}
+	return args
+}
+
+// setCgroup records the process's cgroup, resolved now: it may be gone by
+// the time the span is built.
+func (m *Model) setCgroup(p *proc, id uint64) {
+	if p.cg != nil && p.cgroup == id {
+		return
+	}
+	p.cgroup, p.cg = id, nil
+	if m.cfg.Cgroups != nil {
+		p.cg = m.cfg.Cgroups(id)
+	}
 }
 
 func (m *Model) recycle(p *proc) {

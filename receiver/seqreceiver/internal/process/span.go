@@ -98,6 +98,7 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 		if len(p.args) > 0 {
 			putStrs(attrs.PutEmptySlice(pdatamap.AttrProcessCommandArgs), p.args)
 		}
+		putFlag(attrs, pdatamap.AttrArgsRedacted, p.flags&flagRedacted != 0)
 	}
 	if p.start != 0 {
 		attrs.PutStr(pdatamap.AttrProcessCreationTime, string(appendRFC3339(buf, p.creation)))
@@ -109,6 +110,9 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 	attrs.PutInt(pdatamap.AttrProcessGroupID, int64(p.gid))
 	attrs.PutInt(AttrProcessSessionLeaderPID, int64(p.sid))
 	attrs.PutInt(pdatamap.AttrCgroupID, int64(p.cgroup))
+	if p.cg != nil {
+		attrs.PutStr(pdatamap.AttrProcessLinuxCgroup, p.cg.Cgroup)
+	}
 
 	ev := event.Event{ExitStatus: p.exitStatus}
 	if p.flags&flagExited != 0 {
@@ -162,6 +166,7 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 				if e.argHi > e.argLo {
 					putStrs(a.PutEmptySlice(pdatamap.AttrProcessCommandArgs), p.arena[e.argLo:e.argHi])
 				}
+				putFlag(a, pdatamap.AttrArgsRedacted, e.redacted)
 			case kindThreadStart:
 				se.SetName(EventNameThreadStart)
 				a.EnsureCapacity(2)

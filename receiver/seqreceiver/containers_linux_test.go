@@ -1,0 +1,174 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package seqreceiver
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
+)
+
+// podmanConf sets up podman once (scripts/podman-setup.sh: packages,
+// containers.conf, a busybox image) and returns the CONTAINERS_CONF to use.
+func podmanConf(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "otelcol-seq-podman")
+	out, err := exec.Command("../../scripts/podman-setup.sh", dir).CombinedOutput()
+	require.NoError(t, err, "scripts/podman-setup.sh: %s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// removeCgroups removes the cgroup directories under rel (relative to each
+// hierarchy) that the runtime leaves behind, deepest first, in the v2 and
+// every v1 hierarchy.
+func removeCgroups(t *testing.T, rel string) {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
+	roots = append(roots, "/sys/fs/cgroup")
+	for _, root := range roots {
+		top := filepath.Join(root, rel)
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		slices.Reverse(dirs)
+		for _, d := range dirs {
+			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
+				t.Logf("cgroup left behind: %s: %v", d, err)
+			}
+		}
+	}
+}
+
+// resourced is a log record with its resource's attributes.
+type resourced struct {
+	res   map[string]any
+	attrs map[string]any
+}
+
+func TestPodmanContainerIdentity(t *testing.T) {
+	testutil.RequireRoot(t)
+	conf := podmanConf(t)
+
+	cfg := createDefaultConfig()
+	set := receivertest.NewNopSettings(metadata.Type)
+	logSink, traceSink := &consumertest.LogsSink{}, &consumertest.TracesSink{}
+	lr, err := NewFactory().CreateLogs(context.Background(), set, cfg, logSink)
+	require.NoError(t, err)
+	tr, err := NewFactory().CreateTraces(context.Background(), set, cfg, traceSink)
+	require.NoError(t, err)
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, tr.Start(context.Background(), componenttest.NewNopHost()))
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			assert.NoError(t, lr.Shutdown(context.Background()))
+			assert.NoError(t, tr.Shutdown(context.Background()))
+		}
+	}
+	defer stop()
+
+	var u [16]byte
+	for i := range u {
+		u[i] = byte(rand.Uint32())
+	}
+	uid := fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+	parent := "/kubepods/besteffort/pod" + uid
+	t.Cleanup(func() { removeCgroups(t, strings.TrimPrefix(parent, "/")) })
+	marker := fmt.Sprintf("seq-container-%d", rand.Uint32())
+	cidFile := filepath.Join(t.TempDir(), "cid")
+	cmd := exec.Command("podman", "run", "--rm", "--cgroup-parent="+parent, "--cidfile="+cidFile,
+		"localhost/seq-busybox", "/bin/sh", "-c", "/bin/true "+marker+" --password hunter2; /bin/sleep 0.2")
+	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "podman run: %s", out)
+	b, err := os.ReadFile(cidFile)
+	require.NoError(t, err)
+	cid := strings.TrimSpace(string(b))
+	require.Len(t, cid, 64)
+
+	// The exec of /bin/true in the container, and its span.
+	var got resourced
+	waitFor(t, "the container's exec of /bin/true", func() bool {
+		for _, ld := range logSink.AllLogs() {
+			for i := 0; i < ld.ResourceLogs().Len(); i++ {
+				rl := ld.ResourceLogs().At(i)
+				recs := rl.ScopeLogs().At(0).LogRecords()
+				for j := 0; j < recs.Len(); j++ {
+					a := recs.At(j).Attributes().AsRaw()
+					if args, ok := a["process.command_args"].([]any); ok && len(args) > 1 && args[1] == marker {
+						got = resourced{rl.Resource().Attributes().AsRaw(), a}
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	assert.Equal(t, map[string]any{
+		"service.name": "linux-processes", "container.id": cid, "container.runtime.name": "podman", "k8s.pod.uid": uid,
+	}, got.res)
+	assert.Equal(t, "0::"+parent+"/libpod-"+cid, got.attrs["process.linux.cgroup"])
+	assert.Equal(t, []any{"/bin/true", marker, "--password", "REDACTED"}, got.attrs["process.command_args"])
+	assert.Equal(t, true, got.attrs["seq.args.redacted"])
+
+	// Every record of a pid in the container is in the container's resource.
+	pid := got.attrs["process.pid"].(int64)
+	for _, ld := range logSink.AllLogs() {
+		for i := 0; i < ld.ResourceLogs().Len(); i++ {
+			rl := ld.ResourceLogs().At(i)
+			id, _ := rl.Resource().Attributes().Get("container.id")
+			recs := rl.ScopeLogs().At(0).LogRecords()
+			for j := 0; j < recs.Len(); j++ {
+				if p, _ := recs.At(j).Attributes().Get("process.pid"); p.Int() == pid && recs.At(j).EventName() != "process.fork" {
+					assert.Equal(t, cid, id.Str(), "%s of pid %d", recs.At(j).EventName(), pid)
+				}
+			}
+		}
+	}
+
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	var span pcommon.Map
+	var spanRes map[string]any
+	for _, td := range traceSink.AllTraces() {
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			rs := td.ResourceSpans().At(i)
+			spans := rs.ScopeSpans().At(0).Spans()
+			for j := 0; j < spans.Len(); j++ {
+				if p, _ := spans.At(j).Attributes().Get("process.pid"); p.Int() == pid {
+					span, spanRes = spans.At(j).Attributes(), rs.Resource().Attributes().AsRaw()
+				}
+			}
+		}
+	}
+	require.NotNil(t, spanRes, "the span of the container's /bin/true")
+	assert.Equal(t, got.res, spanRes)
+	args, _ := span.Get("process.command_args")
+	assert.Equal(t, []any{"/bin/true", marker, "--password", "REDACTED"}, args.Slice().AsRaw())
+}

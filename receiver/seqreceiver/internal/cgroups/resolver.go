@@ -1,0 +1,280 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package cgroups
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxEntries = 8192
+	DefaultMinRefresh = time.Second
+)
+
+// ErrNoCgroup2 is returned by NewResolver when no cgroup v2 hierarchy is
+// mounted.
+var ErrNoCgroup2 = errors.New("no cgroup v2 hierarchy mounted")
+
+// Options configure a Resolver.
+type Options struct {
+	// Mount is where the cgroup v2 hierarchy is mounted; empty finds it in
+	// /proc/self/mountinfo.
+	Mount string
+	// Root is the cgroup path of Mount's top directory ("/" unless the
+	// mount shows a subtree, as in a cgroup namespace's bind mount); empty
+	// takes it from mountinfo with Mount, else "/".
+	Root string
+	// MaxEntries bounds the ids kept (DefaultMaxEntries when 0); beyond it
+	// the oldest are forgotten.
+	MaxEntries int
+	// MinRefresh is the least time between two walks of the hierarchy on
+	// misses (DefaultMinRefresh when 0).
+	MinRefresh time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// NoHandles disables the by-handle lookup (open_by_handle_at), leaving
+	// the walk alone; tests use it.
+	NoHandles bool
+}
+
+// Stats are a Resolver's counters.
+type Stats struct {
+	Misses uint64 // lookups of ids that resolved to no cgroup (gone, or not yet walked)
+	Walks  uint64 // walks of the hierarchy
+	Cached uint64 // ids kept now
+}
+
+// Resolver maps the cgroup ids of events to Info, at event time: a cgroup
+// may be removed soon after its last process exits, so an id is resolved
+// when its first event is read and the result kept (up to MaxEntries ids).
+// An id not yet known is looked up by handle (open_by_handle_at, where the
+// kernel and privileges allow), else found by walking the hierarchy again,
+// at most once per MinRefresh. A Resolver is safe for concurrent use.
+type Resolver struct {
+	mount, root string
+	max         int
+	minRefresh  time.Duration
+	now         func() time.Time
+	byHandle    func(id uint64) (string, bool)
+
+	mu       sync.Mutex
+	cache    map[uint64]*Info
+	fifo     []uint64 // the ids of cache, oldest first, as a ring
+	head     int
+	index    map[uint64]string // inode -> path, from the last walk
+	lastWalk time.Time
+	walked   bool
+
+	misses, walks atomic.Uint64
+	container     atomic.Bool
+}
+
+// NewResolver finds the cgroup v2 hierarchy and indexes it.
+func NewResolver(o Options) (*Resolver, error) {
+	if o.Mount == "" {
+		b, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			return nil, err
+		}
+		mount, root, ok := FindCgroup2(b)
+		if !ok {
+			return nil, ErrNoCgroup2
+		}
+		o.Mount = mount
+		if o.Root == "" {
+			o.Root = root
+		}
+	}
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	if o.MinRefresh <= 0 {
+		o.MinRefresh = DefaultMinRefresh
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	r := &Resolver{
+		mount: filepath.Clean(o.Mount), root: o.Root, max: o.MaxEntries, minRefresh: o.MinRefresh, now: o.Now,
+		cache: make(map[uint64]*Info),
+	}
+	if !o.NoHandles {
+		r.byHandle = newHandleLookup(r.mount)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.walk(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Mount is where the hierarchy was found.
+func (r *Resolver) Mount() string { return r.mount }
+
+// Resolve returns the Info of cgroup id, or nil when no cgroup has it (it
+// was removed before it was resolved, or is too new for the last walk and
+// the next walk is not due yet).
+func (r *Resolver) Resolve(id uint64) *Info {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if info, ok := r.cache[id]; ok {
+		return info
+	}
+	if p, ok := r.index[id]; ok {
+		return r.keep(id, p)
+	}
+	if r.byHandle != nil {
+		if p, ok := r.byHandle(id); ok {
+			return r.keep(id, p)
+		}
+	}
+	if r.now().Sub(r.lastWalk) >= r.minRefresh {
+		if r.walk() == nil {
+			if p, ok := r.index[id]; ok {
+				return r.keep(id, p)
+			}
+		}
+	}
+	r.misses.Add(1)
+	return nil
+}
+
+// Lookup returns the Info of an id resolved before, without looking for it.
+func (r *Resolver) Lookup(id uint64) *Info {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cache[id]
+}
+
+// SawContainers reports whether any id resolved so far belongs to a
+// container or a pod: until one does, nothing needs grouping by container.
+func (r *Resolver) SawContainers() bool { return r.container.Load() }
+
+// Stats returns the counters.
+func (r *Resolver) Stats() Stats {
+	r.mu.Lock()
+	n := len(r.cache)
+	r.mu.Unlock()
+	return Stats{Misses: r.misses.Load(), Walks: r.walks.Load(), Cached: uint64(n)}
+}
+
+// keep caches the Info of id at rel (relative to the mount), forgetting the
+// oldest id when full.
+func (r *Resolver) keep(id uint64, rel string) *Info {
+	info := Parse(r.cgroupPath(rel))
+	if len(r.fifo) < r.max {
+		r.fifo = append(r.fifo, id)
+	} else {
+		delete(r.cache, r.fifo[r.head])
+		r.fifo[r.head] = id
+		r.head = (r.head + 1) % r.max
+	}
+	r.cache[id] = &info
+	if info.InContainer() {
+		r.container.Store(true)
+	}
+	return &info
+}
+
+// cgroupPath joins the mount's root and a path relative to the mount.
+func (r *Resolver) cgroupPath(rel string) string {
+	rel = strings.Trim(rel, "/")
+	switch {
+	case rel == "":
+		return r.root
+	case r.root == "/":
+		return "/" + rel
+	}
+	return strings.TrimRight(r.root, "/") + "/" + rel
+}
+
+// walk indexes every cgroup directory under the mount by inode.
+func (r *Resolver) walk() error {
+	r.lastWalk = r.now()
+	r.walks.Add(1)
+	index := make(map[uint64]string, max(len(r.index), 64))
+	err := filepath.WalkDir(r.mount, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == r.mount {
+				return err
+			}
+			return nil // removed while walking: skip it
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if ino, ok := inode(fi); ok {
+			index[ino] = strings.TrimPrefix(p, r.mount)
+		}
+		return nil
+	})
+	if err != nil && !r.walked {
+		return err
+	}
+	r.walked = true
+	r.index = index
+	return nil
+}
+
+// FindCgroup2 returns where the cgroup v2 hierarchy is mounted, and the
+// cgroup path the mount shows at its top, from /proc/self/mountinfo; the
+// first cgroup2 mount wins.
+func FindCgroup2(mountinfo []byte) (mount, root string, ok bool) {
+	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 5 || sep+1 >= len(fields) || fields[sep+1] != "cgroup2" {
+			continue
+		}
+		return unescape(fields[4]), unescape(fields[3]), true
+	}
+	return "", "", false
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space, ...).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,762 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+// Package redact replaces secrets in command lines (argv) by REDACTED.
+//
+// The rules, in the order they apply to each argument:
+//
+//  1. A flag whose name is secret-like (see keys) takes its value from the
+//     next argument: `--password X`, `--db-token X`, `-token X` (Go's flag
+//     package takes one dash) -> `--password REDACTED`, unless the next
+//     argument is itself a long flag (`--token --verbose`). `--no-...` flags
+//     and names ending in -file, -path, -stdin, ... are not secret-like.
+//  2. Tool flags, where the tool (the basename of argv[0], or of a later
+//     argument, so `sudo mysql -pX` counts) gives a short flag a password:
+//     mysql/mariadb tools: `-pX` (attached only: `-p X` prompts, and X is
+//     the database); sshpass and mongo tools: `-p X`, `-pX`; redis-cli:
+//     `-a X`; docker/podman/nerdctl/buildah `login`: `-p X`; curl and wget:
+//     the password of `-u user:pass`, `--user user:pass`, `--proxy-user`.
+//     Elsewhere `-p` is left alone: it is a port (ssh, docker run, nc), a
+//     parent-directory flag (mkdir), a pid...
+//  3. key=value with a secret-like key, anywhere in an argument:
+//     `--password=X`, `PGPASSWORD=X`, `-Dkeystore.password=X`, URL query
+//     strings `?token=X&a=b`, connection strings `host=h password=X`. At the
+//     start of an argument the value is the rest of it; inside one it ends
+//     at & ; whitespace or a quote (a quoted value at its closing quote).
+//     JSON members `"password": "X"` likewise.
+//  4. URL credentials: `scheme://user:X@host` -> `scheme://user:REDACTED@host`.
+//  5. HTTP headers `Authorization: Bearer X`, `X-Api-Key: X` (a secret-like
+//     name, or Authorization / Proxy-Authorization): the value (after the
+//     scheme word), and `Bearer X` anywhere.
+//  6. Well-known token formats, wherever they appear: AWS access key ids
+//     (AKIA/ASIA + 16), GitHub tokens (ghp_ gho_ ghu_ ghs_ ghr_,
+//     github_pat_), Slack tokens (xoxb- xoxp- xoxa- xoxr- xoxs- xoxe-), JWTs
+//     (eyJ...\.eyJ...\.sig).
+//  7. Extra patterns (regular expressions, RE2): each match is replaced, or
+//     only its groups where the expression has groups.
+//
+// The script of a shell's -c (sh, bash, dash, zsh, ash, ksh) is split into
+// words at whitespace and the rules apply to the words as to argv.
+//
+// Secret-like names: a name, lower-cased with - and . read as _, ending in
+// password, passwd, passphrase, secret, token, api_key, apikey, access_key,
+// private_key, credential, credentials or secret_id, or equal to / ending in
+// _ + auth, pass, pwd; plus the configured extra keys (same matching).
+package redact
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Replacement replaces every secret value.
+const Replacement = "REDACTED"
+
+// Config adds to the built-in rules.
+type Config struct {
+	// ExtraFlags are more flags, as written (`--db-pass`, `-P`), whose value
+	// (the next argument, or after =) is secret.
+	ExtraFlags []string
+	// ExtraKeys are more secret-like names for flags, key=value pairs and
+	// headers, matched as the built-in ones (a suffix of the normalized name).
+	ExtraKeys []string
+	// ExtraPatterns are regular expressions (RE2) of secrets.
+	ExtraPatterns []string
+}
+
+// Redactor applies the rules. It is immutable and safe for concurrent use.
+type Redactor struct {
+	keys     []string // long keys: a suffix match
+	short    []string // short keys: equal, or a suffix after _
+	flags    []string
+	patterns []*regexp.Regexp
+}
+
+var (
+	defaultKeys  = []string{"password", "passwd", "passphrase", "secret", "token", "api_key", "apikey", "access_key", "private_key", "credential", "credentials", "secret_id"}
+	defaultShort = []string{"auth", "pass", "pwd"}
+	// Names ending so are about a secret, not one.
+	notSecretSuffixes = []string{"_file", "_path", "_stdin", "_env", "_dir", "_name", "_length", "_len", "_ttl", "_type", "_mode", "_command", "_cmd", "_url", "_endpoint", "_id_file"}
+)
+
+// New compiles a Redactor; it names each bad pattern.
+func New(c Config) (*Redactor, error) {
+	r := &Redactor{keys: slices.Clone(defaultKeys), short: slices.Clone(defaultShort), flags: slices.Clone(c.ExtraFlags)}
+	for _, k := range c.ExtraKeys {
+		if k = normalize(k); k != "" {
+			r.keys = append(r.keys, k)
+		}
+	}
+	var errs []string
+	for i, p := range c.ExtraPatterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("extra_patterns[%d] %q: %v", i, p, err))
+			continue
+		}
+		r.patterns = append(r.patterns, re)
+	}
+	if errs != nil {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return r, nil
+}
+
+// Args returns argv with its secrets replaced, and how many values were
+// replaced. When none was, it returns args itself; otherwise a new slice
+// (args is never modified).
+func (r *Redactor) Args(args []string) ([]string, int) {
+	if r == nil || len(args) == 0 {
+		return args, 0
+	}
+	return r.args(args, true)
+}
+
+// args applies the rules to a word list; shells says whether a shell's -c
+// script is split into words (not again inside a script).
+func (r *Redactor) args(args []string, shells bool) ([]string, int) {
+	var out []string
+	n := 0
+	set := func(i int, s string) {
+		if out == nil {
+			out = slices.Clone(args)
+		}
+		out[i] = s
+	}
+	var tool string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if tool == "sshpass" && i > 0 && !strings.HasPrefix(a, "-") {
+			tool = "" // sshpass [-p pw] command...: the command's flags are its own
+		}
+		if t := toolOf(a); t != "" && (t != "login" || tool == "registry") {
+			tool = t // a login subcommand counts after docker, podman, ...
+		}
+		if i > 0 && strings.HasPrefix(a, "-") {
+			// 2: attached values of tool flags (-pX), before -pX is read
+			// as a flag named pX.
+			if s, ok := attached(tool, a); ok {
+				set(i, s)
+				n++
+				continue
+			}
+			// 1 and 2: the value is the next argument.
+			// A next argument that is a long flag is not a value: the flag
+			// had none (`--token --verbose`).
+			if i+1 < len(args) && !isLongFlag(args[i+1]) && r.takesSecret(tool, args, i) {
+				if args[i+1] != Replacement {
+					set(i+1, Replacement)
+					n++
+				}
+				i++
+				continue
+			}
+			// curl -u user:pass
+			if s, ok := userPass(tool, args, i); ok {
+				set(i+1, s)
+				n++
+				i++
+				continue
+			}
+		}
+		if shells && isShell(tool) && i > 0 && isDashC(args[i-1]) {
+			if s, k := r.script(a); k > 0 {
+				set(i, s)
+				n += k
+			}
+			continue
+		}
+		if s, k := r.scan(a); k > 0 {
+			set(i, s)
+			n += k
+		}
+	}
+	if out == nil {
+		return args, 0
+	}
+	return out, n
+}
+
+// script applies the argv rules to the words of a shell script, in place.
+func (r *Redactor) script(s string) (string, int) {
+	type span struct{ lo, hi int }
+	var spans []span
+	var words []string
+	for i := 0; i < len(s); {
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		j := i
+		for j < len(s) && !isSpace(s[j]) {
+			j++
+		}
+		if j > i {
+			spans = append(spans, span{i, j})
+			words = append(words, s[i:j])
+		}
+		i = j
+	}
+	got, n := r.args(words, false)
+	if n == 0 {
+		return bearer(s) // Bearer and its token are two words
+	}
+	var b strings.Builder
+	prev := 0
+	for k, sp := range spans {
+		b.WriteString(s[prev:sp.lo])
+		b.WriteString(got[k])
+		prev = sp.hi
+	}
+	b.WriteString(s[prev:])
+	out, k := bearer(b.String())
+	return out, n + k
+}
+
+func isLongFlag(a string) bool { return len(a) > 2 && a[0] == '-' && a[1] == '-' }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' }
+
+// takesSecret: args[i] is a flag whose value is args[i+1] and secret.
+func (r *Redactor) takesSecret(tool string, args []string, i int) bool {
+	a := args[i]
+	if strings.IndexByte(a, '=') >= 0 {
+		return false
+	}
+	if slices.Contains(r.flags, a) {
+		return true
+	}
+	switch tool {
+	case "mysql":
+		if a == "-p" || a == "--password" || a == "--pass" {
+			return false // prompts; the next argument is not the password
+		}
+	case "sshpass", "mongo":
+		if a == "-p" {
+			return true
+		}
+	case "redis-cli":
+		if a == "-a" {
+			return true
+		}
+	case "login":
+		if a == "-p" {
+			return true
+		}
+	}
+	name := strings.TrimLeft(a, "-")
+	if len(name) < 2 || len(a)-len(name) > 2 {
+		return false
+	}
+	return r.secretName(name)
+}
+
+// attached: -pX of the tools whose -p is a password.
+func attached(tool, a string) (string, bool) {
+	switch tool {
+	case "mysql", "sshpass", "mongo":
+		if len(a) > 2 && a[1] == 'p' && a[2:] != Replacement {
+			return "-p" + Replacement, true
+		}
+	case "redis-cli":
+		if len(a) > 2 && a[1] == 'a' && a[2:] != Replacement {
+			return "-a" + Replacement, true
+		}
+	}
+	return "", false
+}
+
+// userPass: curl's and wget's -u/--user/--proxy-user user:pass.
+func userPass(tool string, args []string, i int) (string, bool) {
+	if tool != "curl" && tool != "wget" || i+1 >= len(args) {
+		return "", false
+	}
+	switch args[i] {
+	case "-u", "--user", "-U", "--proxy-user":
+	default:
+		return "", false
+	}
+	user, pass, ok := strings.Cut(args[i+1], ":")
+	if !ok || pass == "" || pass == Replacement {
+		return "", false
+	}
+	return user + ":" + Replacement, true
+}
+
+// toolOf names the tool an argument runs, by its basename, or "".
+func toolOf(a string) string {
+	if a == "" || a[0] == '-' {
+		return ""
+	}
+	base := path.Base(a)
+	switch base {
+	case "mysql", "mysqldump", "mysqladmin", "mysqlcheck", "mysqlimport", "mysqlshow", "mysqlslap", "mysqlpump",
+		"mariadb", "mariadb-dump", "mariadb-admin", "mariadb-check", "mariadb-import", "mariadb-show", "mariadb-slap":
+		return "mysql"
+	case "mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop":
+		return "mongo"
+	case "sshpass", "redis-cli", "curl", "wget":
+		return base
+	case "sh", "bash", "dash", "zsh", "ash", "ksh", "mksh":
+		return "shell"
+	case "login":
+		return "login" // docker|podman|nerdctl|buildah login
+	case "docker", "podman", "nerdctl", "buildah", "helm", "skopeo":
+		return "registry"
+	}
+	return ""
+}
+
+func isShell(tool string) bool { return tool == "shell" }
+
+// isDashC: -c, or combined short flags ending in c (-ec, -lc).
+func isDashC(a string) bool {
+	if len(a) < 2 || a[0] != '-' || a[1] == '-' || a[len(a)-1] != 'c' {
+		return false
+	}
+	for i := 1; i < len(a); i++ {
+		if c := a[i]; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// normalize lower-cases a name and reads - and . as _.
+func normalize(s string) string {
+	b := []byte(strings.ToLower(strings.TrimLeft(s, "-")))
+	for i, c := range b {
+		if c == '-' || c == '.' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// secretName reports whether a flag, key or header name is secret-like.
+// It compares as normalize would, without allocating.
+func (r *Redactor) secretName(name string) bool {
+	name = strings.TrimLeft(name, "-")
+	if name == "" || hasPrefixNorm(name, "no_") {
+		return false
+	}
+	for _, s := range notSecretSuffixes {
+		if hasSuffixNorm(name, s) {
+			return false
+		}
+	}
+	for _, k := range r.keys {
+		if hasSuffixNorm(name, k) {
+			return true
+		}
+	}
+	for _, k := range r.short {
+		if len(name) == len(k) && hasSuffixNorm(name, k) ||
+			len(name) > len(k) && hasSuffixNorm(name, k) && normByte(name[len(name)-len(k)-1]) == '_' {
+			return true
+		}
+	}
+	return false
+}
+
+func normByte(c byte) byte {
+	switch {
+	case 'A' <= c && c <= 'Z':
+		return c + 'a' - 'A'
+	case c == '-' || c == '.':
+		return '_'
+	}
+	return c
+}
+
+// hasSuffixNorm: normalize(s) ends in the normalized k.
+func hasSuffixNorm(s, k string) bool {
+	if len(s) < len(k) {
+		return false
+	}
+	s = s[len(s)-len(k):]
+	for i := 0; i < len(k); i++ {
+		if normByte(s[i]) != k[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func hasPrefixNorm(s, k string) bool {
+	return len(s) >= len(k) && hasSuffixNorm(s[:len(k)], k)
+}
+
+// scan applies the in-argument rules (3 to 7) to one string.
+func (r *Redactor) scan(s string) (string, int) {
+	n := 0
+	var k int
+	if strings.IndexByte(s, '=') >= 0 {
+		s, k = r.keyValues(s)
+		n += k
+	}
+	if strings.IndexByte(s, ':') >= 0 {
+		s, k = r.jsonMembers(s)
+		n += k
+		s, k = urlCredentials(s)
+		n += k
+		s, k = r.header(s)
+		n += k
+	}
+	s, k = bearer(s)
+	n += k
+	s, k = tokens(s)
+	n += k
+	for _, re := range r.patterns {
+		s, k = replacePattern(re, s)
+		n += k
+	}
+	return s, n
+}
+
+func isKeyChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.'
+}
+
+// keyValues redacts the values of secret-like key=value pairs.
+func (r *Redactor) keyValues(s string) (string, int) {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '=' {
+			continue
+		}
+		lo := i
+		for lo > 0 && isKeyChar(s[lo-1]) {
+			lo--
+		}
+		key := s[lo:i]
+		if !r.secretName(key) && !slices.Contains(r.flags, key) {
+			continue
+		}
+		vlo, vhi := i+1, len(s)
+		if lo > 0 { // inside an argument: up to a delimiter
+			if vlo < len(s) && (s[vlo] == '"' || s[vlo] == '\'') {
+				q := s[vlo]
+				vlo++
+				vhi = vlo
+				for vhi < len(s) && s[vhi] != q {
+					vhi++
+				}
+			} else {
+				vhi = vlo
+				for vhi < len(s) && !strings.ContainsRune("&; \t\r\n\"'", rune(s[vhi])) {
+					vhi++
+				}
+			}
+		}
+		if vhi == vlo || s[vlo:vhi] == Replacement {
+			continue
+		}
+		s = s[:vlo] + Replacement + s[vhi:]
+		n++
+		i = vlo + len(Replacement) - 1
+	}
+	return s, n
+}
+
+// jsonMembers redacts "key": "value" members with secret-like keys.
+func (r *Redactor) jsonMembers(s string) (string, int) {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != ':' {
+			continue
+		}
+		// "key" before, optional spaces
+		j := i - 1
+		for j >= 0 && s[j] == ' ' {
+			j--
+		}
+		if j < 1 || s[j] != '"' {
+			continue
+		}
+		k := j - 1
+		for k >= 0 && s[k] != '"' {
+			k--
+		}
+		if k < 0 || !r.secretName(s[k+1:j]) {
+			continue
+		}
+		v := i + 1
+		for v < len(s) && s[v] == ' ' {
+			v++
+		}
+		if v >= len(s) || s[v] != '"' {
+			continue
+		}
+		e := v + 1
+		for e < len(s) && s[e] != '"' {
+			if s[e] == '\\' {
+				e++
+			}
+			e++
+		}
+		e = min(e, len(s))
+		if e == v+1 || s[v+1:e] == Replacement {
+			continue
+		}
+		s = s[:v+1] + Replacement + s[e:]
+		n++
+		i = v + len(Replacement)
+	}
+	return s, n
+}
+
+// urlCredentials redacts the password of scheme://user:pass@host.
+func urlCredentials(s string) (string, int) {
+	n := 0
+	for from := 0; ; {
+		i := strings.Index(s[from:], "://")
+		if i < 0 {
+			return s, n
+		}
+		lo := from + i + 3
+		hi := lo
+		for hi < len(s) && !strings.ContainsRune("/?# \t\r\n\"'", rune(s[hi])) {
+			hi++
+		}
+		from = hi
+		at := strings.LastIndexByte(s[lo:hi], '@')
+		if at < 0 {
+			continue
+		}
+		colon := strings.IndexByte(s[lo:lo+at], ':')
+		if colon < 0 {
+			continue
+		}
+		plo, phi := lo+colon+1, lo+at
+		if phi == plo || s[plo:phi] == Replacement {
+			continue
+		}
+		s = s[:plo] + Replacement + s[phi:]
+		n++
+		from = plo + len(Replacement)
+	}
+}
+
+// header redacts a secret header's value: `Name: value` at the start of
+// the string.
+func (r *Redactor) header(s string) (string, int) {
+	i := 0
+	for i < len(s) && (isKeyChar(s[i]) && s[i] != '.') {
+		i++
+	}
+	if i == 0 || i+1 >= len(s) || s[i] != ':' || s[i+1] != ' ' {
+		return s, 0
+	}
+	name := normalize(s[:i])
+	if name != "authorization" && name != "proxy_authorization" && !r.secretName(name) {
+		return s, 0
+	}
+	v := i + 1
+	for v < len(s) && s[v] == ' ' {
+		v++
+	}
+	// Keep the scheme word: Bearer, Basic, Token, Digest, ...
+	if sp := strings.IndexByte(s[v:], ' '); sp > 0 && isScheme(s[v:v+sp]) {
+		v += sp + 1
+	}
+	if v >= len(s) || s[v:] == Replacement {
+		return s, 0
+	}
+	return s[:v] + Replacement, 1
+}
+
+func isScheme(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func isTokenChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/=", c) >= 0
+}
+
+// bearer redacts the token after "Bearer " (any case).
+func bearer(s string) (string, int) {
+	n := 0
+	for from := 0; from < len(s); {
+		i := indexFold(s[from:], "bearer ")
+		if i < 0 {
+			break
+		}
+		start := from + i
+		lo := start + len("bearer ")
+		for lo < len(s) && s[lo] == ' ' {
+			lo++
+		}
+		hi := lo
+		for hi < len(s) && isTokenChar(s[hi]) {
+			hi++
+		}
+		from = hi
+		if hi-lo < 4 || s[lo:hi] == Replacement || start > 0 && isAlnum(s[start-1]) {
+			continue
+		}
+		s = s[:lo] + Replacement + s[hi:]
+		n++
+		from = lo + len(Replacement)
+	}
+	return s, n
+}
+
+func indexFold(s, sub string) int {
+	for from := 0; ; {
+		i := strings.IndexAny(s[from:], "bB")
+		if i < 0 || from+i+len(sub) > len(s) {
+			return -1
+		}
+		if strings.EqualFold(s[from+i:from+i+len(sub)], sub) {
+			return from + i
+		}
+		from += i + 1
+	}
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// tokenFormat is a well-known token: a prefix, then at least min characters
+// of its alphabet.
+type tokenFormat struct {
+	prefix string
+	min    int
+	max    int // 0: no limit
+	ok     func(c byte) bool
+}
+
+func upperDigit(c byte) bool { return 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+func alnumUnder(c byte) bool { return isAlnum(c) || c == '_' }
+func slackChar(c byte) bool  { return isAlnum(c) || c == '-' }
+
+var tokenFormats = []tokenFormat{
+	{"AKIA", 16, 16, upperDigit},
+	{"ASIA", 16, 16, upperDigit},
+	{"ghp_", 30, 0, isAlnum},
+	{"gho_", 30, 0, isAlnum},
+	{"ghu_", 30, 0, isAlnum},
+	{"ghs_", 30, 0, isAlnum},
+	{"ghr_", 30, 0, isAlnum},
+	{"github_pat_", 20, 0, alnumUnder},
+	{"xoxb-", 10, 0, slackChar},
+	{"xoxp-", 10, 0, slackChar},
+	{"xoxa-", 10, 0, slackChar},
+	{"xoxr-", 10, 0, slackChar},
+	{"xoxs-", 10, 0, slackChar},
+	{"xoxe-", 10, 0, slackChar},
+}
+
+func b64url(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
+
+// tokens redacts the well-known token formats and JWTs.
+func tokens(s string) (string, int) {
+	n := 0
+	if !strings.Contains(s, "AKIA") && !strings.Contains(s, "ASIA") && !strings.Contains(s, "gh") && !strings.Contains(s, "xox") {
+		return jwts(s)
+	}
+	for _, f := range tokenFormats {
+		for from := 0; ; {
+			i := strings.Index(s[from:], f.prefix)
+			if i < 0 {
+				break
+			}
+			lo := from + i
+			hi := lo + len(f.prefix)
+			for hi < len(s) && f.ok(s[hi]) {
+				hi++
+			}
+			from = lo + len(f.prefix)
+			body := hi - lo - len(f.prefix)
+			if body < f.min || f.max > 0 && body != f.max || lo > 0 && isAlnum(s[lo-1]) {
+				continue
+			}
+			s = s[:lo] + Replacement + s[hi:]
+			n++
+			from = lo + len(Replacement)
+		}
+	}
+	s, k := jwts(s)
+	return s, n + k
+}
+
+// jwts redacts JWTs: header.payload.signature, both JSON parts start {" (eyJ).
+func jwts(s string) (string, int) {
+	n := 0
+	for from := 0; ; {
+		i := strings.Index(s[from:], "eyJ")
+		if i < 0 {
+			break
+		}
+		lo := from + i
+		from = lo + 3
+		if lo > 0 && b64url(s[lo-1]) {
+			continue
+		}
+		hi := lo
+		for hi < len(s) && b64url(s[hi]) {
+			hi++
+		}
+		if hi-lo < 10 || hi+4 > len(s) || s[hi] != '.' || !strings.HasPrefix(s[hi+1:], "eyJ") {
+			continue
+		}
+		hi++
+		for hi < len(s) && b64url(s[hi]) {
+			hi++
+		}
+		if hi < len(s) && s[hi] == '.' {
+			hi++
+			for hi < len(s) && b64url(s[hi]) {
+				hi++
+			}
+		}
+		s = s[:lo] + Replacement + s[hi:]
+		n++
+		from = lo + len(Replacement)
+	}
+	return s, n
+}
+
+// replacePattern replaces re's matches (or their groups) by Replacement.
+func replacePattern(re *regexp.Regexp, s string) (string, int) {
+	ms := re.FindAllStringSubmatchIndex(s, -1)
+	if ms == nil {
+		return s, 0
+	}
+	var b strings.Builder
+	n, prev := 0, 0
+	for _, m := range ms {
+		spans := [][2]int{{m[0], m[1]}}
+		if len(m) > 2 {
+			spans = spans[:0]
+			for g := 2; g+1 < len(m); g += 2 {
+				if m[g] >= 0 {
+					spans = append(spans, [2]int{m[g], m[g+1]})
+				}
+			}
+		}
+		for _, sp := range spans {
+			if sp[0] < prev || sp[1] == sp[0] || s[sp[0]:sp[1]] == Replacement {
+				continue
+			}
+			b.WriteString(s[prev:sp[0]])
+			b.WriteString(Replacement)
+			prev = sp[1]
+			n++
+		}
+	}
+	if n == 0 {
+		return s, 0
+	}
+	b.WriteString(s[prev:])
+	return b.String(), n
+}
