@@ -85,8 +85,17 @@ func (k *fakeKernel) write(evs ...event.Event) {
 
 type fakeSource struct {
 	*ring.Reader
-	k    *fakeKernel
-	intr chan struct{}
+	k     *fakeKernel
+	intr  chan struct{}
+	reads atomic.Int64 // Read calls that handed out something
+}
+
+func (s *fakeSource) Read(limit int, fn func(*ring.Item)) (int, ring.State) {
+	n, st := s.Reader.Read(limit, fn)
+	if n > 0 {
+		s.reads.Add(1)
+	}
+	return n, st
 }
 
 func (s *fakeSource) Wait(timeout time.Duration) (bool, error) {
@@ -297,4 +306,108 @@ func TestFakeProcessTableTelemetry(t *testing.T) {
 	}
 	f.stop(t)
 	assert.Equal(t, 100, traces.SpanCount(), "the rest end at shutdown")
+}
+
+// sumMetric adds up a Sum metric's data points (0 when it was never recorded).
+func sumMetric[N int64 | float64](t *testing.T, tel *componenttest.Telemetry, name string) N {
+	t.Helper()
+	m, err := tel.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	var total N
+	for _, dp := range m.Data.(metricdata.Sum[N]).DataPoints {
+		total += dp.Value
+	}
+	return total
+}
+
+// While the pipeline refuses (a memory limiter, a full sending queue), the
+// reader backs off instead of turning the ring into refused batches: each
+// refused batch is counted once as refused, the records wait in the ring and
+// what overflows it is counted lost (lapped), delivered + lost = issued, and
+// when the pipeline accepts again the records flow without a restart.
+func TestFakeBackoffWhileRefused(t *testing.T) {
+	var refusing atomic.Bool
+	refusing.Store(true)
+	var calls, refusedCalls, refusedRecs, acceptedRecs atomic.Int64
+	sink := &consumertest.LogsSink{}
+	cons, err := consumer.NewLogs(func(ctx context.Context, ld plog.Logs) error {
+		calls.Add(1)
+		if refusing.Load() {
+			refusedCalls.Add(1)
+			refusedRecs.Add(int64(ld.LogRecordCount()))
+			return errors.New("memory limiter: data refused")
+		}
+		acceptedRecs.Add(int64(ld.LogRecordCount()))
+		return sink.ConsumeLogs(ctx, ld)
+	})
+	require.NoError(t, err)
+	cfg := createDefaultConfig()
+	cfg.MaxBatch = 64
+	f := startFake(t, cfg, 1024, cons, nil)
+	src := f.r.rd.(*fakeSource)
+
+	// About 3000 events/s for 600 ms, all refused: without the backoff the
+	// reader would hand over some 30 batches of 64; with it, a handful
+	// (5, 10, 20, ... 320 ms apart).
+	const refuseFor = 600 * time.Millisecond
+	pid := uint32(0)
+	produce := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			evs := lifecycle(1)
+			for i := range evs {
+				evs[i].PID, evs[i].TID = 9000+pid%1000, 9000+pid%1000
+			}
+			pid++
+			f.k.write(evs...)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	produce(refuseFor)
+	issuedRefusing := f.r.rd.Head()
+	readRefusing := f.r.readPos.Load()
+	callsRefusing := calls.Load()
+	t.Logf("while refused: %d tickets issued, %d read, %d ConsumeLogs calls (%d records refused), %d non-empty reads",
+		issuedRefusing, readRefusing, callsRefusing, refusedRecs.Load(), src.reads.Load())
+	assert.GreaterOrEqual(t, callsRefusing, int64(2), "the reader tried again while refused")
+	assert.LessOrEqual(t, callsRefusing, int64(12), "the reader backed off (5 ms doubling to 1 s), not one batch per read")
+	assert.Less(t, readRefusing, issuedRefusing/2, "the records waited in the ring rather than being read and refused")
+	assert.Less(t, callsRefusing, src.reads.Load(), "fewer ConsumeLogs calls than reads")
+
+	// The pipeline accepts again: the backoff ends by itself and the reader
+	// catches up (the ring lapped meanwhile: counted lost, reported in place).
+	refusing.Store(false)
+	produce(100 * time.Millisecond)
+	issued := f.r.rd.Head()
+	lastSeq := func() int64 {
+		_, seqs := countRecords(sink.AllLogs())
+		if len(seqs) == 0 {
+			return -1
+		}
+		return seqs[len(seqs)-1]
+	}
+	require.Eventually(t, func() bool { return lastSeq() == int64(issued-1) }, 5*time.Second, time.Millisecond,
+		"the last ticket issued reaches the pipeline after the refusals, without a restart")
+	f.stop(t)
+
+	fin := f.r.final
+	assert.Equal(t, fin.Issued, fin.Stats.Tickets+fin.Stats.Lost, "issued = delivered + lost")
+	assert.Positive(t, fin.Stats.Lost, "the ring lapped while the reader backed off: counted lost")
+
+	// Refused batches counted once each (obsreport), accepted ones likewise:
+	// every record handed over is in exactly one of the two.
+	refused := sumMetric[int64](t, f.tel, "otelcol_receiver_refused_log_records")
+	accepted := sumMetric[int64](t, f.tel, "otelcol_receiver_accepted_log_records")
+	assert.Equal(t, refusedRecs.Load(), refused, "refused records counted once")
+	assert.Equal(t, acceptedRecs.Load(), accepted, "accepted records counted once")
+	assert.Equal(t, int64(sink.LogRecordCount()), accepted)
+	assert.Positive(t, sumMetric[float64](t, f.tel, "otelcol_receiver_seq_reader_backoff"), "backoff time counted")
+	// Records in refused and accepted batches are the tickets read: those
+	// delivered, plus one seq.lost record per gap.
+	delivered := sumMetric[int64](t, f.tel, "otelcol_receiver_seq_events_delivered")
+	lost := sumMetric[int64](t, f.tel, "otelcol_receiver_seq_events_lost")
+	assert.Equal(t, int64(fin.Stats.Tickets), delivered, "events_delivered = tickets delivered")
+	assert.Equal(t, int64(fin.Stats.Lost), lost, "events_lost = tickets lost")
+	assert.GreaterOrEqual(t, refused+accepted, delivered, "every delivered event went to the pipeline once (plus seq.lost records)")
 }

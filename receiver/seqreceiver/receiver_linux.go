@@ -53,6 +53,14 @@ const (
 	// its first record is this old, so that records read a few at a time
 	// still travel as one ResourceLogs.
 	flushAfter = 20 * time.Millisecond
+	// After the pipeline refuses a batch, the reader waits before it reads
+	// again: backoffFirst, doubling per refused flush up to backoffMax, back
+	// to no wait after the first flush the pipelines accept. Meanwhile the
+	// records wait in the kernel ring, where pressure::shed and lapping
+	// (seq.lost) account for what does not fit.
+	backoffFirst = 5 * time.Millisecond
+	backoffMax   = time.Second
+	backoffSlice = 10 * time.Millisecond // a backing-off reader sees Shutdown within this
 )
 
 // kernel is the loaded programs as the receiver uses them: the
@@ -106,6 +114,9 @@ type seqReceiver struct {
 	// The process model's counters as of the last flush, for the telemetry
 	// callbacks (the model itself belongs to the reader goroutine).
 	modelStats atomic.Pointer[process.Stats]
+
+	// The reader's pace after the pipelines refused a batch (reader goroutine only).
+	backoff backoff
 
 	// per-batch tallies, flushed into the telemetry once per batch
 	delivered [event.NumTypes]int64
@@ -347,6 +358,11 @@ func (r *seqReceiver) run() {
 	lingered := false
 	pendingWait := pendingFirst
 	for !r.stop.Load() {
+		if r.backoff.due {
+			// The last flush was refused: leave the records in the ring a while.
+			r.backOff(ctx)
+			continue
+		}
 		n, st := r.read(false)
 		if r.recs.Len() >= r.cfg.MaxBatch || !r.batchStart.IsZero() && time.Since(r.batchStart) >= flushAfter {
 			r.flush(ctx)
@@ -518,8 +534,12 @@ func (r *seqReceiver) flushSpans(ctx context.Context) {
 	octx := r.obs.StartTracesOp(ctx)
 	err := r.traces.ConsumeTraces(octx, traces)
 	r.obs.EndTracesOp(octx, metadata.Type.String(), n, err)
-	if err != nil {
-		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process spans", zap.Int("spans", n), zap.Error(err))
+	if r.backoff.outcome(signalTraces, err) {
+		r.set.Logger.Info("seq receiver: the pipelines accept batches again; the reader no longer backs off")
+	}
+	if err != nil && r.backoff.warn(signalTraces) {
+		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process spans; they are dropped, counted in otelcol_receiver_refused_spans, and the reader backs off",
+			zap.Int("spans", n), zap.Duration("backoff", r.backoff.wait), zap.Error(err))
 	}
 }
 
@@ -566,16 +586,80 @@ func (r *seqReceiver) flushTallies(ctx context.Context) {
 	}
 }
 
-// consumeLogs hands one batch to the logs pipeline; a batch still refused
-// after the retries is counted by obsreport as refused.
+// consumeLogs hands one batch to the logs pipeline. A refused batch is
+// dropped, counted once by obsreport as refused (not retried: a retried
+// batch could reach twice the pipelines that accepted it), and the reader
+// backs off before it reads again.
 func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 	n := logs.LogRecordCount()
 	octx := r.obs.StartLogsOp(ctx)
 	err := r.logs.ConsumeLogs(octx, logs)
 	r.obs.EndLogsOp(octx, metadata.Type.String(), n, err)
-	if err != nil {
-		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of log records", zap.Int("records", n), zap.Error(err))
+	if r.backoff.outcome(signalLogs, err) {
+		r.set.Logger.Info("seq receiver: the pipelines accept batches again; the reader no longer backs off")
 	}
+	if err != nil && r.backoff.warn(signalLogs) {
+		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of log records; they are dropped, counted in otelcol_receiver_refused_log_records, and the reader backs off",
+			zap.Int("records", n), zap.Duration("backoff", r.backoff.wait), zap.Error(err))
+	}
+}
+
+// Signals for the backoff's bookkeeping.
+const (
+	signalLogs = iota
+	signalTraces
+	numSignals
+)
+
+// backoff paces the reader while the pipelines refuse batches (a memory
+// limiter, a full sending queue): reading at full speed would only turn the
+// ring's records into refused batches. A backing-off reader leaves them in
+// the ring, where the kernel's policy applies — pressure::shed drops the
+// listed classes (never exits) before their ticket, and a lapped reader
+// reports seq.lost gaps — every event still counted exactly once.
+type backoff struct {
+	wait    time.Duration // the next wait; 0 while the pipelines accept
+	due     bool          // a refusal since the last wait: wait before reading
+	refused [numSignals]bool
+	logged  [numSignals]time.Time // when a refusal was last logged, per signal
+}
+
+// outcome records a Consume call's result: a refusal doubles the wait (once
+// per wait, however many pipelines refused); a flush accepted by every
+// pipeline that was called ends the backoff (resumed: it was on).
+func (b *backoff) outcome(signal int, err error) (resumed bool) {
+	b.refused[signal] = err != nil
+	switch {
+	case err != nil && !b.due:
+		b.wait = min(max(2*b.wait, backoffFirst), backoffMax)
+		b.due = true
+	case err == nil && b.wait > 0 && !slices.Contains(b.refused[:], true):
+		b.wait = 0
+		return true
+	}
+	return false
+}
+
+// warn says whether to log this refusal: the first of a run, then at most
+// one every 10 s per signal, so that a long outage does not flood the log.
+func (b *backoff) warn(signal int) bool {
+	now := time.Now()
+	if now.Sub(b.logged[signal]) < 10*time.Second {
+		return false
+	}
+	b.logged[signal] = now
+	return true
+}
+
+// backOff waits the backoff, in slices so that Shutdown is seen promptly,
+// and counts the time in otelcol_receiver_seq_reader_backoff.
+func (r *seqReceiver) backOff(ctx context.Context) {
+	start := time.Now()
+	for left := r.backoff.wait; left > 0 && !r.stop.Load(); left = r.backoff.wait - time.Since(start) {
+		sleep(min(left, backoffSlice))
+	}
+	r.backoff.due = false
+	r.tb.ReceiverSeqReaderBackoff.Add(ctx, time.Since(start).Seconds())
 }
 
 // Shutdown detaches the producers first, lets the reader drain what they

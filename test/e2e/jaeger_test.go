@@ -94,12 +94,13 @@ func freePort(t *testing.T) string {
 
 // jaeger is a running Jaeger v2 all-in-one (memory storage) on 127.0.0.1.
 type jaeger struct {
-	cmd      *exec.Cmd
-	logPath  string
-	otlpGRPC string // host:port
-	otlpHTTP string // host:port
-	query    string // http://host:port
-	done     chan error
+	cmd       *exec.Cmd
+	logPath   string
+	otlpGRPC  string // host:port
+	otlpHTTP  string // host:port
+	query     string // http://host:port
+	queryGRPC string
+	done      chan error
 }
 
 func (j *jaeger) log() string {
@@ -112,23 +113,31 @@ func (j *jaeger) log() string {
 // with no other Jaeger (scripts/jaeger.sh start) or collector on the machine.
 func startJaeger(t *testing.T) *jaeger {
 	t.Helper()
-	bin := jaegerBin(t)
+	queryHTTP := freePort(t)
 	j := &jaeger{
-		logPath:  filepath.Join(t.TempDir(), "jaeger.log"),
-		otlpGRPC: freePort(t),
-		otlpHTTP: freePort(t),
-		done:     make(chan error, 1),
+		logPath:   filepath.Join(t.TempDir(), "jaeger.log"),
+		otlpGRPC:  freePort(t),
+		otlpHTTP:  freePort(t),
+		query:     "http://" + queryHTTP,
+		queryGRPC: freePort(t),
 	}
-	queryHTTP, queryGRPC := freePort(t), freePort(t)
-	j.query = "http://" + queryHTTP
-	logf, err := os.Create(j.logPath)
+	j.start(t)
+	return j
+}
+
+// start runs Jaeger on j's ports (again, after stop: same ports, empty storage).
+func (j *jaeger) start(t *testing.T) {
+	t.Helper()
+	bin := jaegerBin(t)
+	j.done = make(chan error, 1)
+	logf, err := os.OpenFile(j.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	require.NoError(t, err)
 	defer logf.Close()
 	j.cmd = exec.Command(bin,
 		"--set=receivers.otlp.protocols.grpc.endpoint="+j.otlpGRPC,
 		"--set=receivers.otlp.protocols.http.endpoint="+j.otlpHTTP,
-		"--set=extensions.jaeger_query.http.endpoint="+queryHTTP,
-		"--set=extensions.jaeger_query.grpc.endpoint="+queryGRPC,
+		"--set=extensions.jaeger_query.http.endpoint="+strings.TrimPrefix(j.query, "http://"),
+		"--set=extensions.jaeger_query.grpc.endpoint="+j.queryGRPC,
 		// Only what the test uses: OTLP in, memory storage, the query API. The
 		// all-in-one's other receivers and extensions (Jaeger and Zipkin
 		// protocols, sampling, health, zpages) and its own metrics on :8888,
@@ -141,27 +150,17 @@ func startJaeger(t *testing.T) *jaeger {
 	j.cmd.Env = append(os.Environ(), "JAEGER_LISTEN_HOST=127.0.0.1")
 	j.cmd.Stdout, j.cmd.Stderr = logf, logf
 	require.NoError(t, j.cmd.Start())
-	go func() { j.done <- j.cmd.Wait() }()
-	t.Cleanup(func() {
-		if j.cmd.ProcessState != nil {
-			return
-		}
-		_ = j.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-j.done:
-		case <-time.After(10 * time.Second):
-			_ = j.cmd.Process.Kill()
-			<-j.done
-		}
-	})
+	cmd, done := j.cmd, j.done
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { j.stopCmd(cmd, done) })
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(j.query + "/api/v3/services")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				t.Logf("jaeger %s ready: OTLP gRPC %s, query %s, log %s", bin, j.otlpGRPC, j.query, j.logPath)
-				return j
+				t.Logf("jaeger %s ready: OTLP gRPC %s, HTTP %s, query %s, log %s", bin, j.otlpGRPC, j.otlpHTTP, j.query, j.logPath)
+				return
 			}
 		}
 		select {
@@ -172,6 +171,26 @@ func startJaeger(t *testing.T) *jaeger {
 		if time.Now().After(deadline) {
 			t.Fatalf("jaeger's query API %s not answering after 60 s (%v):\n%s", j.query, err, j.log())
 		}
+	}
+}
+
+// stop ends Jaeger (SIGTERM; its memory storage goes with it).
+func (j *jaeger) stop() { j.stopCmd(j.cmd, j.done) }
+
+func (j *jaeger) stopCmd(cmd *exec.Cmd, done chan error) {
+	select {
+	case err := <-done:
+		done <- err // already ended; leave the result for a later look
+		return
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		done <- err
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		done <- <-done
 	}
 }
 

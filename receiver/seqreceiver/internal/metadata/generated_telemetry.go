@@ -39,6 +39,7 @@ type TelemetryBuilder struct {
 	ReceiverSeqProcessesExitMissed metric.Int64ObservableCounter
 	ReceiverSeqProcessesLive       metric.Int64ObservableGauge
 	ReceiverSeqProcessesUnknown    metric.Int64ObservableCounter
+	ReceiverSeqReaderBackoff       metric.Float64Counter
 	ReceiverSeqRingCapacity        metric.Int64ObservableGauge
 	ReceiverSeqRingOccupancy       metric.Int64ObservableGauge
 	ReceiverSeqSpanEventsDropped   metric.Int64ObservableCounter
@@ -360,6 +361,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_seq_processes_unknown",
 		metric.WithDescription("Exec and exit events of processes not in the table (attribute `reason`, never_seen or evicted); their spans are partial. [Development]"),
 		metric.WithUnit("{event}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqReaderBackoff, err = builder.meter.Float64Counter(
+		"otelcol_receiver_seq_reader_backoff",
+		metric.WithDescription("Time the reader waited, backing off, after the pipeline refused a batch (a memory limiter, a full sending queue); meanwhile records wait in the ring. [Development]"),
+		metric.WithUnit("s"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverSeqRingCapacity, err = builder.meter.Int64ObservableGauge(

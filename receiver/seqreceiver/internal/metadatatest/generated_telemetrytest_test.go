@@ -78,6 +78,7 @@ func TestSetupTelemetry(t *testing.T) {
 	}))
 	tb.ReceiverSeqEventsDelivered.Add(context.Background(), 1)
 	tb.ReceiverSeqEventsLost.Add(context.Background(), 1)
+	tb.ReceiverSeqReaderBackoff.Add(context.Background(), 1)
 	tb.ReceiverSeqWakeups.Add(context.Background(), 1)
 	AssertEqualReceiverSeqArgsRedacted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -111,6 +112,9 @@ func TestSetupTelemetry(t *testing.T) {
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverSeqProcessesUnknown(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverSeqReaderBackoff(t, testTel,
+		[]metricdata.DataPoint[float64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverSeqRingCapacity(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
