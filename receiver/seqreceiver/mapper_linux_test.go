@@ -69,7 +69,7 @@ func mixedEvents(n int) []event.Event {
 // the reader builds alone, in the same (ticket) order: gaps, multi-slot
 // records and skipped thread events included.
 func TestParallelMappingSameRecords(t *testing.T) {
-	evs := mixedEvents(1500) // 6000 records (more slots) into 4096 slots: a gap first
+	evs := mixedEvents(1500)      // 6000 records (more slots) into 4096 slots: a gap first
 	off := bootOffset(time.Now()) // the same for every run (read keeps it within a millisecond)
 	run := func(workers, maxBatch int, threads bool) []plog.Logs {
 		sink := &consumertest.LogsSink{}
