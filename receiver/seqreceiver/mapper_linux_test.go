@@ -69,14 +69,17 @@ func mixedEvents(n int) []event.Event {
 // the reader builds alone, in the same (ticket) order: gaps, multi-slot
 // records and skipped thread events included.
 func TestParallelMappingSameRecords(t *testing.T) {
-	evs := mixedEvents(1500)      // 6000 records (more slots) into 4096 slots: a gap first
-	off := bootOffset(time.Now()) // the same for every run (read keeps it within a millisecond)
+	evs := mixedEvents(1500) // 6000 records (more slots) into 4096 slots: a gap first
+	// The same wall clock for every run: read re-syncs BootOffset when the
+	// two clocks drift apart by a millisecond, which a slow run may see.
+	off := bootOffset(time.Now())
+	wall := func(bootNs uint64) time.Time { return time.Unix(0, int64(bootNs)+off) }
 	run := func(workers, maxBatch int, threads bool) []plog.Logs {
 		sink := &consumertest.LogsSink{}
 		cfg := createDefaultConfig()
 		cfg.MaxBatch, cfg.ThreadEvents = maxBatch, threads
 		r, p := memReceiver(t, 4096, cfg, sink)
-		r.mapper.workers, r.mapper.BootOffset = workers, off
+		r.mapper.workers, r.mapper.BootToWall = workers, wall
 		for i := range evs {
 			p.Write(event.Encode(&evs[i]))
 		}
