@@ -94,6 +94,22 @@ generate: $(MDATAGEN)
 clean:
 	rm -rf bin build
 
+# The userspace benchmarks (no root, no kernel; a few minutes): the ring read,
+# the seq receiver's ring-to-logs path and its parts, the spans path, the
+# bpftrace parser and the ebpf_exporter mapping, -count BENCH_COUNT times,
+# printed as one Markdown table (tools/benchtable; medians, and each rate
+# against the ring's read rate of the same run). See BENCHMARKS.md.
+BENCH_COUNT ?= 3
+BENCH_GO := ReadOneSlot|RingToLogs|AppendEvent|DecodeAndMap|BenchmarkDecode$$|ApplyForkExecExit|ApplyAndExport|ParseCapture|ConfigMetrics
+BENCH_GO_PKGS := ./internal/ring ./internal/event ./receiver/seqreceiver ./receiver/seqreceiver/internal/pdatamap \
+	./receiver/seqreceiver/internal/process ./receiver/bpftracereceiver/internal/bpftrace \
+	./receiver/ebpfexporterreceiver/internal/ebpfexporter
+
+.PHONY: bench-go
+bench-go:
+	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH_GO)' -benchmem -count $(BENCH_COUNT) $(BENCH_GO_PKGS) \
+		| tee bench-go.txt | $(GO) run ./tools/benchtable
+
 # The transport benchmark (root; about three minutes): the sequencer, the BPF
 # ring buffer and perf buffers, loaded and read as the seq receiver does
 # (internal/sequencer, bpf/seq.bpf.c), under fork, exec and synthetic getpid

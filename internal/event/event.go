@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -136,6 +137,17 @@ var (
 // allocation) when they equal the new values. The record must be exactly
 // FixedSize+filename_len+args_len bytes long.
 func Decode(ticket uint64, b []byte, ev *Event) error {
+	return decode(ticket, b, ev, nil)
+}
+
+// DecodeInterned is Decode taking comm, filename and short argument lists
+// from in when they were seen lately, rather than allocating them again: a
+// fork storm or a build repeats a few names thousands of times.
+func DecodeInterned(ticket uint64, b []byte, ev *Event, in *Interner) error {
+	return decode(ticket, b, ev, in)
+}
+
+func decode(ticket uint64, b []byte, ev *Event, in *Interner) error {
 	if len(b) < FixedSize {
 		return fmt.Errorf("event: ticket %d: %w: %d bytes, want at least %d", ticket, ErrShort, len(b), FixedSize)
 	}
@@ -174,10 +186,63 @@ func Decode(ticket uint64, b []byte, ev *Event) error {
 	if i := indexNUL(comm); i >= 0 {
 		comm = comm[:i]
 	}
-	setString(&ev.Comm, comm)
-	setString(&ev.Filename, b[FixedSize:FixedSize+fl])
-	ev.Args = splitArgs(ev.Args[:0], b[FixedSize+fl:])
+	if in == nil {
+		setString(&ev.Comm, comm)
+		setString(&ev.Filename, b[FixedSize:FixedSize+fl])
+		ev.Args = splitArgs(ev.Args[:0], b[FixedSize+fl:], "")
+		return nil
+	}
+	in.set(&ev.Comm, comm)
+	in.set(&ev.Filename, b[FixedSize:FixedSize+fl])
+	args := b[FixedSize+fl:]
+	var s string
+	if len(args) > 0 && len(args) <= maxInternArgs {
+		s = in.get(args) // whole, NULs included: the split strings share it
+	}
+	ev.Args = splitArgs(ev.Args[:0], args, s)
 	return nil
+}
+
+// An Interner remembers the strings DecodeInterned made lately, to hand
+// them out again when the same bytes come back. It belongs to one goroutine
+// at a time; its zero value is ready. Its strings are immutable and may be
+// shared by any number of events.
+type Interner struct {
+	seed maphash.Seed
+	tab  []string
+}
+
+const (
+	internSize    = 1024 // entries, a power of 2
+	maxInternArgs = 512  // longer argument lists are not interned
+)
+
+// get returns string(b), valid UTF-8, reusing the one made last time the
+// same bytes came.
+func (in *Interner) get(b []byte) string {
+	if in.tab == nil {
+		in.seed = maphash.MakeSeed()
+		in.tab = make([]string, internSize)
+	}
+	e := &in.tab[maphash.Bytes(in.seed, b)&(internSize-1)]
+	if *e != string(b) { // no allocation for the comparison
+		if !utf8.Valid(b) {
+			return strings.ToValidUTF8(string(b), "\uFFFD")
+		}
+		*e = string(b)
+	}
+	return *e
+}
+
+// set sets *s to get(b), keeping *s when it is equal already.
+func (in *Interner) set(s *string, b []byte) {
+	if len(b) == 0 {
+		*s = ""
+		return
+	}
+	if *s != string(b) {
+		*s = in.get(b)
+	}
 }
 
 // setString sets *s to string(b), allocating only when the value changes.
@@ -205,17 +270,21 @@ func indexNUL(b []byte) int {
 
 // splitArgs appends the NUL-separated arguments of b to dst. One trailing NUL
 // ends the last argument; without it the last argument was cut. All arguments
-// share one allocated string.
-func splitArgs(dst []string, b []byte) []string {
+// share one allocated string: whole, when not empty, is string(b) made valid
+// UTF-8 already.
+func splitArgs(dst []string, b []byte, whole string) []string {
 	if len(b) == 0 {
 		return dst
 	}
-	if b[len(b)-1] == 0 {
-		b = b[:len(b)-1]
+	s := whole
+	if s == "" {
+		s = string(b)
+		if !utf8.ValidString(s) {
+			s = strings.ToValidUTF8(s, "\uFFFD")
+		}
 	}
-	s := string(b)
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
+	if b[len(b)-1] == 0 {
+		s = s[:len(s)-1]
 	}
 	for {
 		i := strings.IndexByte(s, 0)

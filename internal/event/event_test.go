@@ -336,7 +336,49 @@ func FuzzDecode(f *testing.F) {
 		if err := Decode(ticket, b, &used); err != nil || !assert.ObjectsAreEqual(normArgs(ev), normArgs(used)) {
 			t.Fatalf("decoding into a used Event: %v\n%+v\n%+v", err, ev, used)
 		}
+		// DecodeInterned gives the same Event, the first time and when its
+		// strings come from the Interner.
+		for range 2 {
+			if err := DecodeInterned(ticket, b, &used, &fuzzInterner); err != nil || !assert.ObjectsAreEqual(normArgs(ev), normArgs(used)) {
+				t.Fatalf("DecodeInterned: %v\n%+v\n%+v", err, ev, used)
+			}
+		}
 	})
+}
+
+var fuzzInterner Interner
+
+// DecodeInterned decodes as Decode does, and a record seen lately decodes
+// without allocating.
+func TestDecodeInterned(t *testing.T) {
+	var in Interner
+	recs := [][]byte{
+		record(Exec, 0, "ls", "/usr/bin/ls", []byte("ls\x00-la\x00/tmp\x00")),
+		record(Exec, FlagArgsTruncated, "grep", "/bin/grep", []byte("grep\x00-r\x00x")),
+		record(Exec, 0, "ab\xffc", "/bin/\xe2\x82", []byte("x\xc3\x00ok\x00")),
+		record(Fork, 0, "bash", "", nil),
+		record(Exit, 0, "ls", "", nil),
+	}
+	for _, ev := range sampleEvents() {
+		recs = append(recs, Encode(&ev))
+	}
+	for round := range 2 {
+		for i, b := range recs {
+			var want, got Event
+			require.NoError(t, Decode(1, b, &want))
+			require.NoError(t, DecodeInterned(1, b, &got, &in))
+			assert.Equal(t, normArgs(want), normArgs(got), "round %d, record %d", round, i)
+		}
+	}
+	// Alternating records into one Event: no allocation once seen.
+	var ev Event
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, b := range recs[:2] {
+			_ = DecodeInterned(1, b, &ev, &in)
+		}
+		_ = DecodeInterned(1, recs[3], &ev, &in)
+	})
+	assert.Zero(t, allocs)
 }
 
 func normArgs(ev Event) Event {

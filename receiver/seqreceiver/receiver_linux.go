@@ -95,9 +95,9 @@ type seqReceiver struct {
 	seq    kernel
 	rd     sequencer.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
 	tb     *metadata.TelemetryBuilder
-	mapper pdatamap.Mapper
+	mapper mapper
 	model  *process.Model
-	ev     event.Event
+	intern event.Interner // the reader's
 
 	cgroups *cgroups.Resolver // nil without a cgroup v2 hierarchy (containers_linux.go)
 
@@ -168,6 +168,7 @@ func newReceiver(set receiver.Settings, c *Config) (*seqReceiver, error) {
 	if r.mapper.Redact, err = c.Redaction.redactor(); err != nil {
 		return nil, err
 	}
+	r.mapper.workers = mapWorkers()
 	for t := range r.typeAttrs {
 		r.typeAttrs[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("event", event.Type(t).String())))
 	}
@@ -443,39 +444,42 @@ func (r *seqReceiver) newBatch() {
 	sl.Scope().SetName(metadata.ScopeName)
 	sl.Scope().SetVersion(r.set.BuildInfo.Version)
 	r.recs = sl.LogRecords()
+	r.recs.EnsureCapacity(min(r.cfg.MaxBatch, 4096))
 	r.batchStart = time.Time{}
 }
 
 // read reads what the batch has room for, applies it to the process model
 // and appends the log records to the batch. With abandon, it reads nothing
 // and reports every unread ticket as lost.
+//
+// The reader goroutine decodes each record and applies it to the process
+// model in ticket order; the log records are built by chunks of mapChunk,
+// by worker goroutines when there are spare cores (see mapper), and
+// appended to the batch in ticket order before read returns.
 func (r *seqReceiver) read(abandon bool) (int, ring.State) {
 	observed := time.Now()
 	r.syncBootOffset(observed)
 	before := r.recs.Len()
-	recs := r.recs
+	r.mapper.begin(observed)
 	handle := func(it *ring.Item) {
 		switch it.Kind {
 		case ring.Record:
-			if err := event.Decode(it.Ticket, it.Data, &r.ev); err != nil {
+			x := r.mapper.next()
+			if err := event.DecodeInterned(it.Ticket, it.Data, &x.ev, &r.intern); err != nil {
 				r.set.Logger.Warn("seq receiver: undecodable record", zap.Uint64("seq.number", it.Ticket), zap.Error(err))
-				r.lose(recs, it.Ticket, uint64(it.Slots), "decode", observed)
+				x.setLost(it.Ticket, uint64(it.Slots), "decode")
+				r.lost["decode"] += int64(it.Slots)
 				return
 			}
-			traceID, spanID := r.model.Apply(&r.ev)
-			if r.logs == nil || !r.mapper.AppendEvent(recs, &r.ev, observed) {
+			x.traceID, x.spanID = r.model.Apply(&x.ev)
+			if r.logs == nil {
+				r.mapper.drop() // applied, not mapped
 				return
 			}
-			r.delivered[r.ev.Type]++
-			lr := recs.At(recs.Len() - 1)
-			lr.SetTraceID(traceID)
-			lr.SetSpanID(spanID)
-			if it.Slots > 1 {
-				// The next record's seq.number is this one's plus its tickets.
-				lr.Attributes().PutInt(pdatamap.AttrSeqTickets, int64(it.Slots))
-			}
+			x.slots, x.lost = it.Slots, 0
 		case ring.Gap:
-			r.lose(recs, it.Ticket, it.Lost, it.Reason.String(), observed)
+			r.mapper.next().setLost(it.Ticket, it.Lost, it.Reason.String())
+			r.lost[it.Reason.String()] += int64(it.Lost)
 		}
 	}
 	var n int
@@ -485,6 +489,7 @@ func (r *seqReceiver) read(abandon bool) (int, ring.State) {
 	} else {
 		n, st = r.rd.Read(max(1, r.cfg.MaxBatch-before), handle)
 	}
+	r.mapper.end(r.recs, &r.delivered)
 	r.readPos.Store(r.rd.Next())
 	if before == 0 && r.recs.Len() > 0 {
 		r.batchStart = observed
@@ -566,11 +571,6 @@ func (r *seqReceiver) addRunning() {
 	}
 	r.model.EndSnapshot()
 	r.set.Logger.Info("seq receiver: processes running at start", zap.Int("processes", len(recs)))
-}
-
-func (r *seqReceiver) lose(recs plog.LogRecordSlice, first, count uint64, reason string, observed time.Time) {
-	r.mapper.AppendLost(recs, first, count, reason, observed)
-	r.lost[reason] += int64(count)
 }
 
 func (r *seqReceiver) flushTallies(ctx context.Context) {

@@ -51,7 +51,7 @@ C 02  Network controller
 	80  Network controller
 `
 
-func testEnv(t *testing.T) decoderEnv {
+func testEnv(t testing.TB) decoderEnv {
 	t.Helper()
 	dir := t.TempDir()
 	write := func(name, body string) string {

@@ -67,6 +67,43 @@ func (m *Mapper) wall(bootNs uint64) pcommon.Timestamp {
 // off. The record keeps no reference to ev, whose strings it shares (they are
 // immutable), so ev may be reused at once.
 func (m *Mapper) AppendEvent(dst plog.LogRecordSlice, ev *event.Event, observed time.Time) bool {
+	return m.AppendEventWith(dst, ev, observed, nil)
+}
+
+// Scratch is what AppendEventWith reuses from one record to the next: the
+// formatted creation times of the latest processes (a process's fork, exec
+// and exit records carry the same one, and its children its parent's).
+// A Scratch belongs to one goroutine at a time; its zero value is ready.
+type Scratch struct {
+	times [timeCacheSize]cachedTime
+}
+
+const timeCacheSize = 256 // a power of 2
+
+type cachedTime struct {
+	ns int64 // wall time, ns since the Unix epoch; 0: empty
+	s  string
+}
+
+// creationTime returns boot-clock time bootNs as wall-clock RFC 3339, from
+// the cache when it was formatted lately. s may be nil.
+func (m *Mapper) creationTime(s *Scratch, bootNs uint64) string {
+	ns := int64(m.wall(bootNs))
+	if s == nil || ns == 0 {
+		var buf [64]byte
+		return string(appendRFC3339(buf[:0], ns))
+	}
+	c := &s.times[uint64(ns)*0x9E3779B97F4A7C15>>(64-8)&(timeCacheSize-1)]
+	if c.ns != ns || c.s == "" {
+		var buf [64]byte
+		c.ns, c.s = ns, string(appendRFC3339(buf[:0], ns))
+	}
+	return c.s
+}
+
+// AppendEventWith is AppendEvent reusing s (nil: nothing to reuse): the same
+// records, fewer allocations.
+func (m *Mapper) AppendEventWith(dst plog.LogRecordSlice, ev *event.Event, observed time.Time, s *Scratch) bool {
 	if ev.IsThread() && !m.IncludeThreads {
 		return false
 	}
@@ -99,10 +136,10 @@ func (m *Mapper) AppendEvent(dst plog.LogRecordSlice, ev *event.Event, observed 
 	attrs.PutInt(AttrProcessUserID, int64(ev.UID))
 	attrs.PutInt(AttrProcessGroupID, int64(ev.GID))
 	if ev.StartNs != 0 {
-		attrs.PutStr(AttrProcessCreationTime, m.rfc3339(buf[:0], ev.StartNs))
+		attrs.PutStr(AttrProcessCreationTime, m.creationTime(s, ev.StartNs))
 	}
 	if ev.Type == event.Fork && ev.ParentStartNs != 0 {
-		attrs.PutStr(AttrParentCreationTime, m.rfc3339(buf[:0], ev.ParentStartNs))
+		attrs.PutStr(AttrParentCreationTime, m.creationTime(s, ev.ParentStartNs))
 	}
 	attrs.PutInt(AttrCgroupID, int64(ev.CgroupID))
 	if m.Cgroups != nil {
@@ -217,11 +254,6 @@ func putFlag(attrs pcommon.Map, key string, set bool) {
 	if set {
 		attrs.PutBool(key, true)
 	}
-}
-
-// rfc3339 formats boot-clock time bootNs as wall-clock time.RFC3339Nano, UTC.
-func (m *Mapper) rfc3339(b []byte, bootNs uint64) string {
-	return string(appendRFC3339(b, int64(m.wall(bootNs))))
 }
 
 // appendRFC3339 appends time ns (since the Unix epoch) to b as
