@@ -173,7 +173,9 @@ func TestReceiverSpans(t *testing.T) {
 
 	// The child spans: the config's name, the default service, the syscall
 	// decoded, the process span as parent in its trace, one per sleep.
-	slices.SortFunc(children, func(a, b spanOf) int { return a.span.StartTimestamp().AsTime().Compare(b.span.StartTimestamp().AsTime()) })
+	slices.SortFunc(children, func(a, b spanOf) int {
+		return a.span.StartTimestamp().AsTime().Compare(b.span.StartTimestamp().AsTime())
+	})
 	require.Len(t, children, len(sleeps))
 	for i, c := range children {
 		assert.Equal(t, "syscall", c.span.Name())
