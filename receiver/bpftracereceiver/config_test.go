@@ -4,6 +4,7 @@
 package bpftracereceiver
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
@@ -31,6 +33,23 @@ func TestConfig(t *testing.T) {
 	require.Len(t, sched.Scripts, 1)
 	assert.Equal(t, 5*time.Second, sched.Scripts[0].PullInterval)
 	assert.Equal(t, []string{"comm"}, sched.Scripts[0].Maps["@opens"].Attributes)
+}
+
+func TestConfigArgs(t *testing.T) {
+	cfg := loadConfig(t, "args")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, []string{"42", "-x y"}, cfg.Scripts[0].Args)
+
+	// Arguments are strings, as on a command line: YAML numbers or
+	// booleans are refused (quote them).
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub("bpftrace/args_numbers")
+	require.NoError(t, err)
+	err = sub.Unmarshal(NewFactory().CreateDefaultConfig())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "'scripts[0].args[0]' expected type 'string', got unconvertible type 'int'")
+	assert.Contains(t, err.Error(), "'scripts[0].args[1]' expected type 'string', got unconvertible type 'bool'")
 }
 
 func TestConfigInvalid(t *testing.T) {

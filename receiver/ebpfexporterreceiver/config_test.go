@@ -29,6 +29,11 @@ func TestConfig(t *testing.T) {
 	require.NoError(t, confmap.Validate(fast))
 	assert.Equal(t, 500*time.Millisecond, fast.CollectionInterval)
 	assert.Zero(t, fast.InitialDelay)
+	assert.False(t, fast.Strict, "as ebpf_exporter: a program that cannot attach is reported, its config runs")
+
+	strict := loadConfig(t, "strict")
+	require.NoError(t, confmap.Validate(strict))
+	assert.True(t, strict.Strict)
 }
 
 func TestConfigInvalid(t *testing.T) {

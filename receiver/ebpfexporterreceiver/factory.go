@@ -21,23 +21,37 @@ func NewFactory() receiver.Factory {
 		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
 		receiver.WithMetrics(createMetrics, metadata.MetricsStability),
+		receiver.WithTraces(createTraces, metadata.TracesStability),
 	)
 }
 
-// createMetrics wires one puller into the collector's scraper controller:
-// the controller owns the ticker, the timeout and the obsreport of every
-// collection; the puller loads the configs at Start and closes them at
-// Shutdown.
+// createMetrics wires the shared receiver into the collector's scraper
+// controller: the controller owns the ticker, the timeout and the obsreport
+// of every collection; starting the scraper starts the shared receiver
+// (once, whichever pipeline comes first) and the scraper only collects.
 func createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	c := cfg.(*Config)
-	p, err := newPuller(set, c)
+	shared, err := sharedReceiver(set, c)
 	if err != nil {
 		return nil, err
 	}
-	s, err := scraper.NewMetrics(p.scrape, scraper.WithStart(p.start), scraper.WithShutdown(p.shutdown))
+	s, err := scraper.NewMetrics(shared.C.scrape, scraper.WithStart(shared.Start), scraper.WithShutdown(shared.Shutdown))
 	if err != nil {
 		return nil, err
 	}
 	return scraperhelper.NewMetricsController(&c.ControllerConfig, set, next,
 		scraperhelper.AddMetricsScraper(metadata.Type, s))
+}
+
+// createTraces makes the shared receiver read the configs' tracing.spans
+// ring buffers into next.
+func createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
+	shared, err := sharedReceiver(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	if err := shared.C.setTraces(set, next); err != nil {
+		return nil, err
+	}
+	return shared, nil
 }

@@ -50,6 +50,14 @@ type ScriptConfig struct {
 	Path string `mapstructure:"path"`
 	// Program is the program text, e.g. a one-liner.
 	Program string `mapstructure:"program"`
+	// Args are the script's positional parameters, $1, $2, ... ($# is
+	// their count; str($1) reads one as a string), passed after the
+	// program as bpftrace takes them: bpftrace -f json -- <program> args...
+	// (the "--" keeps an argument such as "-1" from being read as an
+	// option). Each is a string (quote numbers in YAML: "1"), as on a
+	// command line; bpftrace itself refuses a non-numeric one used as an
+	// integer ($1 rather than str($1)) when the script starts.
+	Args []string `mapstructure:"args"`
 	// PullInterval is how often the maps listed in Maps are printed (and so
 	// exported): an `interval` probe printing them is appended to the
 	// program text bpftrace runs. 0 exports only what the script prints
@@ -83,6 +91,7 @@ type scriptSpec struct {
 	name    string
 	path    string // "" for an inline program
 	program string // inline program text ("" for a path)
+	args    []string
 	pull    time.Duration
 	maps    map[string]*mapSpec
 	order   []string // map names, sorted: the order of the appended print()s
@@ -127,6 +136,7 @@ func (cfg *Config) resolve(checkText bool) ([]*scriptSpec, error) {
 			name:    sc.Name,
 			path:    sc.Path,
 			program: sc.Program,
+			args:    slices.Clone(sc.Args),
 			pull:    sc.PullInterval,
 			maps:    map[string]*mapSpec{},
 		}
@@ -150,6 +160,11 @@ func (cfg *Config) resolve(checkText bool) ([]*scriptSpec, error) {
 			fail("%s.name: %q is already the name of scripts[%d]; give each script a distinct name", field, spec.name, j)
 		} else {
 			names[spec.name] = i
+		}
+		for j, a := range sc.Args {
+			if strings.ContainsRune(a, 0) {
+				fail("%s.args[%d]: %q contains a NUL byte, which cannot be passed on a command line; remove it", field, j, a)
+			}
 		}
 		if sc.PullInterval < 0 {
 			fail("%s.pull_interval: %s is negative; use 0 (no pulling) or a positive duration such as 10s", field, sc.PullInterval)

@@ -77,6 +77,8 @@ func TestValidateErrors(t *testing.T) {
 			[]string{`scripts[1].name: "mine" is already the name of scripts[0]`}},
 		{"bad name", Config{Scripts: []ScriptConfig{{Name: "a/b", Program: "BEGIN {}"}}},
 			[]string{`scripts[0].name: "a/b" is not a usable name`}},
+		{"NUL in an argument", Config{Scripts: []ScriptConfig{{Program: "BEGIN {}", Args: []string{"ok", "a\x00b"}}}},
+			[]string{`scripts[0].args[1]: "a\x00b" contains a NUL byte`}},
 		{"negative pull", Config{Scripts: []ScriptConfig{{Program: "BEGIN { @a = 1 }", PullInterval: -time.Second, Maps: map[string]MapConfig{"@a": sum}}}},
 			[]string{"scripts[0].pull_interval: -1s is negative"}},
 		{"sub-millisecond pull", Config{Scripts: []ScriptConfig{{Program: "BEGIN { @a = 1 }", PullInterval: time.Microsecond, Maps: map[string]MapConfig{"@a": sum}}}},

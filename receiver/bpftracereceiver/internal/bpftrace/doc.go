@@ -24,6 +24,9 @@
 //	    pull_interval: 1s
 //	    maps:
 //	      "@c": {type: sum, attributes: [comm]}
+//	  - name: one_pid
+//	    program: 'tracepoint:syscalls:sys_enter_openat /pid == $1/ { @[str($2)] = count(); }'
+//	    args: ["1234", "nginx"]       # positional parameters $1, $2 (strings)
 //
 // Only the maps listed are exported; scripts keep their other maps as
 // internal state. A listed map must be used by the script (Validate and each
@@ -32,6 +35,10 @@
 // # Running
 //
 // Each script runs as `bpftrace -f json [-I <script dir>] <program file>`,
+// or with args `bpftrace -f json [-I <script dir>] -- <program file> args...`
+// (bpftrace's positional parameters $1, $2, ..., $#; the "--" keeps an
+// argument such as "-1" from being taken for an option; args are strings,
+// a YAML number or boolean is refused: quote it),
 // its own process group, supervised: restarted with exponential backoff
 // (1s doubling to 1min, back to 1s after a run of a minute or more) whenever
 // it ends, whatever the reason; a failure to start (no usable bpftrace, a

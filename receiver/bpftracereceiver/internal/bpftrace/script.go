@@ -139,7 +139,14 @@ func (s *script) runOnce() runResult {
 		// Quoted #includes resolve against the script's directory.
 		args = append(args, "-I", filepath.Dir(s.spec.path))
 	}
-	args = append(args, tmp)
+	if len(s.spec.args) > 0 {
+		// Positional parameters follow the program; "--" ends the options
+		// so that an argument like "-1" is not read as one.
+		args = append(args, "--", tmp)
+		args = append(args, s.spec.args...)
+	} else {
+		args = append(args, tmp)
+	}
 	// bpftrace gets SIGKILL when the thread that started it ends (Pdeathsig
 	// is per thread): keep this goroutine on its thread until bpftrace has
 	// been reaped, so that no other goroutine can end the thread meanwhile.

@@ -18,6 +18,11 @@ type Config struct {
 	// Names lists the configs to load; each loads <config_dir>/<name>.yaml
 	// and <config_dir>/<name>.bpf.o unmodified.
 	Names []string `mapstructure:"names"`
+	// Strict fails a config when any of its programs cannot be attached
+	// (ebpf_exporter's --config.strict, but per config: the other configs
+	// run). By default, as ebpf_exporter, such a program is logged and
+	// counted and the rest of its config runs.
+	Strict bool `mapstructure:"strict"`
 
 	_ struct{}
 }

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package ebpfexporter runs an existing Cloudflare ebpf_exporter config
-// directory unmodified and turns its maps into OpenTelemetry metrics.
+// directory unmodified and turns its maps into OpenTelemetry metrics and
+// its tracing.spans ring buffers into spans.
 //
 // # Files
 //
@@ -13,13 +14,15 @@
 // the collector's scraperhelper).
 //
 //	e, _ := ebpfexporter.New(cfg, logger) // checks cfg; loads nothing
+//	e.SetSpanSink(sink)                   // optional: read the span ring buffers into sink
 //	_ = e.Start(ctx)                      // loads and attaches each config; per-config failures are logged and counted
 //	md := e.Collect()                     // reads the maps now (what the receiver does every interval)
 //	_ = e.Shutdown(ctx)                   // closes every link, perf event, reader, program and map
 //
-// Failures (config name -> error) and Stats (configs loaded/failed,
-// decoder errors per config, collections, lost perf samples) are there
-// for the receiver's own telemetry.
+// Failures (config name -> error), Programs (config -> program -> nil or
+// why it is not attached) and Stats (configs loaded/failed, decoder errors
+// per config, collections, lost perf samples, span counters) are there for
+// the receiver's own telemetry.
 //
 // # Config schema
 //
@@ -35,7 +38,7 @@
 // A config ebpf_exporter refuses is refused, with a ConfigError naming the
 // file and the field (e.g. "metrics.counters[0].labels[1].size"): no
 // metrics and no tracing; a counter or histogram without name or help; a
-// span without ringbuf or name; a cgroup_id_map of another type than hash
+// span without ringbuf (ebpf_exporter dies at start); a cgroup_id_map of another type than hash
 // or cgrp_storage, or without regexps; YAML that does not decode. So is,
 // at load rather than at every collection, what ebpf_exporter only fails on
 // when it reads the map (it then counts a decoder error and skips the
@@ -184,22 +187,38 @@
 // not loaded. kaddrs set const volatile u64 kaddr_<symbol> from
 // /proc/kallsyms; maps pinned by name are pinned under /sys/fs/bpf.
 //
-// A config fails as a whole, closed and reported with the program, the
-// section and the reason, when any of its programs cannot be loaded or
-// attached; the other configs keep running. (ebpf_exporter keeps a config
-// with unattached programs unless --config.strict.) Kernels without
-// CONFIG_KPROBES fail kprobes with that explanation; kernels refusing BPF
-// trampolines fail fentry/fexit/fmod_ret with EPERM and that explanation.
+// As in ebpf_exporter, a program that cannot be attached (or whose section
+// names no target, which libbpf does not auto-attach) is logged with the
+// section and the reason and reported by Programs, and the rest of its
+// config runs. With Config.Strict the config fails instead, closed and
+// reported with that reason (ebpf_exporter's --config.strict exits the
+// whole exporter); the other configs keep running. A program the kernel
+// refuses to load fails its config either way, as in ebpf_exporter.
+// Kernels without CONFIG_KPROBES fail kprobes with that explanation;
+// kernels refusing BPF trampolines fail fentry/fexit/fmod_ret with EPERM
+// at load and that explanation.
 //
-// Refused with ErrNotSupported: usdt/ sections (they need libbpf's USDT
-// spec/argument machinery, which cilium/ebpf does not have; a uprobe on the
-// probed function is the alternative), and program types that cannot be
-// auto-attached (socket, tc, cgroup/*, sk_*, iter/, struct_ops,
-// kprobe.multi, uprobe.multi, ...).
+// Not attachable here (ErrNotSupported): usdt/ sections (they need
+// libbpf's USDT spec/argument machinery, which cilium/ebpf does not have;
+// a uprobe on the probed function is the alternative), and program types
+// that cannot be auto-attached (socket, tc, cgroup/*, sk_*, iter/,
+// struct_ops, kprobe.multi, uprobe.multi, ...).
 //
-// tracing.spans are parsed and their ring buffers checked and loaded, but
-// no spans are produced (this package exports metrics; ebpf_exporter does
-// the same without a tracing provider). The cgroup_id_map is filled at
+// # Spans
+//
+// With a span sink (SetSpanSink), each tracing.spans ring buffer is read
+// as it fills and every record becomes a span with ebpf_exporter's rules
+// (spanDecoder in spans.go): the labels trace_id, parent_span_id, span_id,
+// span_monotonic_timestamp_ns, span_duration_ns and span_name fill the
+// span, the other labels become attributes, plus ebpf_exporter.config.
+// Resource service.name is the span's service, else $OTEL_SERVICE_NAME,
+// else "ebpf_exporter"; scope TracingScope. Spans are handed over in
+// batches (at most 1024, or as soon as the ring buffer is empty).
+// Records that do not decode are logged and counted (SpanStats and the
+// config's decoder errors); spans the sink refuses are counted as dropped.
+// Without a sink the ring buffers are loaded and left unread.
+//
+// The cgroup_id_map is filled at
 // load and refreshed at every collection by walking the cgroup v2 tree,
 // where ebpf_exporter follows cgroup creation with fanotify.
 package ebpfexporter

@@ -17,4 +17,20 @@ type Stats struct {
 	Collections uint64
 	// PerfEventsLost counts perf_event_array samples the kernel dropped.
 	PerfEventsLost uint64
+	// Spans are the tracing.spans counters, by config (configs with span
+	// ring buffers being read only). Their decode errors are also in
+	// DecoderErrors, as ebpf_exporter counts them.
+	Spans map[string]SpanStats
+}
+
+// SpanStats are one config's span ring buffer counters.
+type SpanStats struct {
+	// Records is the number of ring buffer records read.
+	Records uint64
+	// Spans is the number of spans the sink accepted.
+	Spans uint64
+	// DecodeErrors counts records that did not decode to a span.
+	DecodeErrors uint64
+	// Dropped counts spans the sink refused.
+	Dropped uint64
 }

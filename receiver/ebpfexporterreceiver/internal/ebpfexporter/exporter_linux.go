@@ -29,12 +29,15 @@ type Exporter struct {
 	logger *zap.Logger
 	dec    *decoderSet
 
+	sink SpanSink // set before Start; nil: span ring buffers are left unread
+
 	mu            sync.Mutex // guards everything below, and serialises collections
 	started       bool
 	stopped       bool
 	start         pcommon.Timestamp
 	configs       []*loadedConfig
 	failures      map[string]error
+	programs      map[string]map[string]error // config -> program -> nil (attached) or why not
 	decoderErrors map[string]uint64
 	collections   uint64
 }
@@ -53,8 +56,18 @@ func New(cfg Config, logger *zap.Logger) (*Exporter, error) {
 		logger:        logger,
 		dec:           newDecoderSet(defaultDecoderEnv()),
 		failures:      map[string]error{},
+		programs:      map[string]map[string]error{},
 		decoderErrors: map[string]uint64{},
 	}, nil
+}
+
+// SetSpanSink makes Start read every config's tracing.spans ring buffers
+// and hand their spans to sink. Call it before Start; without it the ring
+// buffers are loaded and left unread.
+func (e *Exporter) SetSpanSink(sink SpanSink) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.sink = sink
 }
 
 // Start loads and attaches every config; Collect then reads their maps. A config that
@@ -78,7 +91,10 @@ func (e *Exporter) Start(ctx context.Context) error {
 			e.mu.Unlock()
 			return errors.Join(err, e.closeAll())
 		}
-		lc, err := e.loadConfig(name)
+		lc, progs, err := e.loadConfig(name)
+		if len(progs) > 0 {
+			e.programs[name] = progs
+		}
 		if err != nil {
 			e.failures[name] = err
 			e.logger.Error("ebpf_exporter config failed; the other configs keep running",
@@ -139,8 +155,35 @@ func (e *Exporter) Stats() Stats {
 		for _, p := range lc.perf {
 			s.PerfEventsLost += p.lostCount()
 		}
+		for _, r := range lc.spans {
+			c := r.snapshot()
+			if s.Spans == nil {
+				s.Spans = map[string]SpanStats{}
+			}
+			st := s.Spans[lc.cfg.Name]
+			st.Records += c.records
+			st.Spans += c.spans
+			st.DecodeErrors += c.decodeErrors
+			st.Dropped += c.dropped
+			s.Spans[lc.cfg.Name] = st
+			s.DecoderErrors[lc.cfg.Name] += c.decodeErrors
+		}
 	}
 	return s
+}
+
+// Programs returns, per config and program, nil for a program attached
+// and the reason for one that is not. Configs that failed before their
+// programs were attached are absent; a config failed by Strict lists only
+// its programs that failed.
+func (e *Exporter) Programs() map[string]map[string]error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]map[string]error, len(e.programs))
+	for c, ps := range e.programs {
+		out[c] = maps.Clone(ps)
+	}
+	return out
 }
 
 // Collect reads every running config's maps now and returns the metrics:
@@ -169,7 +212,14 @@ func (e *Exporter) Collect() pmetric.Metrics {
 		}
 	}
 	if e.started {
-		appendSelfMetrics(rm, enabled, e.decoderErrors, e.start, now)
+		// Span decode errors count as decoder errors, as in ebpf_exporter.
+		decoderErrors := maps.Clone(e.decoderErrors)
+		for _, lc := range e.configs {
+			for _, r := range lc.spans {
+				decoderErrors[lc.cfg.Name] += r.snapshot().decodeErrors
+			}
+		}
+		appendSelfMetrics(rm, enabled, decoderErrors, e.start, now)
 	}
 	e.collections++
 	return md
@@ -183,6 +233,7 @@ type loadedConfig struct {
 	closers  []io.Closer // links and perf events, closed in reverse order
 	metrics  map[string]*metricMap
 	perf     []*perfCounter
+	spans    []*spanReader
 	cgroups  *cgroupIDMapSync
 	start    pcommon.Timestamp
 }
@@ -197,6 +248,12 @@ type metricMap struct {
 
 func (lc *loadedConfig) close() error {
 	var errs []error
+	for _, r := range lc.spans {
+		if err := r.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	lc.spans = nil
 	for _, p := range lc.perf {
 		if err := p.close(); err != nil {
 			errs = append(errs, err)

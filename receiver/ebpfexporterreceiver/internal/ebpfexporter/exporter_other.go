@@ -40,3 +40,9 @@ func (*Exporter) Failures() map[string]error { return nil }
 
 // Stats is empty.
 func (*Exporter) Stats() Stats { return Stats{} }
+
+// SetSpanSink does nothing.
+func (*Exporter) SetSpanSink(SpanSink) {}
+
+// Programs is empty.
+func (*Exporter) Programs() map[string]map[string]error { return nil }

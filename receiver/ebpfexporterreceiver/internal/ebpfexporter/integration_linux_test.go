@@ -468,7 +468,9 @@ metrics:
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "nomap.yaml"), []byte("metrics:\n  counters:\n    - {name: not_there_total, help: x}\n"), 0o644))
 
 	names := []string{"ebpfx_kprobe", "ebpfx_counters", "ebpfx_fentry", "ebpfx_usdt", "badkey", "nomap", "missing"}
-	e, err := New(Config{ConfigDir: dir, Names: names}, zaptest.NewLogger(t))
+	// Strict: a program that cannot attach fails its config (by default
+	// it is reported and the rest of the config runs: attach_partial_linux_test.go).
+	e, err := New(Config{ConfigDir: dir, Names: names, Strict: true}, zaptest.NewLogger(t))
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	defer e.Shutdown(context.Background())

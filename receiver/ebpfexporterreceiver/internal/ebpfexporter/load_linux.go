@@ -23,31 +23,41 @@ import (
 )
 
 // loadConfig reads <name>.yaml and <name>.bpf.o, checks the maps against
-// the config, loads the programs and attaches them. On error nothing of the
-// config is left loaded.
-func (e *Exporter) loadConfig(name string) (_ *loadedConfig, err error) {
+// the config, loads the programs and attaches them. A program that cannot
+// be attached is logged and reported in progs while the rest of the config
+// runs, as ebpf_exporter does; with Strict it fails the config. On error
+// nothing of the config is left loaded; progs then holds the programs that
+// failed to attach, if any.
+func (e *Exporter) loadConfig(name string) (_ *loadedConfig, progs map[string]error, err error) {
 	cfg, warnings, err := LoadProgramConfig(e.cfg.ConfigDir, name)
 	for _, w := range warnings {
 		e.logger.Warn(w)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	spec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
 	if err != nil {
-		return nil, &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
+		return nil, nil, &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
 	}
 	objErr := func(format string, args ...any) error {
 		return &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf(format, args...)}
 	}
 
-	// Sections first: refuse what cannot be attached before loading anything.
+	// Sections first: with Strict, refuse what cannot be attached before
+	// loading anything; otherwise load it and report it as not attached.
 	plans := map[string]attachPlan{}
+	progs = map[string]error{}
 	for _, pname := range slices.Sorted(maps.Keys(spec.Programs)) {
 		ps := spec.Programs[pname]
 		plan, err := planAttach(ps.SectionName)
 		if err != nil {
-			return nil, objErr("program %q: %w", pname, err)
+			err = objErr("program %q: %w", pname, err)
+			if e.cfg.Strict {
+				return nil, map[string]error{pname: err}, err
+			}
+			progs[pname] = err
+			continue
 		}
 		if plan.disabled {
 			// SEC("?...") programs are not autoloaded by libbpf.
@@ -56,15 +66,24 @@ func (e *Exporter) loadConfig(name string) (_ *loadedConfig, err error) {
 		}
 		plans[pname] = plan
 	}
+	failedOnly := func() map[string]error {
+		out := map[string]error{}
+		for p, err := range progs {
+			if err != nil {
+				out[p] = err
+			}
+		}
+		return out
+	}
 
 	metrics, err := checkMaps(cfg, spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	if len(cfg.Kaddrs) > 0 {
 		if err := setKaddrs(cfg, spec, e.dec.env.kallsymsPath); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
@@ -76,7 +95,7 @@ func (e *Exporter) loadConfig(name string) (_ *loadedConfig, err error) {
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {
-		return nil, objErr("error loading bpf object into the kernel: %w", explainLoadError(err, plans))
+		return nil, nil, objErr("error loading bpf object into the kernel: %w", explainLoadError(err, plans))
 	}
 	lc := &loadedConfig{
 		cfg:      cfg,
@@ -98,21 +117,36 @@ func (e *Exporter) loadConfig(name string) (_ *loadedConfig, err error) {
 			continue
 		}
 		if plan.kind == attachNone {
-			e.logger.Info("program loaded but not attached: its section names no target, as libbpf does not auto-attach it",
-				zap.String("config", name), zap.String("program", pname), zap.String("section", plan.section))
+			// libbpf's bpf_program__attach fails such a program (EOPNOTSUPP):
+			// ebpf_exporter reports it as a missed attachment.
+			progs[pname] = objErr("program %q: not attached: SEC %q names no target, and libbpf does not auto-attach such a section", pname, plan.section)
 			continue
 		}
 		closers, err := attachProgram(prog, spec.Programs[pname], plan)
-		lc.closers = append(lc.closers, closers...)
 		if err != nil {
-			return nil, objErr("program %q: failed to attach %s (SEC %q): %w", pname, plan.kind, plan.section, err)
+			for _, c := range closers {
+				_ = c.Close()
+			}
+			progs[pname] = objErr("program %q: failed to attach %s (SEC %q): %w", pname, plan.kind, plan.section, err)
+			continue
+		}
+		lc.closers = append(lc.closers, closers...)
+		progs[pname] = nil
+	}
+	for _, pname := range slices.Sorted(maps.Keys(progs)) {
+		if perr := progs[pname]; perr != nil {
+			if e.cfg.Strict {
+				return nil, failedOnly(), perr
+			}
+			e.logger.Warn("program not attached; the rest of its config runs (strict: true fails the config instead)",
+				zap.String("config", name), zap.String("program", pname), zap.Error(perr))
 		}
 	}
 
 	for mname, mm := range metrics {
 		m := coll.Maps[mname]
 		if m == nil {
-			return nil, objErr("map %q is missing after load", mname)
+			return nil, nil, objErr("map %q is missing after load", mname)
 		}
 		mm.m = m
 		lc.metrics[mname] = mm
@@ -123,21 +157,35 @@ func (e *Exporter) loadConfig(name string) (_ *loadedConfig, err error) {
 		}
 		pc, err := newPerfCounter(c, coll.Maps[c.Name], e.dec, e.logger.With(zap.String("config", name)))
 		if err != nil {
-			return nil, objErr("perf_event_array counter %q: %w", c.Name, err)
+			return nil, nil, objErr("perf_event_array counter %q: %w", c.Name, err)
 		}
 		lc.perf = append(lc.perf, pc)
 	}
 	if cfg.CgroupIDMap.Name != "" {
 		cg, err := newCgroupIDMapSync(cfg.CgroupIDMap, coll.Maps[cfg.CgroupIDMap.Name])
 		if err != nil {
-			return nil, objErr("cgroup_id_map: %w", err)
+			return nil, nil, objErr("cgroup_id_map: %w", err)
 		}
 		lc.cgroups = cg
 		if err := lc.syncCgroupIDMap(); err != nil {
-			return nil, objErr("cgroup_id_map: %w", err)
+			return nil, nil, objErr("cgroup_id_map: %w", err)
 		}
 	}
-	return lc, nil
+	if len(cfg.Tracing.Spans) > 0 && e.sink == nil {
+		e.logger.Warn("tracing.spans are configured but the receiver is in no traces pipeline: their ring buffers are loaded and left unread",
+			zap.String("config", name))
+	}
+	for i, s := range cfg.Tracing.Spans {
+		if e.sink == nil {
+			break
+		}
+		r, err := newSpanReader(name, s, coll.Maps[s.RingBuf], e.dec, e.sink, e.logger.With(zap.String("config", name)))
+		if err != nil {
+			return nil, nil, objErr("tracing.spans[%d]: ring buffer %q: %w", i, s.RingBuf, err)
+		}
+		lc.spans = append(lc.spans, r)
+	}
+	return lc, progs, nil
 }
 
 var percpuMapTypes = map[ebpf.MapType]bool{

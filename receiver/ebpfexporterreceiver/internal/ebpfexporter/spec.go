@@ -93,13 +93,14 @@ const (
 	HistogramBucketFixed        HistogramBucketType = "fixed"
 )
 
-// Tracing is ebpf_exporter's span configuration. It is parsed and
-// validated, but spans are not produced by this package (see doc.go).
+// Tracing is ebpf_exporter's span configuration: each span ring buffer's
+// records become spans (see spans.go).
 type Tracing struct {
 	Spans []Span `yaml:"spans"`
 }
 
-// Span is one ring buffer of span records.
+// Span is one ring buffer of span records. Name defaults to RingBuf,
+// Service to $OTEL_SERVICE_NAME or "ebpf_exporter".
 type Span struct {
 	Name    string  `yaml:"name"`
 	RingBuf string  `yaml:"ringbuf"`
@@ -181,9 +182,6 @@ func ParseProgramConfig(name, file string, data []byte) (*ProgramConfig, []strin
 	if err := validateProgramConfig(cfg); err != nil {
 		return nil, warnings, err
 	}
-	if len(cfg.Tracing.Spans) > 0 {
-		warnings = append(warnings, fmt.Sprintf("config %q (%s): tracing.spans are configured but this receiver exports metrics only; the spans' ring buffers are loaded and left unread (as ebpf_exporter does without a tracing provider)", name, file))
-	}
 	return cfg, warnings, nil
 }
 
@@ -262,9 +260,6 @@ func validateProgramConfig(cfg *ProgramConfig) error {
 		field := fmt.Sprintf("tracing.spans[%d]", i)
 		if s.RingBuf == "" {
 			return fail(field+".ringbuf", "span %q in config %q lacks ringbuf", s.Name, cfg.Name)
-		}
-		if s.Name == "" {
-			return fail(field+".name", "span %q in config %q lacks name", s.Name, cfg.Name)
 		}
 		if err := validateLabels(cfg, field, s.Labels); err != nil {
 			return err

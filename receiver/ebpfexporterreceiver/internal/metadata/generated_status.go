@@ -15,4 +15,5 @@ var (
 
 const (
 	MetricsStability = component.StabilityLevelAlpha
+	TracesStability  = component.StabilityLevelAlpha
 )

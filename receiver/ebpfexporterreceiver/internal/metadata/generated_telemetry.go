@@ -25,12 +25,15 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                              metric.Meter
-	mu                                 sync.Mutex
-	registrations                      []metric.Registration
-	ReceiverEbpfExporterConfigs        metric.Int64ObservableGauge
-	ReceiverEbpfExporterDecoderErrors  metric.Int64ObservableCounter
-	ReceiverEbpfExporterPerfEventsLost metric.Int64ObservableCounter
+	meter                                metric.Meter
+	mu                                   sync.Mutex
+	registrations                        []metric.Registration
+	ReceiverEbpfExporterConfigs          metric.Int64ObservableGauge
+	ReceiverEbpfExporterDecoderErrors    metric.Int64ObservableCounter
+	ReceiverEbpfExporterPerfEventsLost   metric.Int64ObservableCounter
+	ReceiverEbpfExporterPrograms         metric.Int64ObservableGauge
+	ReceiverEbpfExporterSpanDecodeErrors metric.Int64ObservableCounter
+	ReceiverEbpfExporterSpansDropped     metric.Int64ObservableCounter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -89,6 +92,51 @@ func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterPerfEventsLostCallb
 	return nil
 }
 
+// RegisterReceiverEbpfExporterProgramsCallback sets callback for observable ReceiverEbpfExporterPrograms metric.
+func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterProgramsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverEbpfExporterPrograms, obs: o})
+		return nil
+	}, builder.ReceiverEbpfExporterPrograms)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverEbpfExporterSpanDecodeErrorsCallback sets callback for observable ReceiverEbpfExporterSpanDecodeErrors metric.
+func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterSpanDecodeErrorsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverEbpfExporterSpanDecodeErrors, obs: o})
+		return nil
+	}, builder.ReceiverEbpfExporterSpanDecodeErrors)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverEbpfExporterSpansDroppedCallback sets callback for observable ReceiverEbpfExporterSpansDropped metric.
+func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterSpansDroppedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverEbpfExporterSpansDropped, obs: o})
+		return nil
+	}, builder.ReceiverEbpfExporterSpansDropped)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 type observerInt64 struct {
 	embedded.Int64Observer
 	inst metric.Int64Observable
@@ -133,6 +181,24 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_ebpf_exporter_perf_events_lost",
 		metric.WithDescription("perf_event_array samples the kernel dropped before the receiver read them (counters with perf_event_array). [Development]"),
 		metric.WithUnit("{event}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverEbpfExporterPrograms, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_ebpf_exporter_programs",
+		metric.WithDescription("Programs by config, program and state (attached or failed; a failed one is logged with its reason while the rest of its config runs, unless strict). Configs that failed before attaching are absent; a config failed by strict reports its failed programs. [Development]"),
+		metric.WithUnit("{program}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverEbpfExporterSpanDecodeErrors, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_ebpf_exporter_span_decode_errors",
+		metric.WithDescription("tracing.spans ring buffer records that did not decode to a span, by config (also counted in decoder_errors, as ebpf_exporter does). [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverEbpfExporterSpansDropped, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_ebpf_exporter_spans_dropped",
+		metric.WithDescription("Spans read from tracing.spans ring buffers that the traces pipeline refused, by config; they are not retried. [Development]"),
+		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

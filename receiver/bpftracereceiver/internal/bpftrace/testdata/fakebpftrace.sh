@@ -4,15 +4,27 @@
 # A stand-in for bpftrace in the supervisor tests (no root, no kernel): it
 # prints records as `bpftrace -f json` does. What it does is chosen by the
 # program's "// fake: MODE" line; it writes the program it was given to
-# $FAKE_DIR/<mode>.bt, its pid to $FAKE_DIR/<mode>.pids and the pids of the
-# children it starts to $FAKE_DIR/<mode>.children.
+# $FAKE_DIR/<mode>.bt, its argv to $FAKE_DIR/<mode>.argv, its pid to
+# $FAKE_DIR/<mode>.pids and the pids of the children it starts to
+# $FAKE_DIR/<mode>.children.
 if [ "$1" = "--version" ]; then
 	echo "bpftrace ${FAKE_BPFTRACE_VERSION:-v0.17.0}"
 	exit 0
 fi
-for prog; do :; done
+# The program is the argument after "--" (the positional parameters follow
+# it), else the last argument. The whole argv goes to $FAKE_DIR/<mode>.argv,
+# one argument a line.
+prog=
+after=0
+for a; do
+	if [ "$after" = 1 ]; then prog=$a; after=2; continue; fi
+	if [ "$after" = 0 ] && [ "$a" = "--" ]; then after=1; continue; fi
+	[ "$after" = 0 ] && prog=$a
+done
 mode=$(sed -n 's|^// fake: *||p' "$prog" | head -n 1)
 cp "$prog" "$FAKE_DIR/$mode.bt"
+: > "$FAKE_DIR/$mode.argv"
+for a; do printf '%s\n' "$a" >> "$FAKE_DIR/$mode.argv"; done
 echo $$ >> "$FAKE_DIR/$mode.pids"
 rec() { printf '%s\n' "$1"; }
 echo 'ERROR: Unknown error -1: couldn'"'"'t set RLIMIT_MEMLOCK for bpftrace. If your program is not loading, you can try "ulimit -l 8192" to fix the problem' >&2
@@ -46,6 +58,11 @@ run)
 	rec 'garbage that is not JSON'
 	rec '{"type": "helper_error", "helper": "map_update_elem", "retcode": -7, "line": 1, "col": 26}'
 	echo "WARNING: something $prog said" >&2
+	while :; do sleep 0.05; done
+	;;
+args)
+	rec '{"type": "attached_probes", "data": {"probes": 1}}'
+	rec '{"type": "printf", "data": "args\n"}'
 	while :; do sleep 0.05; done
 	;;
 flood)
