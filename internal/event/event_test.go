@@ -370,14 +370,24 @@ func TestDecodeInterned(t *testing.T) {
 			assert.Equal(t, normArgs(want), normArgs(got), "round %d, record %d", round, i)
 		}
 	}
-	// Alternating records into one Event: no allocation once seen.
-	var ev Event
-	allocs := testing.AllocsPerRun(100, func() {
-		for _, b := range recs[:2] {
-			_ = DecodeInterned(1, b, &ev, &in)
+	// Alternating records into one Event: no allocation once seen. The
+	// table is direct-mapped with a random seed, so two of the strings may
+	// share a slot (a few percent of seeds) and allocate each time: a fresh
+	// Interner, a fresh seed, settles it.
+	var allocs float64
+	for range 4 {
+		var ev Event
+		var fresh Interner
+		allocs = testing.AllocsPerRun(100, func() {
+			for _, b := range recs[:2] {
+				_ = DecodeInterned(1, b, &ev, &fresh)
+			}
+			_ = DecodeInterned(1, recs[3], &ev, &fresh)
+		})
+		if allocs == 0 {
+			break
 		}
-		_ = DecodeInterned(1, recs[3], &ev, &in)
-	})
+	}
 	assert.Zero(t, allocs)
 }
 
