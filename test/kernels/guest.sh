@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs inside a test/kernels guest (scripts/kernels.sh run): every test binary
+# of RESULTDIR/manifest, from its package's source directory (testdata is
+# read there; the host's root is read-only, /tmp is a writable overlay).
+# Writes <name>.log and <name>.rc per binary; exits 1 if any failed.
+#
+# guest.sh RESULTDIR
+set -uo pipefail
+
+dir=$1
+{
+	echo "uname: $(uname -r)"
+	echo "realtime: $(cat /sys/kernel/realtime 2>/dev/null || echo 0)"
+	echo "cpus: $(nproc)"
+} >"$dir/kernel.txt"
+
+# virtme-ng mounts tracefs, debugfs and cgroup2; bpffs is ours to mount.
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+mountpoint -q /sys/kernel/debug || mount -t debugfs nodev /sys/kernel/debug
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+ulimit -l unlimited 2>/dev/null || true
+export TMPDIR=/tmp
+
+while IFS= read -r kv; do
+	[ -n "$kv" ] && export "${kv?}"
+done <"$dir/env"
+
+status=0
+while IFS='|' read -r name bin src timeout run; do
+	args=(-test.v -test.count=1 "-test.timeout=$timeout")
+	[ -n "$run" ] && args+=("-test.run=$run")
+	echo "guest: $name: ${args[*]}"
+	start=$SECONDS
+	(cd "$src" && "$bin" "${args[@]}") >"$dir/$name.log" 2>&1 </dev/null
+	rc=$?
+	echo "$rc" >"$dir/$name.rc"
+	echo "$((SECONDS - start))" >"$dir/$name.seconds"
+	echo "guest: $name: exit $rc in $((SECONDS - start))s"
+	[ "$rc" = 0 ] || status=1
+done <"$dir/manifest"
+exit $status
