@@ -188,7 +188,8 @@ run() {
 	log "booting $kernel ($version, TCG, $cpus CPUs, $memory): $script"
 	local start=$SECONDS rc=0
 	# RESULTDIR is the guest's working directory too: vng runs --exec in the cwd.
-	(cd "$resultdir" && PATH="$VENV/bin:$PATH" vng --verbose --disable-kvm --run "$image" \
+	# A guest that hangs (a kernel lockup) is stopped after KERNELS_VM_TIMEOUT seconds.
+	(cd "$resultdir" && PATH="$VENV/bin:$PATH" timeout -k 30 "${KERNELS_VM_TIMEOUT:-1200}" vng --verbose --disable-kvm --run "$image" \
 		--memory "$memory" --cpus "$cpus" --rwdir "$resultdir" \
 		--exec "bash $script $resultdir; echo \$? > $resultdir/guest-status") || rc=$?
 	local wall=$((SECONDS - start))
@@ -196,7 +197,11 @@ run() {
 	if [ -s "$resultdir/guest-status" ]; then
 		rc=$(cat "$resultdir/guest-status")
 	else
-		log "the guest wrote no status (vng exited $rc): boot or QEMU failure"
+		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+			log "the guest did not finish within ${KERNELS_VM_TIMEOUT:-1200}s (hung?): stopped"
+		else
+			log "the guest wrote no status (vng exited $rc): boot or QEMU failure"
+		fi
 		[ "$rc" = 0 ] && rc=1
 	fi
 	echo "$wall" >"$resultdir/wall-seconds"
