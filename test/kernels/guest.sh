@@ -27,14 +27,24 @@ while IFS= read -r kv; do
 done <"$dir/env"
 
 # Kernel headers: bpftrace compiles a script that #includes them (the shipped
-# runqlat.bt) in minutes under TCG, past any sane wait, so the guests point
-# bpftrace at an empty header tree (BPFTRACE_KERNEL_SOURCE/_BUILD) and the
-# test takes its documented no-headers path (testdata/runqlat_btf.bt). The
-# host run covers the headers path. KERNELS_HEADERS=1 keeps them.
+# runqlat.bt) in minutes under TCG, past any sane wait, so the guests hide
+# /lib/modules/VERSION/{build,source} (in the guest's writable overlay of
+# /usr/lib; the host keeps them) and the test takes its documented no-headers
+# path (testdata/runqlat_btf.bt). The host run covers the headers path.
+# KERNELS_HEADERS=1 keeps them.
 if [ "${KERNELS_HEADERS:-0}" != 1 ]; then
-	mkdir -p /tmp/no-kernel-headers
-	export BPFTRACE_KERNEL_SOURCE=/tmp/no-kernel-headers BPFTRACE_KERNEL_BUILD=/tmp/no-kernel-headers
-	echo "guest: kernel headers hidden from bpftrace"
+	m=/lib/modules/$(uname -r)
+	if [ -L "$m" ]; then # a link to the cache: make it a directory of links
+		real=$(readlink -f "$m")
+		rm -f "$m" && mkdir "$m"
+		for e in "$real"/*; do ln -s "$e" "$m/"; done
+	fi
+	rm -f "$m/build" "$m/source"
+	if [ -e "$m/build" ] || [ -e "$m/source" ]; then
+		echo "guest: could not hide the kernel headers in $m"
+	else
+		echo "guest: kernel headers hidden from bpftrace"
+	fi
 fi
 
 # The first bpftrace start reads LLVM's libraries over 9p: seconds under TCG,
