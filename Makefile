@@ -20,15 +20,20 @@ APT_PACKAGES := stress-ng bpftool bpftrace
 
 GO_SOURCES := $(shell find receiver -name '*.go' -not -name '*_test.go') $(shell find receiver -name '*.o')
 
-.PHONY: run test build deps tools generate unit e2e clean lint
+# Kernels for the kernel test matrix (scripts/kernels.sh, test/kernels),
+# outside the clone for the same reason.
+KERNELS_CACHE ?= $(HOME)/.cache/otelcol-seq/kernels
+
+.PHONY: run test build deps tools generate unit e2e clean lint test-kernels
 
 run: deps $(COLLECTOR)
 	$(COLLECTOR) --config $(CONFIG)
 
 # The whole suite: unit tests (pure Go, race detector), kernel integration tests
-# (they need root: CI runs as root, and they never skip there), and end-to-end
-# tests of the built collector.
-test: deps $(COLLECTOR) jaeger unit e2e
+# (they need root: CI runs as root, and they never skip there), end-to-end
+# tests of the built collector, and the kernel integration tests again inside
+# other kernels (test-kernels).
+test: deps $(COLLECTOR) jaeger unit e2e test-kernels
 
 unit:
 	$(GO) vet ./...
@@ -36,6 +41,14 @@ unit:
 
 e2e: $(COLLECTOR) $(JAEGER)
 	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
+
+# The packages whose tests need a kernel, run inside Debian's 6.1 and 6.1
+# PREEMPT_RT kernels under QEMU (TCG; about 15 minutes, downloads included the
+# first time). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
+# setup into $(KERNELS_CACHE); results go to build/kernels/.
+test-kernels: deps
+	KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh setup
+	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) test/kernels/run.sh
 
 build: $(COLLECTOR)
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -229,9 +230,10 @@ func TestForkStormAccounting(t *testing.T) {
 	if _, err := exec.LookPath("stress-ng"); err != nil {
 		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)
 	}
+	forks := testutil.ForkOps(20000) // fewer in test/kernels' QEMU guests
 	sink := &consumertest.LogsSink{}
 	r := startReceiver(t, createDefaultConfig(), sink)
-	out, err := exec.Command("stress-ng", "--fork", "4", "--fork-ops", "20000", "--timeout", "60s", "--quiet").CombinedOutput()
+	out, err := exec.Command("stress-ng", "--fork", "4", "--fork-ops", strconv.Itoa(forks), "--timeout", "60s", "--quiet").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.NoError(t, r.Shutdown(context.Background()))
 
@@ -240,7 +242,7 @@ func TestForkStormAccounting(t *testing.T) {
 		f.Issued, f.Stats.Tickets, f.Stats.Records, f.Stats.Lost, f.Kernel.Events)
 	assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
 	assert.Equal(t, f.Kernel.TotalTickets(), f.Issued, "kernel per-CPU ticket counters = ring head")
-	assert.GreaterOrEqual(t, f.Kernel.Events[event.Fork], uint64(20000))
+	assert.GreaterOrEqual(t, f.Kernel.Events[event.Fork], uint64(forks))
 
 	recs := flatten(sink.AllLogs())
 	delivered, lost := checkOrder(t, recs)
@@ -265,13 +267,14 @@ func TestForkStormEveryTransport(t *testing.T) {
 	if _, err := exec.LookPath("stress-ng"); err != nil {
 		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)
 	}
+	forks := testutil.ForkOps(10000) // fewer in test/kernels' QEMU guests
 	for _, tr := range []sequencer.Transport{sequencer.TransportSequencer, sequencer.TransportRingBuf, sequencer.TransportPerfBuf} {
 		t.Run(string(tr), func(t *testing.T) {
 			sink := &consumertest.LogsSink{}
 			cfg := createDefaultConfig()
 			cfg.Transport = tr
 			r := startReceiver(t, cfg, sink)
-			out, err := exec.Command("stress-ng", "--fork", "4", "--fork-ops", "10000", "--timeout", "60s", "--quiet").CombinedOutput()
+			out, err := exec.Command("stress-ng", "--fork", "4", "--fork-ops", strconv.Itoa(forks), "--timeout", "60s", "--quiet").CombinedOutput()
 			require.NoError(t, err, string(out))
 			require.NoError(t, r.Shutdown(context.Background()))
 
@@ -280,7 +283,7 @@ func TestForkStormEveryTransport(t *testing.T) {
 				tr, f.Issued, f.Stats.Tickets, f.Stats.Records, f.Stats.Lost, f.Stats, f.Kernel.Events, f.Kernel.Failed)
 			assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
 			assert.Equal(t, f.Kernel.TotalTickets(), f.Issued, "kernel per-CPU ticket counters = head")
-			assert.GreaterOrEqual(t, f.Kernel.Events[event.Fork], uint64(10000))
+			assert.GreaterOrEqual(t, f.Kernel.Events[event.Fork], uint64(forks))
 			assert.LessOrEqual(t, f.Kernel.TotalFailed(), f.Stats.Lost, "tickets the producers lost are reported lost")
 
 			recs := flatten(sink.AllLogs())

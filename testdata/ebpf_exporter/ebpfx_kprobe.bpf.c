@@ -1,20 +1,31 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
-/* A kprobe: fails to attach on kernels without CONFIG_KPROBES. */
+/*
+ * A kprobe: fails to attach on kernels without CONFIG_KPROBES.
+ * Counts do_nanosleep calls by process and thread name: the integration
+ * test makes an exact number of nanosleep calls from a thread it names.
+ */
 #include "ebpfx.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
+struct task_key {
+	u32 pid;
+	char comm[16];
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct task_key);
 	__type(value, u64);
 } ebpfx_nanosleep_calls_total SEC(".maps");
 
 SEC("kprobe/do_nanosleep")
 int ebpfx_kprobe(void *ctx)
 {
-	u32 zero = 0;
-	ebpfx_add(&ebpfx_nanosleep_calls_total, &zero, 1);
+	struct task_key key = {};
+	key.pid = ebpfx_tgid();
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	ebpfx_add(&ebpfx_nanosleep_calls_total, &key, 1);
 	return 0;
 }

@@ -146,7 +146,7 @@ func TestIntegrationExecsnoop(t *testing.T) {
 		return run.out.findRecord(func(l logRec) bool { return strings.Contains(l.body, marker) })
 	}
 	// Exec the marker until it shows up (the probes attach after a moment).
-	deadline := time.Now().Add(waitLong)
+	deadline := time.Now().Add(testutil.Scaled(waitLong))
 	for {
 		require.NoError(t, exec.Command("/bin/true", marker, "second-arg").Run())
 		if _, ok := found(); ok || time.Now().After(deadline) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -103,8 +105,9 @@ func (s *sink) metricsNamed(name string) []pmetric.Metric {
 	return out
 }
 
-// eventually waits for cond, failing the test after timeout.
+// eventually waits for cond, failing the test after timeout (multiplied by
+// $OTELCOL_SEQ_TEST_TIME_SCALE, which test/kernels sets in its slow guests).
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
-	require.Eventually(t, cond, timeout, 20*time.Millisecond, append([]any{msg}, args...)...)
+	require.Eventually(t, cond, testutil.Scaled(timeout), 20*time.Millisecond, append([]any{msg}, args...)...)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -478,13 +479,16 @@ metrics:
 	failures := e.Failures()
 	assert.NotContains(t, failures, "ebpfx_counters")
 
-	if !kprobesAvailable() {
-		require.Contains(t, failures, "ebpfx_kprobe")
-		assert.Contains(t, failures["ebpfx_kprobe"].Error(), `program "ebpfx_kprobe": failed to attach kprobe (SEC "kprobe/do_nanosleep"): kprobes are not available in this kernel`)
-	}
-	if err := failures["ebpfx_fentry"]; err != nil {
-		assert.Contains(t, err.Error(), "BPF trampolines")
-		assert.ErrorIs(t, err, os.ErrPermission)
+	// ebpfx_kprobe and ebpfx_fentry load where the kernel allows them, and
+	// fail with their clear error where it does not (see TestIntegrationKprobeFentry).
+	loaded := 1
+	for name, probe := range map[string]func(*testing.T) error{"ebpfx_kprobe": probeKprobe, "ebpfx_fentry": probeFentry} {
+		if probe(t) == nil {
+			assert.NotContains(t, failures, name)
+			loaded++
+		} else {
+			requireRefused(t, name, failures[name])
+		}
 	}
 	require.Contains(t, failures, "ebpfx_usdt")
 	assert.ErrorIs(t, failures["ebpfx_usdt"], ErrNotSupported)
@@ -508,8 +512,71 @@ metrics:
 	require.Len(t, plain, 1)
 	assert.GreaterOrEqual(t, plain[0].value, int64(1))
 	st := e.Stats()
-	assert.Equal(t, 1, st.ConfigsLoaded)
+	assert.Equal(t, loaded, st.ConfigsLoaded)
 	assert.Equal(t, len(failures), st.ConfigsFailed)
+}
+
+// requireRefused checks the failure of ebpfx_kprobe or ebpfx_fentry on a
+// kernel that refuses kprobes or BPF trampolines: the clear error, no other.
+func requireRefused(t *testing.T, name string, err error) {
+	t.Helper()
+	require.Error(t, err, "%s: the probe says this kernel refuses it, but it loaded", name)
+	switch name {
+	case "ebpfx_kprobe":
+		assert.Contains(t, err.Error(), `program "ebpfx_kprobe": failed to attach kprobe (SEC "kprobe/do_nanosleep"): kprobes are not available in this kernel`)
+	case "ebpfx_fentry":
+		assert.ErrorIs(t, err, os.ErrPermission)
+		assert.Contains(t, err.Error(), `program "ebpfx_fentry" (SEC "fentry/do_nanosleep"): the kernel refused to load it`)
+		assert.Contains(t, err.Error(), "BPF trampolines")
+	}
+}
+
+// TestIntegrationKprobeFentry probes the kernel for kprobes and BPF
+// trampolines. Where one works, its fixture attaches and counts exactly the
+// nanosleep calls of a thread the test names; where the kernel refuses it,
+// the probe's error is the expected one (no kprobe PMU nor kprobe_events;
+// EPERM for the trampoline) and so is the fixture's failure.
+func TestIntegrationKprobeFentry(t *testing.T) {
+	testutil.RequireRoot(t)
+	const n = 41
+	for _, c := range []struct {
+		name  string
+		probe func(*testing.T) error
+		// refused tells whether the probe's error is the expected refusal.
+		refused func(error) bool
+	}{
+		{"ebpfx_kprobe", probeKprobe, func(err error) bool {
+			return !kprobesAvailable() && (errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist))
+		}},
+		{"ebpfx_fentry", probeFentry, func(err error) bool { return errors.Is(err, os.ErrPermission) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			probeErr := c.probe(t)
+			e, err := New(Config{ConfigDir: fixturesDir, Names: []string{c.name}, Strict: true}, zaptest.NewLogger(t))
+			require.NoError(t, err)
+			require.NoError(t, e.Start(context.Background()))
+			t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
+			if probeErr != nil {
+				require.True(t, c.refused(probeErr), "the probe failed in an unexpected way: %v", probeErr)
+				t.Logf("this kernel refuses %s: %v", c.name, probeErr)
+				requireRefused(t, c.name, e.Failures()[c.name])
+				return
+			}
+			require.Empty(t, e.Failures())
+			comm := strings.ReplaceAll(c.name, "_", "-")
+			onThread(t, comm, func() {
+				for i := 0; i < n; i++ {
+					ts := unix.Timespec{Nsec: 1}
+					_ = unix.Nanosleep(&ts, nil)
+				}
+			})
+			pts := points(e.Collect(), c.name, "ebpfx_nanosleep_calls_total")
+			p, ok := find(pts, map[string]string{"pid": strconv.Itoa(os.Getpid()), "comm": comm})
+			require.True(t, ok, "%v", pts)
+			assert.Equal(t, int64(n), p.value)
+			assert.Len(t, p.attrs, 2)
+		})
+	}
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -521,9 +588,26 @@ func copyFile(t *testing.T, from, to string) {
 
 // TestIntegrationPrograms runs the ready-to-use programs: TCP bytes by
 // cgroup (a helper process in a cgroup of its own sends and receives a
-// known number of bytes) and the run queue latency histogram.
+// known number of bytes) and the run queue latency histogram. On a kernel
+// without the sock:sock_send_length/sock_recv_length tracepoints (they came
+// in Linux 6.3; found by probing) cgroup_tcp_bytes fails with a clear error
+// and runqlat still runs.
 func TestIntegrationPrograms(t *testing.T) {
 	testutil.RequireRoot(t)
+	if !probeTracepoint(t, "sock", "sock_send_length", "sock_msg_length") {
+		e, err := New(Config{ConfigDir: programsDir, Names: []string{"cgroup_tcp_bytes", "runqlat"}}, zaptest.NewLogger(t))
+		require.NoError(t, err)
+		require.NoError(t, e.Start(context.Background()))
+		t.Cleanup(func() { require.NoError(t, e.Shutdown(context.Background())) })
+		failures := e.Failures()
+		require.Len(t, failures, 1, "%v", failures)
+		err = failures["cgroup_tcp_bytes"]
+		require.ErrorIs(t, err, os.ErrNotExist)
+		assert.Regexp(t, `program "cgroup_tcp_(sent|received)" \(SEC "tracepoint/sock/sock_(send|recv)_length"\): this kernel has no tracepoint sock:sock_(send|recv)_length \(not in /sys/kernel/tracing/events\)`, err.Error())
+		t.Logf("no sock:sock_send_length tracepoint here: %v", err)
+		checkRunqlat(t, e)
+		return
+	}
 	e := startExporter(t, programsDir, "cgroup_tcp_bytes", "runqlat")
 
 	const sent, received = 123457, 65432
@@ -596,6 +680,12 @@ func TestIntegrationPrograms(t *testing.T) {
 		assert.GreaterOrEqual(t, r.value, int64(received))
 	}
 
+	checkRunqlat(t, e)
+}
+
+// checkRunqlat checks the run queue latency histogram of programs/runqlat.
+func checkRunqlat(t *testing.T, e *Exporter) {
+	t.Helper()
 	for i := 0; i < 20; i++ {
 		time.Sleep(time.Millisecond) // wake-ups to measure
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -381,7 +382,24 @@ func readKaddrs(path string) (map[string]uint64, error) {
 // explainLoadError replaces the loader's EPERM advice (raise MEMLOCK)
 // with the real reason when an fentry/fexit/fmod_ret program is refused:
 // this kernel does not allow BPF trampolines.
+//
+// A tracepoint/ program whose tracepoint this kernel lacks fails to load
+// too (its context type trace_event_raw_* is missing from the kernel's BTF,
+// so its CO-RE relocations fail): that is said, wrapping os.ErrNotExist.
 func explainLoadError(err error, plans map[string]attachPlan) error {
+	for _, name := range slices.Sorted(maps.Keys(plans)) {
+		p := plans[name]
+		if p.kind != attachTracepoint || !strings.Contains(err.Error(), "program "+name+":") {
+			continue
+		}
+		events := "/sys/kernel/tracing/events"
+		if _, serr := os.Stat(events); serr != nil {
+			continue // tracefs not mounted: cannot tell
+		}
+		if _, serr := os.Stat(filepath.Join(events, p.group, p.name)); errors.Is(serr, os.ErrNotExist) {
+			return fmt.Errorf("program %q (SEC %q): this kernel has no tracepoint %s:%s (not in %s) (%w); the loader said: %v", name, p.section, p.group, p.name, events, os.ErrNotExist, err)
+		}
+	}
 	if !errors.Is(err, os.ErrPermission) {
 		return err
 	}

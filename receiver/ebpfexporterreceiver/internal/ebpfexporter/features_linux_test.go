@@ -1,0 +1,80 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package ebpfexporter
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/stretchr/testify/require"
+)
+
+// Kernel feature probes for the tests: each tries the feature itself, the
+// way a program would use it (never a kernel version), and returns nil when
+// it works or the kernel's refusal.
+
+func returnZero() asm.Instructions {
+	return asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+}
+
+// probeKprobe attaches a minimal kprobe program to do_nanosleep.
+func probeKprobe(t *testing.T) error {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Kprobe, License: "GPL", Instructions: returnZero()})
+	if err != nil {
+		return err
+	}
+	defer prog.Close()
+	l, err := link.Kprobe("do_nanosleep", prog, nil)
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// probeFentry loads a minimal fentry program on do_nanosleep and attaches
+// it (a BPF trampoline).
+func probeFentry(t *testing.T) error {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: "do_nanosleep",
+		License: "GPL", Instructions: returnZero(),
+	})
+	if err != nil {
+		return err
+	}
+	defer prog.Close()
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// probeTracepoint tells whether the kernel has the tracepoint group:name:
+// its tracefs directory (tracefs must be mounted) and its context type
+// trace_event_raw_<class> in the kernel's BTF agree.
+func probeTracepoint(t *testing.T, group, name, class string) bool {
+	t.Helper()
+	events := "/sys/kernel/tracing/events"
+	_, err := os.Stat(events)
+	require.NoError(t, err, "tracefs is not mounted at /sys/kernel/tracing (make deps mounts it)")
+	_, err = os.Stat(filepath.Join(events, group, name))
+	inTracefs := err == nil
+	spec, err := btf.LoadKernelSpec()
+	require.NoError(t, err)
+	var s *btf.Struct
+	err = spec.TypeByName("trace_event_raw_"+class, &s)
+	require.True(t, err == nil || errors.Is(err, btf.ErrNotFound), "%v", err)
+	require.Equal(t, inTracefs, err == nil, "tracefs and BTF disagree on tracepoint %s:%s", group, name)
+	return inTracefs
+}
