@@ -183,22 +183,52 @@ run() {
 	image=$(vmlinuz "$kernel")
 	[ -r "$image" ] || die "no $image: run '$0 setup'"
 	link_modules "$version"
-	rm -f "$resultdir/guest-status"
 	local memory=${KERNELS_MEMORY:-3G} cpus=${KERNELS_CPUS:-2}
-	log "booting $kernel ($version, TCG, $cpus CPUs, $memory): $script"
-	local start=$SECONDS rc=0
-	# RESULTDIR is the guest's working directory too: vng runs --exec in the cwd.
-	# A guest that hangs (a kernel lockup) is stopped after KERNELS_VM_TIMEOUT seconds.
-	(cd "$resultdir" && PATH="$VENV/bin:$PATH" timeout -k 30 "${KERNELS_VM_TIMEOUT:-1200}" vng --verbose --disable-kvm --run "$image" \
-		--memory "$memory" --cpus "$cpus" --rwdir "$resultdir" \
-		--exec "bash $script $resultdir; echo \$? > $resultdir/guest-status") || rc=$?
+	local boot_timeout=${KERNELS_BOOT_TIMEOUT:-180} vm_timeout=${KERNELS_VM_TIMEOUT:-1200}
+	local attempts=${KERNELS_BOOT_ATTEMPTS:-3} attempt=1 start=$SECONDS rc=0 pid
+	while :; do
+		rm -f "$resultdir/guest-status" "$resultdir/.guest-started"
+		log "booting $kernel ($version, TCG, $cpus CPUs, $memory): $script (attempt $attempt)"
+		rc=0
+		# RESULTDIR is the guest's working directory too: vng runs --exec in the cwd.
+		# A guest that hangs (a kernel lockup) is stopped after vm_timeout seconds.
+		(cd "$resultdir" && PATH="$VENV/bin:$PATH" exec timeout -k 30 "$vm_timeout" vng --verbose \
+			--disable-kvm --run "$image" --memory "$memory" --cpus "$cpus" --rwdir "$resultdir" \
+			--exec "touch $resultdir/.guest-started; bash $script $resultdir; echo \$? > $resultdir/guest-status") &
+		pid=$!
+		# Under TCG an early boot now and then stalls for good (seen with the RT
+		# kernel, QEMU spinning): a guest that has not started the script after
+		# boot_timeout seconds is stopped and booted again.
+		local waited=0
+		while kill -0 "$pid" 2>/dev/null && [ ! -e "$resultdir/.guest-started" ] && [ $waited -lt "$boot_timeout" ]; do
+			sleep 2
+			waited=$((waited + 2))
+		done
+		if [ ! -e "$resultdir/.guest-started" ] && kill -0 "$pid" 2>/dev/null; then
+			pkill -TERM -P "$pid" 2>/dev/null || true
+			kill "$pid" 2>/dev/null || true
+			wait "$pid" 2>/dev/null || true
+			echo >&2
+			if [ "$attempt" -ge "$attempts" ]; then
+				log "$kernel: the guest did not start the script within ${boot_timeout}s, $attempt times: giving up"
+				rc=1
+				break
+			fi
+			log "$kernel: the guest did not start the script within ${boot_timeout}s (boot stalled): booting again"
+			attempt=$((attempt + 1))
+			continue
+		fi
+		wait "$pid" || rc=$?
+		break
+	done
+	echo "$attempt" >"$resultdir/boot-attempts"
 	local wall=$((SECONDS - start))
 	echo >&2 # the guest console's last line may lack its newline
 	if [ -s "$resultdir/guest-status" ]; then
 		rc=$(cat "$resultdir/guest-status")
 	else
 		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-			log "the guest did not finish within ${KERNELS_VM_TIMEOUT:-1200}s (hung?): stopped"
+			log "the guest did not finish within ${vm_timeout}s (hung?): stopped"
 		else
 			log "the guest wrote no status (vng exited $rc): boot or QEMU failure"
 		fi

@@ -30,7 +30,8 @@ first_error() {
 }
 
 {
-	echo "== $k ($version, realtime=$realtime): wall ${wall}s"
+	boots=$(cat "$dir/boot-attempts" 2>/dev/null || echo 1)
+	echo "== $k ($version, realtime=$realtime): wall ${wall}s$([ "$boots" -gt 1 ] && echo ", booted $boots times (stalled boots retried)")"
 	while IFS='|' read -r name _ _ _ _; do
 		log=$dir/$name.log
 		rc=$(cat "$dir/$name.rc" 2>/dev/null || echo none)
