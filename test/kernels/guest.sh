@@ -60,9 +60,10 @@ fi
 heartbeat=$!
 
 status=0
-while IFS='|' read -r name bin src timeout run; do
+while IFS='|' read -r name bin src timeout run skip; do
 	args=(-test.v -test.count=1 "-test.timeout=$timeout")
 	[ -n "$run" ] && args+=("-test.run=$run")
+	[ -n "$skip" ] && args+=("-test.skip=$skip")
 	echo "guest: $name: ${args[*]}"
 	start=$SECONDS
 	# reaper.py reaps the orphans the tests leave: virtme-ng-init does not.
