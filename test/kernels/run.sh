@@ -30,7 +30,7 @@ PACKAGES=(
 # hidden from bpftrace there unless KERNELS_HEADERS=1 (see guest.sh).
 GUEST_ENV=(OTELCOL_SEQ_TEST_FORK_OPS=2000 OTELCOL_SEQ_TEST_TIME_SCALE=8 "KERNELS_HEADERS=${KERNELS_HEADERS:-0}")
 # Per binary; a guest runs its binaries one after another.
-TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-8m}
+TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-12m}
 
 # selection KERNEL PKG: a -test.run pattern for tests that make no sense under
 # TCG on that kernel; empty runs everything.
