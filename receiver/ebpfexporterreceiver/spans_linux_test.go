@@ -43,7 +43,7 @@ const spanWorkEnv = "EBPFX_SPANWORK"
 func TestSpanWorkloadHelper(t *testing.T) {
 	spec := os.Getenv(spanWorkEnv)
 	if spec == "" {
-		t.Skip("the workload of TestReceiverSpans")
+		return // not a test: the workload process of TestReceiverSpans
 	}
 	for _, s := range strings.Split(spec, ",") {
 		d, err := time.ParseDuration(s)
