@@ -133,6 +133,12 @@ func testShellTree(t *testing.T, transport sequencer.Transport) {
 	r := startReceiver(t, cfg, sink)
 	if transport != sequencer.TransportAuto {
 		require.Equal(t, transport, r.seq.Transport())
+	} else {
+		require.Equal(t, sequencer.TransportSequencer, r.seq.Transport(), "auto picks the sequencer (PREEMPT_RT included)")
+	}
+	if transport == sequencer.TransportPerfBuf {
+		why, warn := r.seq.Why()
+		assert.Equal(t, sequencer.Realtime(), warn, "perf buffers warn on PREEMPT_RT, and only there: %s", why)
 	}
 	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
 
