@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -76,6 +77,26 @@ func (m *Mapper) AppendEvent(dst plog.LogRecordSlice, ev *event.Event, observed 
 // A Scratch belongs to one goroutine at a time; its zero value is ready.
 type Scratch struct {
 	times [timeCacheSize]cachedTime
+	// arena holds the bytes of the latest records' bodies: one allocation
+	// per arenaSize bytes of bodies instead of one per record. Bytes once
+	// appended are never written again (a body string points at them), so
+	// a full arena is left to the records that use it and a new one begun.
+	arena []byte
+}
+
+const arenaSize = 16 << 10
+
+// str returns b as a string, its bytes copied into the arena when s is not nil.
+func (s *Scratch) str(b []byte) string {
+	if s == nil || len(b) == 0 || len(b) > arenaSize/4 {
+		return string(b)
+	}
+	if cap(s.arena)-len(s.arena) < len(b) {
+		s.arena = make([]byte, 0, arenaSize)
+	}
+	start := len(s.arena)
+	s.arena = append(s.arena, b...)
+	return unsafe.String(&s.arena[start], len(b))
 }
 
 const timeCacheSize = 256 // a power of 2
@@ -96,7 +117,7 @@ func (m *Mapper) creationTime(s *Scratch, bootNs uint64) string {
 	c := &s.times[uint64(ns)*0x9E3779B97F4A7C15>>(64-8)&(timeCacheSize-1)]
 	if c.ns != ns || c.s == "" {
 		var buf [64]byte
-		c.ns, c.s = ns, string(appendRFC3339(buf[:0], ns))
+		c.ns, c.s = ns, s.str(appendRFC3339(buf[:0], ns))
 	}
 	return c.s
 }
@@ -124,7 +145,7 @@ func (m *Mapper) AppendEventWith(dst plog.LogRecordSlice, ev *event.Event, obser
 		args, redacted = m.Redact.Args(ev.Args)
 	}
 	var buf [512]byte
-	lr.Body().SetStr(string(body(buf[:0], ev, args)))
+	lr.Body().SetStr(s.str(body(buf[:0], ev, args)))
 
 	attrs := lr.Attributes()
 	attrs.EnsureCapacity(attrCount(ev))
