@@ -118,6 +118,25 @@ func (l *loki) query(t *testing.T, logql string, from, to time.Time) []lokiEntry
 	return out
 }
 
+// await runs a LogQL query from from to a minute from now until it has at
+// least n entries (the exporter's two queue consumers may deliver batches
+// out of order), for up to 60 s.
+func (l *loki) await(t *testing.T, logql string, from time.Time, n int, c *collector) []lokiEntry {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := l.query(t, logql, from, time.Now().Add(time.Minute))
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d entries after 60 s, want %d: %v\nloki log:\n%s\ncollector log:\n%s",
+				logql, len(got), n, got, l.log(), tail(c.log(), 4000))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // The shipped config/loki.yaml: a process in a podman container (under a
 // Kubernetes pod's cgroup parent) exits 42; Loki finds its fork, exec and
 // exit records by container and by exit code, and finds nothing for another
@@ -161,16 +180,7 @@ func TestLokiContainerExitCode(t *testing.T) {
 		return fmt.Sprintf(`%s | container_id=%q | process_exit_code="%d"`, sel, cid, code)
 	}
 	from := begin.Add(-time.Minute)
-	var exits []lokiEntry
-	deadline := time.Now().Add(60 * time.Second)
-	for len(exits) < 2 {
-		exits = l.query(t, byCode(cid, code), from, time.Now().Add(time.Minute))
-		if time.Now().After(deadline) {
-			t.Fatalf("query %s: %d entries after 60 s, want the 2 exits: %v\nloki log:\n%s\ncollector log:\n%s",
-				byCode(cid, code), len(exits), exits, l.log(), tail(c.log(), 4000))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	exits := l.await(t, byCode(cid, code), from, 2, c)
 	t.Logf("%s: %d entries", byCode(cid, code), len(exits))
 	exitLine := regexp.MustCompile(`^exit pid=\d+ code=42 comm=sh$`)
 	pids := map[string]bool{}
@@ -188,7 +198,7 @@ func TestLokiContainerExitCode(t *testing.T) {
 	// The inner sh, by its exec: a line filter on its argv (the outer sh's
 	// has the marker too, in its own -c argument).
 	inner := fmt.Sprintf(`-c "exit %d" %s`, code, marker)
-	execs := l.query(t, fmt.Sprintf(`%s | container_id=%q |= %q`, sel, cid, inner), from, time.Now().Add(time.Minute))
+	execs := l.await(t, fmt.Sprintf(`%s | container_id=%q |= %q`, sel, cid, inner), from, 1, c)
 	require.Len(t, execs, 1, "the inner sh's exec, by the marker in its line: %v", execs)
 	pid := execs[0].labels["process_pid"]
 	assert.True(t, pids[pid], "the inner sh (pid %s) is among the exits 42 (%v)", pid, pids)
@@ -196,7 +206,7 @@ func TestLokiContainerExitCode(t *testing.T) {
 
 	// Its whole lifecycle, by container and pid: fork, exec, exit, in ticket order.
 	byPID := fmt.Sprintf(`%s | container_id=%q | process_pid=%q`, sel, cid, pid)
-	life := l.query(t, byPID, from, time.Now().Add(time.Minute))
+	life := l.await(t, byPID, from, 3, c)
 	t.Logf("%s: %d entries", byPID, len(life))
 	var kinds []string
 	for _, e := range life {
@@ -224,7 +234,7 @@ func TestLokiContainerExitCode(t *testing.T) {
 	want, err := strconv.ParseInt(pid, 10, 64)
 	require.NoError(t, err)
 	var got *span
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for got == nil {
 		td, err := j.findTraces(t, processService, from, time.Now().Add(time.Minute))
 		if err != nil && !errors.Is(err, errNoTraces) {
