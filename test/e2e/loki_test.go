@@ -182,18 +182,18 @@ func TestLokiContainerExitCode(t *testing.T) {
 	from := begin.Add(-time.Minute)
 	exits := l.await(t, byCode(cid, code), from, 2, c)
 	t.Logf("%s: %d entries", byCode(cid, code), len(exits))
-	exitLine := regexp.MustCompile(`^exit pid=\d+ code=42 comm=sh$`)
+	exitLine := regexp.MustCompile(fmt.Sprintf(`^exit pid=\d+ code=%d comm=sh$`, code))
 	pids := map[string]bool{}
 	for _, e := range exits {
 		t.Logf("  %s", e)
 		assert.Regexp(t, exitLine, e.line)
 		assert.Equal(t, map[string]string{
 			"service_name": "linux-processes", "container_id": cid, "container_runtime_name": "podman",
-			"k8s_pod_uid": uid, "process_exit_code": "42",
+			"k8s_pod_uid": uid, "process_exit_code": strconv.Itoa(code),
 		}, pick(e.labels, "service_name", "container_id", "container_runtime_name", "k8s_pod_uid", "process_exit_code"))
 		pids[e.labels["process_pid"]] = true
 	}
-	assert.Len(t, exits, 2, "the inner and the outer sh exit 42, no other process of the container does")
+	assert.Len(t, exits, 2, "the inner and the outer sh exit %d, no other process of the container does", code)
 
 	// The inner sh, by its exec: a line filter on its argv (the outer sh's
 	// has the marker too, in its own -c argument).
@@ -218,7 +218,7 @@ func TestLokiContainerExitCode(t *testing.T) {
 		assert.Less(t, seqNumber(life[i-1]), seqNumber(life[i]), "time order is ticket order")
 	}
 	assert.Equal(t, fmt.Sprintf("exit pid=%s code=%d comm=sh", pid, code), life[2].line)
-	assert.Equal(t, "42", life[2].labels["process_exit_code"])
+	assert.Equal(t, strconv.Itoa(code), life[2].labels["process_exit_code"])
 	assert.NotEmpty(t, life[0].labels["process_parent_pid"], "the fork names the parent")
 
 	// The negatives, now that the positives are in: another exit code, or
