@@ -15,6 +15,10 @@ COLLECTOR := bin/otelcol-seq
 # Kept outside the clone so that later clones (CI) reuse it.
 JAEGER_CACHE ?= $(HOME)/.cache/otelcol-seq/jaeger
 JAEGER := $(JAEGER_CACHE)/jaeger
+# Grafana Loki, likewise (scripts/loki.sh), for the logs e2e test: about 17
+# minutes to build cold on 2 cores, then reused.
+LOKI_CACHE ?= $(HOME)/.cache/otelcol-seq/loki
+LOKI := $(LOKI_CACHE)/loki
 CONFIG ?= config/default.yaml
 APT_PACKAGES := stress-ng bpftool bpftrace
 
@@ -33,14 +37,14 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger unit e2e test-kernels
+test: deps $(COLLECTOR) jaeger loki unit e2e test-kernels
 
 unit:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-e2e: $(COLLECTOR) $(JAEGER)
-	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
+e2e: $(COLLECTOR) $(JAEGER) $(LOKI)
+	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
 
 # The packages whose tests need a kernel, run inside Debian's 6.1 and 6.1
 # PREEMPT_RT kernels under QEMU (TCG; about 15 minutes, downloads included the
@@ -65,6 +69,15 @@ jaeger: $(JAEGER)
 
 $(JAEGER):
 	JAEGER_CACHE=$(JAEGER_CACHE) scripts/jaeger.sh build
+
+# Grafana Loki (single binary, filesystem storage) for test/e2e/loki_test.go
+# and config/loki.yaml; built once. `scripts/loki.sh start` / `stop` run it on
+# 127.0.0.1:3100 with scripts/loki.yaml.
+.PHONY: loki
+loki: $(LOKI)
+
+$(LOKI):
+	LOKI_CACHE=$(LOKI_CACHE) scripts/loki.sh build
 
 # System packages the tests use (stress-ng for fork storms, bpftool for leak
 # checks) and tracefs, mounted where it is not.

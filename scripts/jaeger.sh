@@ -10,7 +10,8 @@
 #
 # `go install github.com/jaegertracing/jaeger/cmd/jaeger@...` is refused (the
 # module's go.mod has replace directives), so the module is downloaded, copied
-# somewhere writable without its vendor/ folder, and built there with `go build`.
+# somewhere writable without its vendor/ folder, and built there with `go build`
+# (scripts/backend.sh).
 #
 # Environment:
 #   JAEGER_CACHE        where to build and keep it (default .cache/jaeger in the repo)
@@ -35,59 +36,16 @@ QUERY_GRPC=${JAEGER_QUERY_GRPC:-127.0.0.1:16685}
 PIDFILE="$CACHE/jaeger.pid"
 LOG="$CACHE/jaeger.log"
 
-log() { echo "jaeger.sh: $*" >&2; }
+NAME=jaeger
+BIN_ENV=JAEGER_BIN
+# shellcheck source=scripts/backend.sh
+. "$ROOT/scripts/backend.sh"
 
 build() {
-	if [ -x "$BIN" ]; then
-		log "using $BIN"
-		return 0
-	fi
-	if [ -n "${JAEGER_BIN:-}" ]; then
-		log "JAEGER_BIN=$JAEGER_BIN is not an executable file"
-		return 1
-	fi
-	command -v "$GO" >/dev/null || { log "no Go toolchain ($GO)"; return 1; }
-	mkdir -p "$CACHE"
-	local start=$SECONDS
-	log "downloading github.com/jaegertracing/jaeger@$JAEGER_MODULE (Jaeger v2) from the module proxy"
-	local dir
-	dir=$(cd "$CACHE" && GOFLAGS=-mod=mod "$GO" mod download -json "github.com/jaegertracing/jaeger@$JAEGER_MODULE" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-	if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
-		log "module download failed"
-		return 1
-	fi
-	# The module cache is read-only and its vendor/ folder is stale for the
-	# module's own go.mod: build a writable copy without it.
-	local src="$CACHE/src-$JAEGER_MODULE"
-	rm -rf "$src"
-	mkdir -p "$src"
-	log "copying $dir to $src (without vendor/)"
-	(cd "$dir" && tar --exclude=./vendor -cf - .) | (cd "$src" && tar -xf -)
-	chmod -R u+w "$src"
-	log "building ./cmd/jaeger (minutes: 5 to 11 on 2 cores, downloads included)"
-	local tmp="$BIN.tmp.$$"
-	if ! (cd "$src" && GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0 "$GO" build -trimpath -o "$tmp" ./cmd/jaeger); then
-		rm -f "$tmp"
-		log "build failed"
-		return 1
-	fi
-	mv "$tmp" "$BIN"
-	rm -rf "$src"
-	log "built $BIN ($(du -h "$BIN" | cut -f1)) in $((SECONDS - start)) s"
-}
-
-running() {
-	[ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+	backend_build github.com/jaegertracing/jaeger "$JAEGER_MODULE" ./cmd/jaeger "5 to 11"
 }
 
 start() {
-	[ -x "$BIN" ] || { log "$BIN is missing: run '$0 build' first"; return 1; }
-	if running; then
-		log "already running (pid $(cat "$PIDFILE")), log $LOG"
-		return 0
-	fi
-	mkdir -p "$CACHE"
 	# With no --config Jaeger v2 runs its built-in all-in-one configuration
 	# (memory storage, kept here explicitly). The query extension listens on
 	# all interfaces by default and the rest on ${JAEGER_LISTEN_HOST:-localhost}:
@@ -95,7 +53,8 @@ start() {
 	# kept: the Jaeger/Zipkin receivers, sampling, health, expvar and zpages
 	# extensions stay off, and so do Jaeger's own metrics on :8888, where the
 	# collector serves its own. Extra arguments to `start` are passed on.
-	JAEGER_LISTEN_HOST=127.0.0.1 nohup "$BIN" \
+	JAEGER_LISTEN_HOST=127.0.0.1 backend_start "http://$QUERY_HTTP/api/v3/services" "${JAEGER_START_TIMEOUT:-60}" \
+		"$BIN" \
 		--set=receivers.otlp.protocols.grpc.endpoint="$OTLP_GRPC" \
 		--set=receivers.otlp.protocols.http.endpoint="$OTLP_HTTP" \
 		--set=extensions.jaeger_query.http.endpoint="$QUERY_HTTP" \
@@ -104,54 +63,8 @@ start() {
 		--set='service.extensions=[jaeger_storage,jaeger_query]' \
 		--set=extensions.jaeger_storage.backends.some_storage.memory.max_traces=100000 \
 		--set=service.telemetry.metrics.level=none \
-		"$@" >"$LOG" 2>&1 </dev/null &
-	echo $! >"$PIDFILE"
-	log "started pid $!, log $LOG"
-	local deadline=$((SECONDS + ${JAEGER_START_TIMEOUT:-60}))
-	until curl -fsS -o /dev/null "http://$QUERY_HTTP/api/v3/services" 2>/dev/null; do
-		if ! running; then
-			log "jaeger exited; last log lines:"
-			tail -n 30 "$LOG" >&2
-			rm -f "$PIDFILE"
-			return 1
-		fi
-		if [ $SECONDS -ge $deadline ]; then
-			log "query API http://$QUERY_HTTP not answering; last log lines:"
-			tail -n 30 "$LOG" >&2
-			stop
-			return 1
-		fi
-		sleep 0.2
-	done
+		"$@"
 	log "ready: OTLP gRPC $OTLP_GRPC, OTLP HTTP $OTLP_HTTP, UI/API http://$QUERY_HTTP"
 }
 
-stop() {
-	if ! [ -f "$PIDFILE" ]; then
-		log "not running"
-		return 0
-	fi
-	local pid
-	pid=$(cat "$PIDFILE")
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid"
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
-		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-		log "stopped pid $pid"
-	fi
-	rm -f "$PIDFILE"
-}
-
-case "${1:-}" in
-build) build ;;
-start) shift; start "$@" ;;
-stop) stop ;;
-path) echo "$BIN" ;;
-*)
-	echo "usage: $0 build|start|stop|path" >&2
-	exit 2
-	;;
-esac
+backend_main "$@"

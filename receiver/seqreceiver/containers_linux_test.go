@@ -8,12 +8,10 @@ package seqreceiver
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,30 +36,6 @@ func podmanConf(t *testing.T) string {
 	require.NoError(t, err, "scripts/podman-setup.sh: %s", out)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
-}
-
-// removeCgroups removes the cgroup directories under rel (relative to each
-// hierarchy) that the runtime leaves behind, deepest first, in the v2 and
-// every v1 hierarchy.
-func removeCgroups(t *testing.T, rel string) {
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
-	roots = append(roots, "/sys/fs/cgroup")
-	for _, root := range roots {
-		top := filepath.Join(root, rel)
-		var dirs []string
-		_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		slices.Reverse(dirs)
-		for _, d := range dirs {
-			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
-				t.Logf("cgroup left behind: %s: %v", d, err)
-			}
-		}
-	}
 }
 
 // resourced is a log record with its resource's attributes.
@@ -93,13 +67,7 @@ func TestPodmanContainerIdentity(t *testing.T) {
 	}
 	defer stop()
 
-	var u [16]byte
-	for i := range u {
-		u[i] = byte(rand.Uint32())
-	}
-	uid := fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
-	parent := "/kubepods/besteffort/pod" + uid
-	t.Cleanup(func() { removeCgroups(t, strings.TrimPrefix(parent, "/")) })
+	uid, parent := testutil.KubepodsParent(t)
 	marker := fmt.Sprintf("seq-container-%d", rand.Uint32())
 	cidFile := filepath.Join(t.TempDir(), "cid")
 	cmd := exec.Command("podman", "run", "--rm", "--cgroup-parent="+parent, "--cidfile="+cidFile,

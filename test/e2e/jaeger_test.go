@@ -6,7 +6,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +21,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,35 +43,10 @@ func repoRoot(t *testing.T) string {
 }
 
 // jaegerBin returns Jaeger v2's binary: $JAEGER_BIN, or .cache/jaeger/jaeger,
-// built by `scripts/jaeger.sh build` (`make jaeger`) when it is absent. The
-// test skips, loudly, only when that build is impossible.
+// built by `scripts/jaeger.sh build` (`make jaeger`) when it is absent.
 func jaegerBin(t *testing.T) string {
 	t.Helper()
-	root := repoRoot(t)
-	bin := os.Getenv("JAEGER_BIN")
-	if bin == "" {
-		bin = filepath.Join(root, ".cache", "jaeger", "jaeger")
-	}
-	if _, err := os.Stat(bin); err == nil {
-		abs, err := filepath.Abs(bin)
-		require.NoError(t, err)
-		return abs
-	}
-	t.Logf("%s is missing: building it with scripts/jaeger.sh build (minutes; `make jaeger` does it ahead)", bin)
-	var out bytes.Buffer
-	cmd := exec.Command(filepath.Join(root, "scripts", "jaeger.sh"), "build")
-	cmd.Dir = root
-	cmd.Stdout = io.MultiWriter(os.Stderr, &out)
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Run(); err != nil {
-		t.Skipf("SKIPPED, NOT PASSED: Jaeger v2 could not be built, so the process spans were not checked "+
-			"against a real backend (scripts/jaeger.sh build: %v). Build it with `make jaeger` or point "+
-			"JAEGER_BIN at a Jaeger v2 binary. Last output:\n%s", err, tail(out.String(), 2000))
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("scripts/jaeger.sh build succeeded but %s is missing: %v", bin, err)
-	}
-	return bin
+	return backendBin(t, "Jaeger v2", "JAEGER_BIN", filepath.Join(repoRoot(t), ".cache", "jaeger", "jaeger"), "scripts/jaeger.sh")
 }
 
 func tail(s string, n int) string {
@@ -94,18 +67,11 @@ func freePort(t *testing.T) string {
 
 // jaeger is a running Jaeger v2 all-in-one (memory storage) on 127.0.0.1.
 type jaeger struct {
-	cmd       *exec.Cmd
-	logPath   string
+	daemon
 	otlpGRPC  string // host:port
 	otlpHTTP  string // host:port
 	query     string // http://host:port
 	queryGRPC string
-	done      chan error
-}
-
-func (j *jaeger) log() string {
-	b, _ := os.ReadFile(j.logPath)
-	return tail(string(b), 6000)
 }
 
 // startJaeger runs the all-in-one configuration (no --config: memory storage)
@@ -115,7 +81,7 @@ func startJaeger(t *testing.T) *jaeger {
 	t.Helper()
 	queryHTTP := freePort(t)
 	j := &jaeger{
-		logPath:   filepath.Join(t.TempDir(), "jaeger.log"),
+		daemon:    daemon{name: "jaeger", logPath: filepath.Join(t.TempDir(), "jaeger.log")},
 		otlpGRPC:  freePort(t),
 		otlpHTTP:  freePort(t),
 		query:     "http://" + queryHTTP,
@@ -129,15 +95,11 @@ func startJaeger(t *testing.T) *jaeger {
 func (j *jaeger) start(t *testing.T) {
 	t.Helper()
 	bin := jaegerBin(t)
-	j.done = make(chan error, 1)
-	logf, err := os.OpenFile(j.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	require.NoError(t, err)
-	defer logf.Close()
-	j.cmd = exec.Command(bin,
-		"--set=receivers.otlp.protocols.grpc.endpoint="+j.otlpGRPC,
-		"--set=receivers.otlp.protocols.http.endpoint="+j.otlpHTTP,
-		"--set=extensions.jaeger_query.http.endpoint="+strings.TrimPrefix(j.query, "http://"),
-		"--set=extensions.jaeger_query.grpc.endpoint="+j.queryGRPC,
+	j.run(t, bin, []string{
+		"--set=receivers.otlp.protocols.grpc.endpoint=" + j.otlpGRPC,
+		"--set=receivers.otlp.protocols.http.endpoint=" + j.otlpHTTP,
+		"--set=extensions.jaeger_query.http.endpoint=" + strings.TrimPrefix(j.query, "http://"),
+		"--set=extensions.jaeger_query.grpc.endpoint=" + j.queryGRPC,
 		// Only what the test uses: OTLP in, memory storage, the query API. The
 		// all-in-one's other receivers and extensions (Jaeger and Zipkin
 		// protocols, sampling, health, zpages) and its own metrics on :8888,
@@ -146,52 +108,8 @@ func (j *jaeger) start(t *testing.T) {
 		"--set=service.extensions=[jaeger_storage,jaeger_query]",
 		"--set=extensions.jaeger_storage.backends.some_storage.memory.max_traces=100000",
 		"--set=service.telemetry.metrics.level=none",
-	)
-	j.cmd.Env = append(os.Environ(), "JAEGER_LISTEN_HOST=127.0.0.1")
-	j.cmd.Stdout, j.cmd.Stderr = logf, logf
-	require.NoError(t, j.cmd.Start())
-	cmd, done := j.cmd, j.done
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { j.stopCmd(cmd, done) })
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(j.query + "/api/v3/services")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				t.Logf("jaeger %s ready: OTLP gRPC %s, HTTP %s, query %s, log %s", bin, j.otlpGRPC, j.otlpHTTP, j.query, j.logPath)
-				return
-			}
-		}
-		select {
-		case err := <-j.done:
-			t.Fatalf("jaeger exited before its query API answered (%v):\n%s", err, j.log())
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jaeger's query API %s not answering after 60 s (%v):\n%s", j.query, err, j.log())
-		}
-	}
-}
-
-// stop ends Jaeger (SIGTERM; its memory storage goes with it).
-func (j *jaeger) stop() { j.stopCmd(j.cmd, j.done) }
-
-func (j *jaeger) stopCmd(cmd *exec.Cmd, done chan error) {
-	select {
-	case err := <-done:
-		done <- err // already ended; leave the result for a later look
-		return
-	default:
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-done:
-		done <- err
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		done <- <-done
-	}
+	}, []string{"JAEGER_LISTEN_HOST=127.0.0.1"}, j.query+"/api/v3/services", 60*time.Second)
+	t.Logf("jaeger %s ready: OTLP gRPC %s, HTTP %s, query %s, log %s", bin, j.otlpGRPC, j.otlpHTTP, j.query, j.logPath)
 }
 
 // get fetches an /api/v3 path; status and body are returned as they are.
