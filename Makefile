@@ -15,6 +15,11 @@ COLLECTOR := bin/otelcol-seq
 # Kept outside the clone so that later clones (CI) reuse it.
 JAEGER_CACHE ?= $(HOME)/.cache/otelcol-seq/jaeger
 JAEGER := $(JAEGER_CACHE)/jaeger
+# Cloudflare's ebpf_exporter v2.5.1 (static, libbpf 1.5) for the side-by-side
+# parity test (scripts/ebpf-exporter.sh), outside the clone for the same reason.
+EBPF_EXPORTER_VERSION := v2.5.1
+EBPF_EXPORTER_CACHE ?= $(HOME)/.cache/otelcol-seq/ebpf_exporter/$(EBPF_EXPORTER_VERSION)
+EBPF_EXPORTER := $(EBPF_EXPORTER_CACHE)/ebpf_exporter
 CONFIG ?= config/default.yaml
 APT_PACKAGES := stress-ng bpftool bpftrace
 
@@ -33,14 +38,14 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger unit e2e test-kernels
+test: deps $(COLLECTOR) jaeger ebpf-exporter unit e2e test-kernels
 
 unit:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-e2e: $(COLLECTOR) $(JAEGER)
-	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
+e2e: $(COLLECTOR) $(JAEGER) $(EBPF_EXPORTER)
+	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
 
 # The packages whose tests need a kernel, run inside Debian's 6.1 and 6.1
 # PREEMPT_RT kernels under QEMU (TCG; about 15 minutes, downloads included the
@@ -65,6 +70,14 @@ jaeger: $(JAEGER)
 
 $(JAEGER):
 	JAEGER_CACHE=$(JAEGER_CACHE) scripts/jaeger.sh build
+
+# ebpf_exporter v2.5.1 for test/e2e/ebpfexporter_parity_test.go; built once
+# (libbpf 1.5 from the libbpf-sys crate, ebpf_exporter from the module proxy).
+.PHONY: ebpf-exporter
+ebpf-exporter: $(EBPF_EXPORTER)
+
+$(EBPF_EXPORTER):
+	EBPF_EXPORTER_CACHE=$(EBPF_EXPORTER_CACHE) EBPF_EXPORTER_VERSION=$(EBPF_EXPORTER_VERSION) scripts/ebpf-exporter.sh build
 
 # System packages the tests use (stress-ng for fork storms, bpftool for leak
 # checks) and tracefs, mounted where it is not.
