@@ -5,12 +5,14 @@
 // with what the ebpf_exporter receiver exports for the same configs, series
 // by series, for the side-by-side test (test/e2e/ebpfexporter_parity_test.go).
 //
-// Both sides read their own copy of the same programs' maps at different
-// moments. The comparison takes two reference scrapes, A before and B after
-// one collection of ours, so that every cumulative value must lie in
-// [A, B]: ref(A) <= ours <= ref(B), with no tolerance, whatever else runs on
-// the machine. Series named by an Exact filter (the test's own workload)
-// must be equal on all three.
+// Both sides read their own copy of the same programs' maps, from their own
+// start, at different moments. A round takes two reference scrapes, A before
+// and B after one collection of ours; two rounds, a baseline once both run
+// and one after the workload, bound every cumulative value with no
+// tolerance, whatever else runs on the machine: ours' increase between its
+// collections lies between ebpf_exporter's increases over the shorter
+// and the longer span (Compare). Series named by an Exact filter (the
+// test's own workload) must be equal on all three of the last round.
 package parity
 
 import (
@@ -229,14 +231,23 @@ type Options struct {
 	// Configs maps a family to its config, for the table's rows of
 	// reference-only families.
 	Configs map[string]string
+	// Timed names histograms of measured time (runqlat): each side's
+	// programs time the same events, but each also runs between the other's
+	// two timestamps, so an observation can land a bucket apart. Their
+	// count is compared as any other; their sum and buckets may be off by
+	// Tolerance (a fraction) of it.
+	Timed     func(*Series) bool
+	Tolerance float64
 }
 
 // Row is one family in the report's table.
 type Row struct {
 	Config, Family, Type string
-	RefSeries, OurSeries int     // series in B and in ours
-	RefA, Ours, RefB     float64 // totals over the family's series (values, or histogram counts)
-	OK                   bool
+	RefSeries, OurSeries int // series in the last round's B and ours
+	// Totals over the family's series (values, or histogram counts), as
+	// increases since the baseline round: ebpf_exporter's bounds and ours.
+	RefLo, RefHi, Ours float64
+	OK                 bool
 }
 
 // ExactRow is one of the test's own series.
@@ -252,11 +263,21 @@ type Report struct {
 	Rows  []Row
 	Exact []ExactRow
 	Late  int // series that appeared in B only, after our collection
+	Early int // ebpf_exporter's series that ours lacks, unchanged since the baseline: from before ours attached
 }
 
-// Compare checks ours against reference scrapes a (before our collection)
-// and b (after it).
-func Compare(a, ours, b Snapshot, opt Options) Report {
+// Round is one moment of comparison: ebpf_exporter's scrape A, then one
+// collection of ours, then ebpf_exporter's scrape B.
+type Round struct{ A, Ours, B Snapshot }
+
+// Compare checks round cur against the baseline round base, taken once
+// both sides ran (an empty Round when both started from nothing). Each side
+// counts from its own start, so a cumulative value is compared as its
+// increase since the baseline: what ours counted between its two
+// collections lies between what ebpf_exporter counted between base.B and
+// cur.A and what it counted between base.A and cur.B. Exact series are
+// compared as they are: cur.A, cur.Ours and cur.B equal.
+func Compare(base, cur Round, opt Options) Report {
 	var r Report
 	ignore := func(f string) bool { return opt.Ignore != nil && opt.Ignore(f) }
 	diff := func(format string, args ...any) { r.Diffs = append(r.Diffs, fmt.Sprintf(format, args...)) }
@@ -268,10 +289,10 @@ func Compare(a, ours, b Snapshot, opt Options) Report {
 
 	// Families.
 	ourFams, refFams := map[string]bool{}, map[string]bool{}
-	for _, f := range ours.Families() {
+	for _, f := range cur.Ours.Families() {
 		ourFams[f] = true
 	}
-	for _, f := range b.Families() {
+	for _, f := range cur.B.Families() {
 		if !ignore(f) {
 			refFams[f] = true
 		}
@@ -291,31 +312,42 @@ func Compare(a, ours, b Snapshot, opt Options) Report {
 		}
 	}
 
-	// Series: A <= ours <= B.
-	for k, s := range ours {
-		rb, ok := b[k]
-		if !ok {
+	// Series.
+	exact := func(s *Series) bool { return opt.Exact != nil && opt.Exact(s) }
+	timed := func(s *Series) float64 {
+		if opt.Timed != nil && opt.Timed(s) {
+			return opt.Tolerance
+		}
+		return 0
+	}
+	for k, s := range cur.Ours {
+		if _, ok := cur.B[k]; !ok {
 			if refFams[s.Family] {
 				diff("series %s: only in ours", k)
 				bad[s.Family] = true
 			}
 			continue
 		}
-		ra := a[k]
-		if msg := bracket(ra, s, rb, opt.Exact != nil && opt.Exact(s)); msg != "" {
+		if msg := check(base, cur, k, exact(s), timed(s)); msg != "" {
 			diff("series %s: %s", k, msg)
 			bad[s.Family] = true
 		}
 	}
-	for k, s := range a {
-		if _, ok := ours[k]; !ok && ourFams[s.Family] {
+	for k, s := range cur.A {
+		if _, ok := cur.Ours[k]; !ok && ourFams[s.Family] {
+			if s.Type != "gauge" && s.total() == base.B.total(k) {
+				// It has not moved since the baseline: all it counted
+				// may have come before ours attached.
+				r.Early++
+				continue
+			}
 			diff("series %s: in ebpf_exporter before our collection, missing in ours", k)
 			bad[s.Family] = true
 		}
 	}
-	for k, s := range b {
-		if _, ok := ours[k]; !ok && ourFams[s.Family] {
-			if _, before := a[k]; !before {
+	for k, s := range cur.B {
+		if _, ok := cur.Ours[k]; !ok && ourFams[s.Family] {
+			if _, before := cur.A[k]; !before {
 				r.Late++
 			}
 		}
@@ -329,24 +361,20 @@ func Compare(a, ours, b Snapshot, opt Options) Report {
 		}
 		return fams[f]
 	}
-	for _, s := range ours {
+	for k, s := range cur.Ours {
 		rw := row(s.Family, s.Type)
 		rw.OurSeries++
-		rw.Ours += s.total()
+		rw.Ours += s.total() - base.Ours.total(k)
 		if s.Config != "" {
 			rw.Config = s.Config
 		}
 	}
-	for _, s := range a {
-		if refFams[s.Family] {
-			row(s.Family, s.Type).RefA += s.total()
-		}
-	}
-	for _, s := range b {
+	for k, s := range cur.B {
 		if refFams[s.Family] {
 			rw := row(s.Family, s.Type)
 			rw.RefSeries++
-			rw.RefB += s.total()
+			rw.RefLo += cur.A.total(k) - base.B.total(k)
+			rw.RefHi += s.total() - base.A.total(k)
 		}
 	}
 	for _, f := range slices.Sorted(maps.Keys(fams)) {
@@ -356,70 +384,106 @@ func Compare(a, ours, b Snapshot, opt Options) Report {
 	}
 	slices.SortStableFunc(r.Rows, func(x, y Row) int { return strings.Compare(x.Config, y.Config) })
 
-	if opt.Exact != nil {
-		for _, k := range slices.Sorted(maps.Keys(ours)) {
-			s := ours[k]
-			if !opt.Exact(s) {
-				continue
-			}
-			er := ExactRow{Config: s.Config, Family: s.Family, Labels: LabelString(s.Labels), Ours: s.total()}
-			if rb, ok := b[k]; ok {
-				er.Ref = rb.total()
-				er.OK = bracket(a[k], s, rb, true) == ""
-			}
-			r.Exact = append(r.Exact, er)
+	for _, k := range slices.Sorted(maps.Keys(cur.Ours)) {
+		s := cur.Ours[k]
+		if !exact(s) {
+			continue
 		}
+		er := ExactRow{Config: s.Config, Family: s.Family, Labels: LabelString(s.Labels), Ours: s.total()}
+		if _, ok := cur.B[k]; ok {
+			er.Ref = cur.B.total(k)
+			er.OK = check(base, cur, k, true, 0) == ""
+		}
+		r.Exact = append(r.Exact, er)
 	}
 	return r
 }
 
-// bracket checks a <= ours <= b (a may be nil: a series new since A), or
-// a == ours == b when exact. It returns "" or what is wrong.
-func bracket(a, ours, b *Series, exact bool) string {
+// total is the series' headline figure, 0 where the snapshot lacks it.
+func (sn Snapshot) total(k string) float64 {
+	if s, ok := sn[k]; ok {
+		return s.total()
+	}
+	return 0
+}
+
+// check compares series k of ours with ebpf_exporter's (both have it in
+// cur): "" or what is wrong. tol is a timed histogram's tolerance.
+func check(base, cur Round, k string, exact bool, tol float64) string {
+	ours, b := cur.Ours[k], cur.B[k]
 	if ours.Type != b.Type {
 		return fmt.Sprintf("type %s, ebpf_exporter %s", ours.Type, b.Type)
 	}
-	if a == nil {
-		a = &Series{Type: ours.Type}
-		if exact {
-			return "not in ebpf_exporter's scrape before our collection"
-		}
-	}
-	check := func(what string, lo, v, hi float64) string {
-		if exact && (lo != v || v != hi) {
-			return fmt.Sprintf("%s %v, ebpf_exporter %v then %v (must be equal)", what, v, lo, hi)
-		}
-		if v < lo || v > hi {
-			return fmt.Sprintf("%s %v outside ebpf_exporter's [%v, %v]", what, v, lo, hi)
-		}
-		return ""
-	}
-	switch ours.Type {
-	case "gauge":
+	if ours.Type == "gauge" {
 		// Gauges (enabled_configs) do not move: equal to B.
 		if ours.Value != b.Value {
 			return fmt.Sprintf("value %v, ebpf_exporter %v", ours.Value, b.Value)
 		}
 		return ""
-	case "counter":
-		return check("value", a.Value, ours.Value, b.Value)
 	}
-	if les, refLes := bounds(ours.Bucket), bounds(b.Bucket); !slices.Equal(les, refLes) {
-		return fmt.Sprintf("bucket bounds %v, ebpf_exporter %v", les, refLes)
-	}
-	if msg := check("count", float64(a.Count), float64(ours.Count), float64(b.Count)); msg != "" {
-		return msg
-	}
-	if msg := check("sum", a.Sum, ours.Sum, b.Sum); msg != "" {
-		return msg
-	}
-	for i, bk := range ours.Bucket {
-		lo := 0.0
-		if i < len(a.Bucket) {
-			lo = float64(a.Bucket[i].Count)
+	if ours.Type == "histogram" {
+		if les, refLes := bounds(ours.Bucket), bounds(b.Bucket); !slices.Equal(les, refLes) {
+			return fmt.Sprintf("bucket bounds %v, ebpf_exporter %v", les, refLes)
 		}
-		if msg := check(fmt.Sprintf("bucket le=%g", bk.LE), lo, float64(bk.Count), float64(b.Bucket[i].Count)); msg != "" {
-			return msg
+	}
+	if exact {
+		if _, ok := cur.A[k]; !ok {
+			return "not in ebpf_exporter's scrape before our collection"
+		}
+		base = Round{} // as they are
+	}
+	// Each figure of the series: value, or count, sum and every bucket.
+	fig := func(sn Snapshot, i int) float64 {
+		s, ok := sn[k]
+		if !ok {
+			return 0
+		}
+		switch {
+		case s.Type == "counter":
+			return s.Value
+		case i == -2:
+			return float64(s.Count)
+		case i == -1:
+			return s.Sum
+		case i < len(s.Bucket):
+			return float64(s.Bucket[i].Count)
+		}
+		return 0
+	}
+	name := func(i int) string {
+		switch {
+		case ours.Type == "counter":
+			return "value"
+		case i == -2:
+			return "count"
+		case i == -1:
+			return "sum"
+		}
+		return fmt.Sprintf("bucket le=%g", ours.Bucket[i].LE)
+	}
+	last := -2
+	if ours.Type == "histogram" {
+		last = len(ours.Bucket) - 1
+	}
+	count := fig(cur.Ours, -2) - fig(base.Ours, -2)
+	for i := -2; i <= last; i++ {
+		v := fig(cur.Ours, i) - fig(base.Ours, i)
+		lo, hi := fig(cur.A, i)-fig(base.B, i), fig(cur.B, i)-fig(base.A, i)
+		if tol > 0 && i != -2 {
+			slack := tol * count
+			if i == -1 {
+				slack = tol * max(math.Abs(lo), math.Abs(hi))
+			}
+			lo, hi = lo-slack, hi+slack
+		}
+		switch {
+		case exact && (lo != v || v != hi):
+			return fmt.Sprintf("%s %v, ebpf_exporter %v then %v (must be equal)", name(i), v, lo, hi)
+		case v < lo || v > hi:
+			if base.A == nil {
+				return fmt.Sprintf("%s %v outside ebpf_exporter's [%v, %v]", name(i), v, lo, hi)
+			}
+			return fmt.Sprintf("%s increased by %v, outside ebpf_exporter's [%v, %v]", name(i), v, lo, hi)
 		}
 	}
 	return ""
@@ -436,14 +500,14 @@ func bounds(bs []Bucket) []float64 {
 // Markdown renders the report's tables.
 func (r Report) Markdown() string {
 	var sb strings.Builder
-	sb.WriteString("| config | metric | type | series (ebpf_exporter / ours) | ebpf_exporter (A … B) | ours | match |\n")
+	sb.WriteString("| config | metric | type | series (ebpf_exporter / ours) | ebpf_exporter | ours | match |\n")
 	sb.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, rw := range r.Rows {
 		ref := "—"
 		if rw.RefSeries > 0 {
-			ref = fmtNum(rw.RefB)
-			if rw.RefA != rw.RefB {
-				ref = fmtNum(rw.RefA) + " … " + fmtNum(rw.RefB)
+			ref = fmtNum(rw.RefHi)
+			if rw.RefLo != rw.RefHi {
+				ref = fmtNum(rw.RefLo) + " … " + fmtNum(rw.RefHi)
 			}
 		}
 		ours := "—"

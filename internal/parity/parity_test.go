@@ -138,7 +138,7 @@ func TestFromOTLP(t *testing.T) {
 func TestCompareParity(t *testing.T) {
 	// The histogram moves between A and B (background activity); ours lies between.
 	a, b := snapText(t, refText(5, 3)), snapText(t, refText(5, 6))
-	r := Compare(a, FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})), b, opts)
+	r := Compare(Round{}, Round{a, FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})), b}, opts)
 	assert.Empty(t, r.Diffs)
 	require.Len(t, r.Rows, 4)
 	for _, rw := range r.Rows {
@@ -180,7 +180,7 @@ func TestCompareDetectsDifferences(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := Compare(a, FromOTLP(c.md), b, c.opt)
+			r := Compare(Round{}, Round{a, FromOTLP(c.md), b}, c.opt)
 			assert.ElementsMatch(t, c.want, r.Diffs)
 			assert.Contains(t, r.Markdown(), "**no**")
 		})
@@ -192,7 +192,73 @@ func TestCompareLateSeries(t *testing.T) {
 	a := snapText(t, refText(5, 3))
 	b := snapText(t, refText(5, 6)+`ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="43",syscall="getppid"} 1
 `)
-	r := Compare(a, FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})), b, opts)
+	r := Compare(Round{}, Round{a, FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})), b}, opts)
 	assert.Empty(t, r.Diffs)
 	assert.Equal(t, 1, r.Late)
+}
+
+// Each side counts from its own start: background series are compared as
+// increases since a baseline round, exact ones as they are.
+func TestCompareBaseline(t *testing.T) {
+	bounds := []float64{1e-6, 2e-6}
+	// ebpf_exporter started earlier: 100 more observations before the baseline.
+	base := Round{
+		A:    snapText(t, refText(5, 103)),
+		Ours: FromOTLP(ours(5, "ok", bounds, []uint64{1, 2, 0})),
+		B:    snapText(t, refText(5, 104)),
+	}
+	// Since then, ebpf_exporter saw 10 to 14 more (the spans between the
+	// scrapes); ours, read in between, 12 more.
+	cur := Round{
+		A:    snapText(t, refText(5, 114)),
+		Ours: FromOTLP(ours(5, "ok", bounds, []uint64{1, 14, 0})),
+		B:    snapText(t, refText(5, 117)),
+	}
+	r := Compare(base, cur, opts)
+	assert.Empty(t, r.Diffs)
+	assert.Contains(t, r.Markdown(), "| runqlat | `ebpf_exporter_run_queue_latency_seconds` | histogram | 1 / 1 | 10 … 14 | 12 | yes |")
+
+	// A series ebpf_exporter counted before ours attached, and not since,
+	// is not a difference; one that moved after the baseline is.
+	early := `ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="7",syscall="getppid"} 2
+`
+	withEarly := cur
+	withEarly.A = snapText(t, refText(5, 114)+early)
+	withEarly.B = snapText(t, refText(5, 117)+early)
+	base2 := base
+	base2.B = snapText(t, refText(5, 104)+early)
+	r = Compare(base2, withEarly, opts)
+	assert.Empty(t, r.Diffs)
+	assert.Equal(t, 1, r.Early)
+	base2.B = snapText(t, refText(5, 104)+strings.Replace(early, "} 2", "} 1", 1))
+	assert.Equal(t, []string{`series ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="7",syscall="getppid"}: in ebpf_exporter before our collection, missing in ours`},
+		Compare(base2, withEarly, opts).Diffs)
+
+	// Without the baseline the absolute counts would not line up ...
+	assert.NotEmpty(t, Compare(Round{}, cur, opts).Diffs)
+	// ... and an increase beyond what ebpf_exporter saw is reported.
+	cur.Ours = FromOTLP(ours(5, "ok", bounds, []uint64{1, 20, 0}))
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: count increased by 18, outside ebpf_exporter's [10, 14]"},
+		Compare(base, cur, opts).Diffs)
+}
+
+// A timed histogram's buckets and sum may be a little off; its count may not.
+func TestCompareTimed(t *testing.T) {
+	bounds := []float64{1e-6, 2e-6}
+	a, b := snapText(t, refText(5, 100)), snapText(t, refText(5, 100))
+	// Two of 100 observations a bucket lower than ebpf_exporter timed them.
+	cur := Round{A: a, Ours: FromOTLP(ours(5, "ok", bounds, []uint64{3, 97, 0})), B: b}
+	require.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 3 outside ebpf_exporter's [1, 1]"},
+		Compare(Round{}, cur, opts).Diffs)
+	timed := opts
+	timed.Timed = func(s *Series) bool { return s.Family == "ebpf_exporter_run_queue_latency_seconds" }
+	timed.Tolerance = 0.05
+	assert.Empty(t, Compare(Round{}, cur, timed).Diffs)
+	timed.Tolerance = 0.01
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 3 outside ebpf_exporter's [0, 2]"},
+		Compare(Round{}, cur, timed).Diffs)
+	timed.Tolerance = 0.05
+	cur.Ours = FromOTLP(ours(5, "ok", bounds, []uint64{1, 98, 0}))
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: count 99 outside ebpf_exporter's [100, 100]"},
+		Compare(Round{}, cur, timed).Diffs)
 }
