@@ -364,7 +364,7 @@ func Compare(base, cur Round, opt Options) Report {
 	for k, s := range cur.Ours {
 		rw := row(s.Family, s.Type)
 		rw.OurSeries++
-		rw.Ours += s.total() - base.Ours.total(k)
+		rw.Ours += s.total() - since(base.Ours, s, k)
 		if s.Config != "" {
 			rw.Config = s.Config
 		}
@@ -373,8 +373,8 @@ func Compare(base, cur Round, opt Options) Report {
 		if refFams[s.Family] {
 			rw := row(s.Family, s.Type)
 			rw.RefSeries++
-			rw.RefLo += cur.A.total(k) - base.B.total(k)
-			rw.RefHi += s.total() - base.A.total(k)
+			rw.RefLo += cur.A.total(k) - since(base.B, s, k)
+			rw.RefHi += s.total() - since(base.A, s, k)
 		}
 	}
 	for _, f := range slices.Sorted(maps.Keys(fams)) {
@@ -405,6 +405,15 @@ func (sn Snapshot) total(k string) float64 {
 		return s.total()
 	}
 	return 0
+}
+
+// since is what the table subtracts from series s: its baseline value, or
+// nothing for a gauge (shown as it is).
+func since(base Snapshot, s *Series, k string) float64 {
+	if s.Type == "gauge" {
+		return 0
+	}
+	return base.total(k)
 }
 
 // check compares series k of ours with ebpf_exporter's (both have it in

@@ -217,6 +217,7 @@ func TestCompareBaseline(t *testing.T) {
 	r := Compare(base, cur, opts)
 	assert.Empty(t, r.Diffs)
 	assert.Contains(t, r.Markdown(), "| runqlat | `ebpf_exporter_run_queue_latency_seconds` | histogram | 1 / 1 | 10 … 14 | 12 | yes |")
+	assert.Contains(t, r.Markdown(), "| — | `ebpf_exporter_enabled_configs` | gauge | 1 / 1 | 1 | 1 | yes |", "gauges as they are")
 
 	// A series ebpf_exporter counted before ours attached, and not since,
 	// is not a difference; one that moved after the baseline is.
