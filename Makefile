@@ -40,9 +40,11 @@ run: deps $(COLLECTOR)
 # other kernels (test-kernels).
 test: deps $(COLLECTOR) jaeger ebpf-exporter unit e2e test-kernels
 
+# EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
+# kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
 unit:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	EBPF_EXPORTER_BIN=$(wildcard $(EBPF_EXPORTER)) $(GO) test -race -count=1 ./...
 
 e2e: $(COLLECTOR) $(JAEGER) $(EBPF_EXPORTER)
 	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
@@ -51,9 +53,9 @@ e2e: $(COLLECTOR) $(JAEGER) $(EBPF_EXPORTER)
 # PREEMPT_RT kernels under QEMU (TCG; about 15 minutes, downloads included the
 # first time). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
 # setup into $(KERNELS_CACHE); results go to build/kernels/.
-test-kernels: deps
+test-kernels: deps $(EBPF_EXPORTER)
 	KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh setup
-	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) test/kernels/run.sh
+	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) test/kernels/run.sh
 
 build: $(COLLECTOR)
 
