@@ -257,13 +257,22 @@ type ExactRow struct {
 	OK                     bool
 }
 
+// BoundsRow is a histogram family's bucket bounds (of its first series).
+type BoundsRow struct {
+	Family   string
+	Ours     []float64
+	Same     bool // ebpf_exporter's are the same, for every series both have
+	RefFound bool
+}
+
 // Report is Compare's result: Diffs empty means parity.
 type Report struct {
-	Diffs []string
-	Rows  []Row
-	Exact []ExactRow
-	Late  int // series that appeared in B only, after our collection
-	Early int // ebpf_exporter's series that ours lacks, unchanged since the baseline: from before ours attached
+	Diffs  []string
+	Rows   []Row
+	Exact  []ExactRow
+	Bounds []BoundsRow
+	Late   int // series that appeared in B only, after our collection
+	Early  int // ebpf_exporter's series that ours lacks, unchanged since the baseline: from before ours attached
 }
 
 // Round is one moment of comparison: ebpf_exporter's scrape A, then one
@@ -384,6 +393,23 @@ func Compare(base, cur Round, opt Options) Report {
 	}
 	slices.SortStableFunc(r.Rows, func(x, y Row) int { return strings.Compare(x.Config, y.Config) })
 
+	seen := map[string]int{}
+	for _, k := range slices.Sorted(maps.Keys(cur.Ours)) {
+		s := cur.Ours[k]
+		if s.Type != "histogram" {
+			continue
+		}
+		i, ok := seen[s.Family]
+		if !ok {
+			i = len(r.Bounds)
+			seen[s.Family] = i
+			r.Bounds = append(r.Bounds, BoundsRow{Family: s.Family, Ours: bounds(s.Bucket), Same: true})
+		}
+		if rb, ok := cur.B[k]; ok {
+			r.Bounds[i].RefFound = true
+			r.Bounds[i].Same = r.Bounds[i].Same && slices.Equal(bounds(s.Bucket), bounds(rb.Bucket))
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(cur.Ours)) {
 		s := cur.Ours[k]
 		if !exact(s) {
@@ -525,6 +551,20 @@ func (r Report) Markdown() string {
 		}
 		fmt.Fprintf(&sb, "| %s | `%s` | %s | %d / %d | %s | %s | %s |\n", orDash(rw.Config), rw.Family, rw.Type,
 			rw.RefSeries, rw.OurSeries, ref, ours, yes(rw.OK))
+	}
+	if len(r.Bounds) > 0 {
+		sb.WriteString("\nHistogram bucket bounds (le), ours, against ebpf_exporter's:\n\n")
+		sb.WriteString("| metric | buckets | le | same as ebpf_exporter |\n|---|---|---|---|\n")
+		for _, b := range r.Bounds {
+			les := make([]string, len(b.Ours))
+			for i, le := range b.Ours {
+				les[i] = fmtNum(le)
+			}
+			if len(les) > 8 {
+				les = append(append(les[:4:4], "…"), les[len(les)-3:]...)
+			}
+			fmt.Fprintf(&sb, "| `%s` | %d | %s | %s |\n", b.Family, len(b.Ours), strings.Join(les, ", "), yes(b.Same && b.RefFound))
+		}
 	}
 	if len(r.Exact) > 0 {
 		sb.WriteString("\nThe test's own series (exact: ebpf_exporter before and after our collection, and ours, equal):\n\n")

@@ -148,6 +148,7 @@ func TestCompareParity(t *testing.T) {
 	assert.Equal(t, ExactRow{Config: "ebpfx_counters", Family: "ebpf_exporter_ebpfx_syscalls_total",
 		Labels: `errno="ok",pid="42",syscall="getppid"`, Ref: 5, Ours: 5, OK: true}, r.Exact[1])
 	md := r.Markdown()
+	assert.Contains(t, md, "| `ebpf_exporter_run_queue_latency_seconds` | 3 | 1e-06, 2e-06, +Inf | yes |")
 	assert.Contains(t, md, "| runqlat | `ebpf_exporter_run_queue_latency_seconds` | histogram | 1 / 1 | 3 … 6 | 4 | yes |")
 	assert.Contains(t, md, "| ebpfx_counters | `ebpf_exporter_ebpfx_syscalls_total` | `errno=\"ok\",pid=\"42\",syscall=\"getppid\"` | 5 | 5 | yes |")
 }
