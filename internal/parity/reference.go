@@ -22,10 +22,11 @@ import (
 // Reference is a running Cloudflare ebpf_exporter (scripts/ebpf-exporter.sh
 // builds it), serving /metrics on a free 127.0.0.1 port.
 type Reference struct {
-	cmd  *exec.Cmd
-	addr string
-	out  *syncBuffer
-	done chan error
+	cmd    *exec.Cmd
+	addr   string
+	out    *syncBuffer // stderr: its log
+	stdout *syncBuffer // spans, with OTEL_TRACES_EXPORTER=console
+	done   chan error
 }
 
 type syncBuffer struct {
@@ -47,18 +48,19 @@ func (b *syncBuffer) String() string {
 
 // StartReference runs bin --config.dir=dir --config.names=names and waits
 // until /metrics serves the enabled configs (the programs are attached by
-// then). Its span exporter is off: spans are not compared here. It is
-// stopped when the test ends.
-func StartReference(t testing.TB, bin, dir string, names []string) *Reference {
+// then). Its span exporter is off unless env (NAME=value, added to the
+// test's environment) sets OTEL_TRACES_EXPORTER. It is stopped when the
+// test ends.
+func StartReference(t testing.TB, bin, dir string, names []string, env ...string) *Reference {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	r := &Reference{addr: l.Addr().String(), out: &syncBuffer{}, done: make(chan error, 1)}
+	r := &Reference{addr: l.Addr().String(), out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan error, 1)}
 	require.NoError(t, l.Close())
 	r.cmd = exec.Command(bin, "--config.dir="+dir, "--config.names="+strings.Join(names, ","),
 		"--web.listen-address="+r.addr)
-	r.cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
-	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	r.cmd.Env = append(append(os.Environ(), "OTEL_TRACES_EXPORTER=none"), env...)
+	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.out
 	require.NoError(t, r.cmd.Start())
 	go func() { r.done <- r.cmd.Wait() }()
 	t.Cleanup(func() { r.Stop(t) })
@@ -94,8 +96,12 @@ func (r *Reference) Stop(t testing.TB) {
 	}
 }
 
-// Log is what ebpf_exporter printed.
+// Log is what ebpf_exporter logged (stderr).
 func (r *Reference) Log() string { return r.out.String() }
+
+// Stdout is what ebpf_exporter printed on stdout: spans, with
+// OTEL_TRACES_EXPORTER=console (complete once Stop flushed them).
+func (r *Reference) Stdout() string { return r.stdout.String() }
 
 func (r *Reference) get() (string, error) {
 	resp, err := http.Get("http://" + r.addr + "/metrics")

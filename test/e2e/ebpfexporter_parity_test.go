@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
@@ -44,8 +45,8 @@ import (
 // Not here: ebpfx_fentry (this kernel refuses it at load, and ebpf_exporter
 // exits on a config that fails to load) and ebpfx_kprobe's counts: both
 // compared in the kernel matrix's guests, which have kprobes and
-// trampolines (TestParityKprobeFentry in the ebpfexporter package);
-// ebpfx_spans (spans, not metrics).
+// trampolines (TestParityKprobeFentry in the ebpfexporter package).
+// ebpfx_spans: TestEbpfExporterParitySpans.
 var (
 	parityFixtures = []string{"ebpfx_counters", "ebpfx_histograms", "ebpfx_perf", "ebpfx_attach", "ebpfx_uprobe",
 		"ebpfx_partial", "ebpfx_kprobe", "ebpfx_usdt"}
@@ -156,9 +157,11 @@ func linkConfigs(t *testing.T, fixtures, programs []string) string {
 	return dir
 }
 
-func startOurs(t *testing.T, dir string, names []string) (*collector, string) {
+// startOurs runs the collector with the receiver on names in a pipeline of
+// signal (metrics, traces) into the file exporter; it returns the file.
+func startOurs(t *testing.T, dir string, names []string, signal string) (*collector, string) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "metrics.jsonl")
+	out := filepath.Join(t.TempDir(), signal+".jsonl")
 	cfg := `receivers:
   ebpf_exporter:
     config_dir: ` + dir + `
@@ -169,7 +172,7 @@ exporters:
 service:
   telemetry: {metrics: {level: none}}
   pipelines:
-    metrics: {receivers: [ebpf_exporter], exporters: [file]}
+    ` + signal + `: {receivers: [ebpf_exporter], exporters: [file]}
 `
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
@@ -231,7 +234,7 @@ func TestEbpfExporterParity(t *testing.T) {
 	names := append(slices.Clone(parityFixtures), parityPrograms...)
 	dir := linkConfigs(t, parityFixtures, parityPrograms)
 	ref := parity.StartReference(t, ebpfExporterBin(t), dir, names)
-	c, ourFile := startOurs(t, dir, names)
+	c, ourFile := startOurs(t, dir, names, "metrics")
 	base := ourRound(t, ref, ourFile) // both attached and collecting
 
 	// The workload, on a thread whose name no other process has.
@@ -368,7 +371,7 @@ func TestEbpfExporterParityXDP(t *testing.T) {
 	refSnap := ref.Scrape(t)
 	ref.Stop(t)
 
-	c, ourFile := startOurs(t, dir, names)
+	c, ourFile := startOurs(t, dir, names, "metrics")
 	ourCollectionAfter(t, ourFile, time.Now())
 	send()
 	ours := parity.FromOTLP(ourCollectionAfter(t, ourFile, time.Now()))
@@ -390,4 +393,68 @@ func TestEbpfExporterParityXDP(t *testing.T) {
 		}
 	}
 	t.Logf("XDP, one after the other: ebpf_exporter v2.5.1 %s = %v, ours %v", key, refSnap[key].Value, ours[key].Value)
+}
+
+// TestEbpfExporterParitySpans runs ebpfx_spans (tracing.spans: two ring
+// buffers, hex / uint / string / syscall decoders, span_name, a service and
+// the default one) in ebpf_exporter v2.5.1, printing its spans
+// (OTEL_TRACES_EXPORTER=console), and in the collector's traces pipeline at
+// the same time, and compares the spans of three processes of the test's
+// own: names, attributes, service, scope, parent structure, the hex-decoded
+// trace id's first half (the tgid) and durations. Span ids come from each
+// side's own program clock, so they are not compared.
+func TestEbpfExporterParitySpans(t *testing.T) {
+	testutil.RequireRoot(t)
+	names := []string{"ebpfx_spans"}
+	dir := linkConfigs(t, names, nil)
+	ref := parity.StartReference(t, ebpfExporterBin(t), dir, names, "OTEL_TRACES_EXPORTER=console")
+	c, out := startOurs(t, dir, names, "traces")
+
+	// Three processes named ebpfx_spanwork (the fixture's comm): sleep,
+	// through a link of that name; each makes one clock_nanosleep.
+	work := filepath.Join(t.TempDir(), "ebpfx_spanwork")
+	sleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(sleep, work))
+	pids := map[string]bool{}
+	for _, d := range []string{"0.01", "0.02", "0.03"} {
+		cmd := exec.Command(work, d)
+		require.NoError(t, cmd.Run())
+		pids[strconv.Itoa(cmd.Process.Pid)] = true
+	}
+	time.Sleep(time.Second)
+	c.stop(t)
+	ref.Stop(t)
+
+	mine := func(spans []parity.Span) []parity.Span {
+		var out []parity.Span
+		for _, s := range spans {
+			if pids[s.Attrs["pid"]] {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	refSpans, err := parity.FromStdoutTrace(strings.NewReader(ref.Stdout()))
+	require.NoError(t, err, "ebpf_exporter's stdout:\n%s", tail(ref.Stdout(), 2000))
+	var ours []parity.Span
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var um ptrace.JSONUnmarshaler
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if td, err := um.UnmarshalTraces(line); err == nil {
+			ours = append(ours, parity.FromOTLPTraces(td)...)
+		}
+	}
+	refSpans, ours = mine(refSpans), mine(ours)
+	diffs, rows := parity.CompareSpans(refSpans, ours, 2*time.Millisecond)
+	t.Logf("ebpfx_spans: ebpf_exporter v2.5.1 (console exporter) against the collector's traces pipeline, "+
+		"the spans of the test's 3 processes\n\n%s", parity.SpansMarkdown(rows))
+	for _, d := range diffs {
+		t.Errorf("difference: %s", d)
+	}
+	assert.Len(t, rows, 6, "a process span and a clock_nanosleep span for each of 3 processes")
+	for _, r := range rows {
+		assert.Less(t, r.OurGap.Abs(), 100*time.Millisecond, "start times, both converted from bpf_ktime_get_ns: %s", r.Key)
+	}
 }
