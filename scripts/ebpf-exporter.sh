@@ -11,32 +11,41 @@
 # statically against libbpf 1.5.0 (its Makefile.libbpf clones libbpf from
 # GitHub, which this project cannot reach). Debian 12's libbpf-dev is 1.1, too
 # old, so libbpf 1.5.0's sources are taken from crates.io instead: the
-# libbpf-sys crate =1.5.0 vendors them in its libbpf/ folder. cargo fetches
-# the crate through a throw-away Cargo project; libbpf is built static-only
-# (libelf-dev, zlib1g-dev) and ebpf_exporter from the Go module proxy with its
-# Makefile's build-static flags: -tags netgo,osusergo, -extldflags -static,
-# CGO_LDFLAGS from libbpf's pkg-config --static.
+# libbpf-sys crate =1.5.0 vendors them in its libbpf/ folder. A cargo that
+# speaks crates.io's sparse protocol (1.68+) fetches the crate through a
+# throw-away Cargo project; Debian 12's cargo (0.66) would read the index
+# from GitHub, so without a newer cargo the .crate file is downloaded from
+# crates.io as cargo downloads it, and checked against the index's sha256.
+# libbpf is built static-only (libelf-dev, zlib1g-dev) and ebpf_exporter from
+# the Go module proxy with its Makefile's build-static flags: -tags
+# netgo,osusergo, -extldflags -static, CGO_LDFLAGS from libbpf's
+# pkg-config --static.
 #
 # Environment:
 #   EBPF_EXPORTER_CACHE    where to build and keep it (default ~/.cache/otelcol-seq/ebpf_exporter/<version>)
 #   EBPF_EXPORTER_BIN      use this binary instead (build then only checks it)
 #   EBPF_EXPORTER_VERSION  module version (default v2.5.1)
 #   LIBBPF_SYS_VERSION     the libbpf-sys crate that carries libbpf's sources (default 1.5.0+v1.5.0)
+#   LIBBPF_SYS_SHA256      its .crate's sha256 (crates.io index "cksum"; for the default version)
 set -euo pipefail
 
 VERSION=${EBPF_EXPORTER_VERSION:-v2.5.1}
 LIBBPF_SYS_VERSION=${LIBBPF_SYS_VERSION:-1.5.0+v1.5.0}
+LIBBPF_SYS_SHA256=${LIBBPF_SYS_SHA256:-2d8306b516a70a129cb6afed17c1e51e162d35aadfcc6339364addcebe32de90}
 CACHE="${EBPF_EXPORTER_CACHE:-$HOME/.cache/otelcol-seq/ebpf_exporter/$VERSION}"
 BIN=${EBPF_EXPORTER_BIN:-$CACHE/ebpf_exporter}
 GO=${GO:-go}
 MODULE=github.com/cloudflare/ebpf_exporter/v2
+
+# shellcheck source=lib/cached-go-build.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cached-go-build.sh"
 
 log() { echo "ebpf-exporter.sh: $*" >&2; }
 
 # apt-get installs what the build needs and the machine lacks.
 need_packages() {
 	local missing=""
-	command -v cargo >/dev/null || missing="$missing cargo"
+	command -v curl >/dev/null || missing="$missing curl"
 	command -v make >/dev/null || missing="$missing make"
 	command -v gcc >/dev/null || missing="$missing gcc"
 	command -v pkg-config >/dev/null || missing="$missing pkg-config"
@@ -50,10 +59,17 @@ need_packages() {
 
 # libbpf_src prints the folder of libbpf's sources from the libbpf-sys crate.
 libbpf_src() {
+	command -v cargo >/dev/null && cargo_fetch && return 0
+	crate_download
+}
+
+# cargo_fetch: the crate through cargo (sparse protocol; fails fast on a cargo
+# without it).
+cargo_fetch() {
 	local proj="$CACHE/libbpf-sys-fetch"
 	mkdir -p "$proj/src"
 	echo 'fn main() {}' >"$proj/src/main.rs"
-	cat >"$proj/Cargo.toml" <<EOF
+	cat >"$proj/Cargo.toml" <<EOT
 [package]
 name = "libbpf-sys-fetch"
 version = "0.0.0"
@@ -62,8 +78,11 @@ publish = false
 
 [dependencies]
 libbpf-sys = "=$LIBBPF_SYS_VERSION"
-EOF
-	(cd "$proj" && cargo fetch -q) >&2
+EOT
+	if ! (cd "$proj" && CARGO_REGISTRIES_CRATES_IO_PROTOCOL=sparse timeout 600 cargo fetch -q) >&2; then
+		log "cargo fetch failed (a cargo without the sparse protocol reads the index from GitHub)"
+		return 1
+	fi
 	local home=${CARGO_HOME:-$HOME/.cargo} d
 	for d in "$home"/registry/src/*/"libbpf-sys-$LIBBPF_SYS_VERSION"/libbpf; do
 		[ -f "$d/src/Makefile" ] && { echo "$d"; return 0; }
@@ -72,15 +91,26 @@ EOF
 	return 1
 }
 
-build() {
-	if [ -x "$BIN" ]; then
-		log "using $BIN"
-		return 0
-	fi
-	if [ -n "${EBPF_EXPORTER_BIN:-}" ]; then
-		log "EBPF_EXPORTER_BIN=$EBPF_EXPORTER_BIN is not an executable file"
+# crate_download: the .crate file from crates.io, checked, unpacked.
+crate_download() {
+	local url="https://static.crates.io/crates/libbpf-sys/libbpf-sys-${LIBBPF_SYS_VERSION/+/%2B}.crate"
+	local crate="$CACHE/libbpf-sys-$LIBBPF_SYS_VERSION.crate" dir="$CACHE/crate"
+	log "downloading $url"
+	curl -fsSL --retry 3 -o "$crate" "$url" >&2
+	if ! echo "$LIBBPF_SYS_SHA256  $crate" | sha256sum -c --quiet >&2; then
+		log "$crate: sha256 is not crates.io's $LIBBPF_SYS_SHA256"
 		return 1
 	fi
+	rm -rf "$dir" && mkdir -p "$dir"
+	tar -xzf "$crate" -C "$dir"
+	rm -f "$crate"
+	echo "$dir/libbpf-sys-$LIBBPF_SYS_VERSION/libbpf"
+}
+
+build() {
+	local reuse=0
+	reuse_cached "$BIN" EBPF_EXPORTER_BIN || reuse=$?
+	[ "$reuse" = 1 ] || return $((reuse / 2))
 	command -v "$GO" >/dev/null || { log "no Go toolchain ($GO)"; return 1; }
 	need_packages
 	mkdir -p "$CACHE"
@@ -100,12 +130,7 @@ build() {
 
 	log "downloading $MODULE@$VERSION from the module proxy"
 	local dir
-	dir=$(cd "$work" && GOFLAGS=-mod=mod "$GO" mod download -json "$MODULE@$VERSION" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-	if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
-		log "module download failed"
-		return 1
-	fi
+	dir=$(go_module_dir "$MODULE@$VERSION" "$work")
 	local src="$work/ebpf_exporter"
 	cp -r "$dir" "$src"
 	chmod -R u+w "$src"
@@ -127,7 +152,7 @@ build() {
 	fi
 	"$tmp" --version >&2
 	mv "$tmp" "$BIN"
-	rm -rf "$work"
+	rm -rf "$work" "$CACHE/crate"
 	log "built $BIN ($(du -h "$BIN" | cut -f1)) in $((SECONDS - start)) s"
 }
 

@@ -35,28 +35,21 @@ QUERY_GRPC=${JAEGER_QUERY_GRPC:-127.0.0.1:16685}
 PIDFILE="$CACHE/jaeger.pid"
 LOG="$CACHE/jaeger.log"
 
+# shellcheck source=lib/cached-go-build.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cached-go-build.sh"
+
 log() { echo "jaeger.sh: $*" >&2; }
 
 build() {
-	if [ -x "$BIN" ]; then
-		log "using $BIN"
-		return 0
-	fi
-	if [ -n "${JAEGER_BIN:-}" ]; then
-		log "JAEGER_BIN=$JAEGER_BIN is not an executable file"
-		return 1
-	fi
+	local reuse=0
+	reuse_cached "$BIN" JAEGER_BIN || reuse=$?
+	[ "$reuse" = 1 ] || return $((reuse / 2))
 	command -v "$GO" >/dev/null || { log "no Go toolchain ($GO)"; return 1; }
 	mkdir -p "$CACHE"
 	local start=$SECONDS
 	log "downloading github.com/jaegertracing/jaeger@$JAEGER_MODULE (Jaeger v2) from the module proxy"
 	local dir
-	dir=$(cd "$CACHE" && GOFLAGS=-mod=mod "$GO" mod download -json "github.com/jaegertracing/jaeger@$JAEGER_MODULE" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-	if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
-		log "module download failed"
-		return 1
-	fi
+	dir=$(go_module_dir "github.com/jaegertracing/jaeger@$JAEGER_MODULE" "$CACHE")
 	# The module cache is read-only and its vendor/ folder is stale for the
 	# module's own go.mod: build a writable copy without it.
 	local src="$CACHE/src-$JAEGER_MODULE"
