@@ -19,6 +19,11 @@ JAEGER := $(JAEGER_CACHE)/jaeger
 # minutes to build cold on 2 cores, then reused.
 LOKI_CACHE ?= $(HOME)/.cache/otelcol-seq/loki
 LOKI := $(LOKI_CACHE)/loki
+# Cloudflare's ebpf_exporter v2.5.1 (static, libbpf 1.5) for the side-by-side
+# parity test (scripts/ebpf-exporter.sh), outside the clone for the same reason.
+EBPF_EXPORTER_VERSION := v2.5.1
+EBPF_EXPORTER_CACHE ?= $(HOME)/.cache/otelcol-seq/ebpf_exporter/$(EBPF_EXPORTER_VERSION)
+EBPF_EXPORTER := $(EBPF_EXPORTER_CACHE)/ebpf_exporter
 CONFIG ?= config/default.yaml
 APT_PACKAGES := stress-ng bpftool bpftrace
 
@@ -37,22 +42,24 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger loki unit e2e test-kernels
+test: deps $(COLLECTOR) jaeger loki ebpf-exporter unit e2e test-kernels
 
+# EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
+# kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
 unit:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	EBPF_EXPORTER_BIN=$(wildcard $(EBPF_EXPORTER)) $(GO) test -race -count=1 ./...
 
-e2e: $(COLLECTOR) $(JAEGER) $(LOKI)
-	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
+e2e: $(COLLECTOR) $(JAEGER) $(LOKI) $(EBPF_EXPORTER)
+	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
 
 # The packages whose tests need a kernel, run inside Debian's 6.1 and 6.1
 # PREEMPT_RT kernels under QEMU (TCG; about 15 minutes, downloads included the
 # first time). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
 # setup into $(KERNELS_CACHE); results go to build/kernels/.
-test-kernels: deps
+test-kernels: deps $(EBPF_EXPORTER)
 	KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh setup
-	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) test/kernels/run.sh
+	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) test/kernels/run.sh
 
 build: $(COLLECTOR)
 
@@ -78,6 +85,14 @@ loki: $(LOKI)
 
 $(LOKI):
 	LOKI_CACHE=$(LOKI_CACHE) scripts/loki.sh build
+
+# ebpf_exporter v2.5.1 for test/e2e/ebpfexporter_parity_test.go; built once
+# (libbpf 1.5 from the libbpf-sys crate, ebpf_exporter from the module proxy).
+.PHONY: ebpf-exporter
+ebpf-exporter: $(EBPF_EXPORTER)
+
+$(EBPF_EXPORTER):
+	EBPF_EXPORTER_CACHE=$(EBPF_EXPORTER_CACHE) EBPF_EXPORTER_VERSION=$(EBPF_EXPORTER_VERSION) scripts/ebpf-exporter.sh build
 
 # System packages the tests use (stress-ng for fork storms, bpftool for leak
 # checks) and tracefs, mounted where it is not.

@@ -8,6 +8,9 @@
 
 log() { echo "$NAME.sh: $*" >&2; }
 
+# shellcheck source=scripts/lib/cached-go-build.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cached-go-build.sh"
+
 # backend_build MODULE VERSION PACKAGE MINUTES [PREPARE]: build PACKAGE of
 # MODULE@VERSION into $BIN, unless it is there. `go install MODULE/PACKAGE@...`
 # is refused when the module's go.mod has replace directives, so the module is
@@ -16,25 +19,15 @@ log() { echo "$NAME.sh: $*" >&2; }
 # PREPARE, a function, runs in the copy before the build.
 backend_build() {
 	local module=$1 version=$2 pkg=$3 minutes=$4 prepare=${5:-}
-	if [ -x "$BIN" ]; then
-		log "using $BIN"
-		return 0
-	fi
-	if [ -n "${!BIN_ENV:-}" ]; then
-		log "$BIN_ENV=$BIN is not an executable file"
-		return 1
-	fi
+	local reuse=0
+	reuse_cached "$BIN" "$BIN_ENV" || reuse=$?
+	[ "$reuse" = 1 ] || return $((reuse / 2))
 	command -v "$GO" >/dev/null || { log "no Go toolchain ($GO)"; return 1; }
 	mkdir -p "$CACHE"
 	local start=$SECONDS
 	log "downloading $module@$version from the module proxy"
 	local dir
-	dir=$(cd "$CACHE" && GOFLAGS=-mod=mod "$GO" mod download -json "$module@$version" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-	if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
-		log "module download failed"
-		return 1
-	fi
+	dir=$(go_module_dir "$module@$version" "$CACHE")
 	local src="$CACHE/src-$version"
 	rm -rf "$src"
 	mkdir -p "$src"

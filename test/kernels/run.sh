@@ -29,6 +29,16 @@ PACKAGES=(
 # for something to happen are stretched (testutil.Scaled). Kernel headers are
 # hidden from bpftrace there unless KERNELS_HEADERS=1 (see guest.sh).
 GUEST_ENV=(OTELCOL_SEQ_TEST_FORK_OPS=2000 OTELCOL_SEQ_TEST_TIME_SCALE=8 "KERNELS_HEADERS=${KERNELS_HEADERS:-0}")
+# Cloudflare's ebpf_exporter (make ebpf-exporter; static, so it runs in any
+# guest, which reads the host's files) for the ebpfexporter package's
+# TestParityKprobeFentry: the kprobe and fentry fixtures side by side with
+# it, where the guest kernel has kprobes and BPF trampolines.
+EBPF_EXPORTER_BIN=${EBPF_EXPORTER_BIN:-$HOME/.cache/otelcol-seq/ebpf_exporter/v2.5.1/ebpf_exporter}
+if [ -x "$EBPF_EXPORTER_BIN" ]; then
+	GUEST_ENV+=("EBPF_EXPORTER_BIN=$EBPF_EXPORTER_BIN")
+else
+	echo "== $EBPF_EXPORTER_BIN is missing (make ebpf-exporter): the guests skip TestParityKprobeFentry" >&2
+fi
 # Per binary; a guest runs its binaries one after another.
 TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-12m}
 

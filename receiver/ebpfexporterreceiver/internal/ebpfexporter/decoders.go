@@ -258,8 +258,10 @@ func (s *decoderSet) decodeErrno(in []byte, _ Decoder) ([]byte, error) {
 	return []byte(name), nil
 }
 
-// regexp: pass the value if one of the expressions matches, else drop the
-// whole label set.
+// regexp: the first expression that matches gives the label its match, as
+// ebpf_exporter v2.5.1 does: the expression's group when it has exactly one,
+// the whole match when it has none (an expression with more groups is
+// passed over). No match drops the whole label set.
 func (s *decoderSet) decodeRegexp(in []byte, conf Decoder) ([]byte, error) {
 	if conf.Regexps == nil {
 		return nil, errors.New("no regexps defined in config")
@@ -273,8 +275,11 @@ func (s *decoderSet) decodeRegexp(in []byte, conf Decoder) ([]byte, error) {
 			}
 			s.regexps[expr] = re
 		}
-		if re.MatchString(string(in)) {
-			return in, nil
+		switch m := re.FindSubmatch(in); len(m) {
+		case 2:
+			return m[1], nil
+		case 1:
+			return m[0], nil
 		}
 	}
 	return nil, ErrSkipLabelSet

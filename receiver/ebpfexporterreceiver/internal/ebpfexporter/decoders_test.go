@@ -230,8 +230,13 @@ func TestDecoderRegexp(t *testing.T) {
 	conf := Decoder{Regexps: []string{"^sshd$", "^nginx"}}
 	runDecodeCases(t, s, "regexp", []decodeCase{
 		{name: "first matches", in: []byte("sshd"), conf: conf, want: "sshd"},
-		{name: "second matches", in: []byte("nginx-worker"), conf: conf, want: "nginx-worker"},
+		// ebpf_exporter's label is the match, not the input (the parity test found it).
+		{name: "second matches: the match", in: []byte("nginx-worker"), conf: conf, want: "nginx"},
 		{name: "no match skips the label set", in: []byte("bash"), conf: conf, skip: true},
+		{name: "one group: the group", in: []byte("nginx-worker-3"), conf: Decoder{Regexps: []string{`^nginx-(\w+)`}}, want: "worker"},
+		{name: "one group that did not take part: empty", in: []byte("nginx"), conf: Decoder{Regexps: []string{`^nginx(-\w+)?`}}, want: ""},
+		{name: "two groups: passed over", in: []byte("nginx-worker"), conf: Decoder{Regexps: []string{`^(nginx)-(\w+)`, "worker$"}}, want: "worker"},
+		{name: "two groups only: skipped", in: []byte("nginx-worker"), conf: Decoder{Regexps: []string{`^(nginx)-(\w+)`}}, skip: true},
 		{name: "no regexps", in: []byte("bash"), conf: Decoder{}, wantErr: `error decoding with decoder "regexp": no regexps defined in config`},
 		{name: "bad regexp", in: []byte("bash"), conf: Decoder{Regexps: []string{"("}}, wantErr: `error compiling regexp "("`},
 	})
@@ -320,7 +325,7 @@ func TestDecodeLabels(t *testing.T) {
 	labels := []Label{
 		{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
 		{Name: "kind", Size: 1, Padding: 3, Decoders: []Decoder{{Name: "uint"}, {Name: "static_map", StaticMap: map[string]string{"1": "one"}}}},
-		{Name: "comm", Size: 8, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^b"}}}},
+		{Name: "comm", Size: 8, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^b.*"}}}},
 	}
 	key := append(append(u32(42), 1, 0xee, 0xee, 0xee), []byte("bash\x00\x00\x00\x00")...)
 	got, err := s.decodeLabels(key, labels)

@@ -1,0 +1,594 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+// Package parity compares what Cloudflare's ebpf_exporter serves on /metrics
+// with what the ebpf_exporter receiver exports for the same configs, series
+// by series, for the side-by-side test (test/e2e/ebpfexporter_parity_test.go).
+//
+// Both sides read their own copy of the same programs' maps, from their own
+// start, at different moments. A round takes two reference scrapes, A before
+// and B after one collection of ours; two rounds, a baseline once both run
+// and one after the workload, bound every cumulative value with no
+// tolerance, whatever else runs on the machine: ours' increase between its
+// collections lies between ebpf_exporter's increases over the shorter
+// and the longer span (Compare). Series named by an Exact filter (the
+// test's own workload) must be equal on all three of the last round.
+package parity
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// Namespace is ebpf_exporter's metric prefix, and the namespace a Prometheus
+// exporter in the collector is given so that the names line up.
+const Namespace = "ebpf_exporter"
+
+// Bucket is a histogram's cumulative bucket: observations <= LE.
+type Bucket struct {
+	LE    float64
+	Count uint64
+}
+
+// Series is one Prometheus series.
+type Series struct {
+	Family string // Prometheus name, ebpf_exporter_<name>
+	Type   string // counter, gauge, histogram
+	Labels map[string]string
+	Value  float64  // counter, gauge
+	Bucket []Bucket // histogram, cumulative, +Inf last
+	Count  uint64   // histogram
+	Sum    float64  // histogram
+	Config string   // ours: the config (scope ebpf_exporter/<config>); "" for the exporter's own series
+}
+
+// Key names the series: its family and sorted labels.
+func (s *Series) Key() string {
+	return s.Family + "{" + LabelString(s.Labels) + "}"
+}
+
+// LabelString is name="value",... sorted by name.
+func LabelString(labels map[string]string) string {
+	names := slices.Sorted(maps.Keys(labels))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + strconv.Quote(labels[n])
+	}
+	return strings.Join(parts, ",")
+}
+
+// total is a series' headline figure: the value, or a histogram's count.
+func (s *Series) total() float64 {
+	if s.Type == "histogram" {
+		return float64(s.Count)
+	}
+	return s.Value
+}
+
+// Snapshot is a set of series by key.
+type Snapshot map[string]*Series
+
+func (sn Snapshot) add(s *Series) { sn[s.Key()] = s }
+
+// Families returns the family names that have at least one series.
+func (sn Snapshot) Families() []string {
+	set := map[string]bool{}
+	for _, s := range sn {
+		set[s.Family] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// FromText parses Prometheus text exposition (ebpf_exporter's /metrics).
+func FromText(r io.Reader) (Snapshot, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
+	}
+	sn := Snapshot{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			s := &Series{Family: name, Labels: map[string]string{}}
+			for _, lp := range m.GetLabel() {
+				s.Labels[lp.GetName()] = lp.GetValue()
+			}
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				s.Type, s.Value = "counter", m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				s.Type, s.Value = "gauge", m.GetGauge().GetValue()
+			case dto.MetricType_UNTYPED:
+				s.Type, s.Value = "gauge", m.GetUntyped().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				s.Type, s.Count, s.Sum = "histogram", h.GetSampleCount(), h.GetSampleSum()
+				for _, b := range h.GetBucket() {
+					s.Bucket = append(s.Bucket, Bucket{LE: b.GetUpperBound(), Count: b.GetCumulativeCount()})
+				}
+				if n := len(s.Bucket); n == 0 || !math.IsInf(s.Bucket[n-1].LE, 1) {
+					s.Bucket = append(s.Bucket, Bucket{LE: math.Inf(1), Count: s.Count})
+				}
+			default:
+				continue // summaries: ebpf_exporter has none
+			}
+			sn.add(s)
+		}
+	}
+	return sn, nil
+}
+
+// PromName is the name a Prometheus exporter with namespace ns gives an
+// OTel metric: ns_name, with _total appended to a monotonic sum that lacks it.
+func PromName(ns, name string, monotonicSum bool) string {
+	n := ns + "_" + name
+	if monotonicSum && !strings.HasSuffix(n, "_total") {
+		n += "_total"
+	}
+	return n
+}
+
+// FromOTLP turns one collection of the ebpf_exporter receiver into
+// Prometheus series as a Prometheus exporter with namespace Namespace would
+// name them.
+func FromOTLP(md pmetric.Metrics) Snapshot {
+	sn := Snapshot{}
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			sm := sms.At(j)
+			config, _ := strings.CutPrefix(sm.Scope().Name(), Namespace+"/")
+			if config == Namespace {
+				config = ""
+			}
+			ms := sm.Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				addOTLPMetric(sn, ms.At(k), config)
+			}
+		}
+	}
+	return sn
+}
+
+func labels(attrs pcommon.Map) map[string]string {
+	out := make(map[string]string, attrs.Len())
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		out[k] = v.AsString()
+		return true
+	})
+	return out
+}
+
+func number(dp pmetric.NumberDataPoint) float64 {
+	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+		return float64(dp.IntValue())
+	}
+	return dp.DoubleValue()
+}
+
+func addOTLPMetric(sn Snapshot, m pmetric.Metric, config string) {
+	switch m.Type() {
+	case pmetric.MetricTypeSum:
+		typ := "gauge"
+		if m.Sum().IsMonotonic() {
+			typ = "counter"
+		}
+		dps := m.Sum().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			sn.add(&Series{Family: PromName(Namespace, m.Name(), typ == "counter"), Type: typ,
+				Labels: labels(dps.At(i).Attributes()), Value: number(dps.At(i)), Config: config})
+		}
+	case pmetric.MetricTypeGauge:
+		dps := m.Gauge().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			sn.add(&Series{Family: PromName(Namespace, m.Name(), false), Type: "gauge",
+				Labels: labels(dps.At(i).Attributes()), Value: number(dps.At(i)), Config: config})
+		}
+	case pmetric.MetricTypeHistogram:
+		dps := m.Histogram().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			dp := dps.At(i)
+			s := &Series{Family: PromName(Namespace, m.Name(), false), Type: "histogram",
+				Labels: labels(dp.Attributes()), Count: dp.Count(), Sum: dp.Sum(), Config: config}
+			var cum uint64
+			bounds, counts := dp.ExplicitBounds(), dp.BucketCounts()
+			for b := 0; b < counts.Len(); b++ {
+				cum += counts.At(b)
+				le := math.Inf(1)
+				if b < bounds.Len() {
+					le = bounds.At(b)
+				}
+				s.Bucket = append(s.Bucket, Bucket{LE: le, Count: cum})
+			}
+			sn.add(s)
+		}
+	}
+}
+
+// Options tune Compare.
+type Options struct {
+	// Exact names the series that only the test's own workload changes:
+	// they must be equal in A, ours and B.
+	Exact func(*Series) bool
+	// RefOnly lists the families only ebpf_exporter has (documented
+	// differences); any other family must be on both sides.
+	RefOnly []string
+	// Ignore says which reference families are not ebpf_exporter's at all
+	// (go_*, process_*, promhttp_*).
+	Ignore func(family string) bool
+	// Configs maps a family to its config, for the table's rows of
+	// reference-only families.
+	Configs map[string]string
+	// Timed names histograms of measured time (runqlat): each side's
+	// programs time the same events, but each also runs between the other's
+	// two timestamps, so an observation can land a bucket apart. Their
+	// count is compared as any other; their sum and buckets may be off by
+	// Tolerance (a fraction) of it.
+	Timed     func(*Series) bool
+	Tolerance float64
+}
+
+// Row is one family in the report's table.
+type Row struct {
+	Config, Family, Type string
+	RefSeries, OurSeries int // series in the last round's B and ours
+	// Totals over the family's series (values, or histogram counts), as
+	// increases since the baseline round: ebpf_exporter's bounds and ours.
+	RefLo, RefHi, Ours float64
+	OK                 bool
+}
+
+// ExactRow is one of the test's own series.
+type ExactRow struct {
+	Config, Family, Labels string
+	Ref, Ours              float64
+	OK                     bool
+}
+
+// BoundsRow is a histogram family's bucket bounds (of its first series).
+type BoundsRow struct {
+	Family   string
+	Ours     []float64
+	Same     bool // ebpf_exporter's are the same, for every series both have
+	RefFound bool
+}
+
+// Report is Compare's result: Diffs empty means parity.
+type Report struct {
+	Diffs  []string
+	Rows   []Row
+	Exact  []ExactRow
+	Bounds []BoundsRow
+	Late   int // series that appeared in B only, after our collection
+	Early  int // ebpf_exporter's series that ours lacks, unchanged since the baseline: from before ours attached
+}
+
+// Round is one moment of comparison: ebpf_exporter's scrape A, then one
+// collection of ours, then ebpf_exporter's scrape B.
+type Round struct{ A, Ours, B Snapshot }
+
+// Compare checks round cur against the baseline round base, taken once
+// both sides ran (an empty Round when both started from nothing). Each side
+// counts from its own start, so a cumulative value is compared as its
+// increase since the baseline: what ours counted between its two
+// collections lies between what ebpf_exporter counted between base.B and
+// cur.A and what it counted between base.A and cur.B. Exact series are
+// compared as they are: cur.A, cur.Ours and cur.B equal.
+func Compare(base, cur Round, opt Options) Report {
+	var r Report
+	ignore := func(f string) bool { return opt.Ignore != nil && opt.Ignore(f) }
+	diff := func(format string, args ...any) { r.Diffs = append(r.Diffs, fmt.Sprintf(format, args...)) }
+	refOnly := map[string]bool{}
+	for _, f := range opt.RefOnly {
+		refOnly[f] = true
+	}
+	bad := map[string]bool{} // families with a difference
+
+	// Families.
+	ourFams, refFams := map[string]bool{}, map[string]bool{}
+	for _, f := range cur.Ours.Families() {
+		ourFams[f] = true
+	}
+	for _, f := range cur.B.Families() {
+		if !ignore(f) {
+			refFams[f] = true
+		}
+	}
+	for f := range refFams {
+		if !ourFams[f] && !refOnly[f] {
+			diff("family %s: only in ebpf_exporter", f)
+			bad[f] = true
+		}
+	}
+	for f := range ourFams {
+		if !refFams[f] {
+			diff("family %s: only in ours", f)
+			bad[f] = true
+		} else if refOnly[f] {
+			diff("family %s: listed as ebpf_exporter-only, but ours has it", f)
+		}
+	}
+
+	// Series.
+	exact := func(s *Series) bool { return opt.Exact != nil && opt.Exact(s) }
+	timed := func(s *Series) float64 {
+		if opt.Timed != nil && opt.Timed(s) {
+			return opt.Tolerance
+		}
+		return 0
+	}
+	for k, s := range cur.Ours {
+		if _, ok := cur.B[k]; !ok {
+			if refFams[s.Family] {
+				diff("series %s: only in ours", k)
+				bad[s.Family] = true
+			}
+			continue
+		}
+		if msg := check(base, cur, k, exact(s), timed(s)); msg != "" {
+			diff("series %s: %s", k, msg)
+			bad[s.Family] = true
+		}
+	}
+	for k, s := range cur.A {
+		if _, ok := cur.Ours[k]; !ok && ourFams[s.Family] {
+			if s.Type != "gauge" && s.total() == base.B.total(k) {
+				// It has not moved since the baseline: all it counted
+				// may have come before ours attached.
+				r.Early++
+				continue
+			}
+			diff("series %s: in ebpf_exporter before our collection, missing in ours", k)
+			bad[s.Family] = true
+		}
+	}
+	for k, s := range cur.B {
+		if _, ok := cur.Ours[k]; !ok && ourFams[s.Family] {
+			if _, before := cur.A[k]; !before {
+				r.Late++
+			}
+		}
+	}
+
+	// The table.
+	fams := map[string]*Row{}
+	row := func(f, typ string) *Row {
+		if fams[f] == nil {
+			fams[f] = &Row{Family: f, Type: typ, Config: opt.Configs[f]}
+		}
+		return fams[f]
+	}
+	for k, s := range cur.Ours {
+		rw := row(s.Family, s.Type)
+		rw.OurSeries++
+		rw.Ours += s.total() - since(base.Ours, s, k)
+		if s.Config != "" {
+			rw.Config = s.Config
+		}
+	}
+	for k, s := range cur.B {
+		if refFams[s.Family] {
+			rw := row(s.Family, s.Type)
+			rw.RefSeries++
+			rw.RefLo += cur.A.total(k) - since(base.B, s, k)
+			rw.RefHi += s.total() - since(base.A, s, k)
+		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(fams)) {
+		rw := fams[f]
+		rw.OK = !bad[f]
+		r.Rows = append(r.Rows, *rw)
+	}
+	slices.SortStableFunc(r.Rows, func(x, y Row) int { return strings.Compare(x.Config, y.Config) })
+
+	seen := map[string]int{}
+	for _, k := range slices.Sorted(maps.Keys(cur.Ours)) {
+		s := cur.Ours[k]
+		if s.Type != "histogram" {
+			continue
+		}
+		i, ok := seen[s.Family]
+		if !ok {
+			i = len(r.Bounds)
+			seen[s.Family] = i
+			r.Bounds = append(r.Bounds, BoundsRow{Family: s.Family, Ours: bounds(s.Bucket), Same: true})
+		}
+		if rb, ok := cur.B[k]; ok {
+			r.Bounds[i].RefFound = true
+			r.Bounds[i].Same = r.Bounds[i].Same && slices.Equal(bounds(s.Bucket), bounds(rb.Bucket))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(cur.Ours)) {
+		s := cur.Ours[k]
+		if !exact(s) {
+			continue
+		}
+		er := ExactRow{Config: s.Config, Family: s.Family, Labels: LabelString(s.Labels), Ours: s.total()}
+		if _, ok := cur.B[k]; ok {
+			er.Ref = cur.B.total(k)
+			er.OK = check(base, cur, k, true, 0) == ""
+		}
+		r.Exact = append(r.Exact, er)
+	}
+	return r
+}
+
+// total is the series' headline figure, 0 where the snapshot lacks it.
+func (sn Snapshot) total(k string) float64 {
+	if s, ok := sn[k]; ok {
+		return s.total()
+	}
+	return 0
+}
+
+// since is what the table subtracts from series s: its baseline value, or
+// nothing for a gauge (shown as it is).
+func since(base Snapshot, s *Series, k string) float64 {
+	if s.Type == "gauge" {
+		return 0
+	}
+	return base.total(k)
+}
+
+// check compares series k of ours with ebpf_exporter's (both have it in
+// cur): "" or what is wrong. tol is a timed histogram's tolerance.
+func check(base, cur Round, k string, exact bool, tol float64) string {
+	ours, b := cur.Ours[k], cur.B[k]
+	if ours.Type != b.Type {
+		return fmt.Sprintf("type %s, ebpf_exporter %s", ours.Type, b.Type)
+	}
+	if ours.Type == "gauge" {
+		// Gauges (enabled_configs) do not move: equal to B.
+		if ours.Value != b.Value {
+			return fmt.Sprintf("value %v, ebpf_exporter %v", ours.Value, b.Value)
+		}
+		return ""
+	}
+	if ours.Type == "histogram" {
+		if les, refLes := bounds(ours.Bucket), bounds(b.Bucket); !slices.Equal(les, refLes) {
+			return fmt.Sprintf("bucket bounds %v, ebpf_exporter %v", les, refLes)
+		}
+	}
+	if exact {
+		if _, ok := cur.A[k]; !ok {
+			return "not in ebpf_exporter's scrape before our collection"
+		}
+		base = Round{} // as they are
+	}
+	// Each figure of the series: value, or count, sum and every bucket.
+	fig := func(sn Snapshot, i int) float64 {
+		s, ok := sn[k]
+		if !ok {
+			return 0
+		}
+		switch {
+		case s.Type == "counter":
+			return s.Value
+		case i == -2:
+			return float64(s.Count)
+		case i == -1:
+			return s.Sum
+		case i < len(s.Bucket):
+			return float64(s.Bucket[i].Count)
+		}
+		return 0
+	}
+	name := func(i int) string {
+		switch {
+		case ours.Type == "counter":
+			return "value"
+		case i == -2:
+			return "count"
+		case i == -1:
+			return "sum"
+		}
+		return fmt.Sprintf("bucket le=%g", ours.Bucket[i].LE)
+	}
+	last := -2
+	if ours.Type == "histogram" {
+		last = len(ours.Bucket) - 1
+	}
+	count := fig(cur.Ours, -2) - fig(base.Ours, -2)
+	for i := -2; i <= last; i++ {
+		v := fig(cur.Ours, i) - fig(base.Ours, i)
+		lo, hi := fig(cur.A, i)-fig(base.B, i), fig(cur.B, i)-fig(base.A, i)
+		if tol > 0 && i != -2 {
+			slack := tol * count
+			if i == -1 {
+				slack = tol * max(math.Abs(lo), math.Abs(hi))
+			}
+			lo, hi = lo-slack, hi+slack
+		}
+		switch {
+		case exact && (lo != v || v != hi):
+			return fmt.Sprintf("%s %v, ebpf_exporter %v then %v (must be equal)", name(i), v, lo, hi)
+		case v < lo || v > hi:
+			if base.A == nil {
+				return fmt.Sprintf("%s %v outside ebpf_exporter's [%v, %v]", name(i), v, lo, hi)
+			}
+			return fmt.Sprintf("%s increased by %v, outside ebpf_exporter's [%v, %v]", name(i), v, lo, hi)
+		}
+	}
+	return ""
+}
+
+func bounds(bs []Bucket) []float64 {
+	out := make([]float64, len(bs))
+	for i, b := range bs {
+		out[i] = b.LE
+	}
+	return out
+}
+
+// Markdown renders the report's tables.
+func (r Report) Markdown() string {
+	var sb strings.Builder
+	sb.WriteString("| config | metric | type | series (ebpf_exporter / ours) | ebpf_exporter | ours | match |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, rw := range r.Rows {
+		ref := "—"
+		if rw.RefSeries > 0 {
+			ref = fmtNum(rw.RefHi)
+			if rw.RefLo != rw.RefHi {
+				ref = fmtNum(rw.RefLo) + " … " + fmtNum(rw.RefHi)
+			}
+		}
+		ours := "—"
+		if rw.OurSeries > 0 {
+			ours = fmtNum(rw.Ours)
+		}
+		fmt.Fprintf(&sb, "| %s | `%s` | %s | %d / %d | %s | %s | %s |\n", orDash(rw.Config), rw.Family, rw.Type,
+			rw.RefSeries, rw.OurSeries, ref, ours, yes(rw.OK))
+	}
+	if len(r.Bounds) > 0 {
+		sb.WriteString("\nHistogram bucket bounds (le), ours, against ebpf_exporter's:\n\n")
+		sb.WriteString("| metric | buckets | le | same as ebpf_exporter |\n|---|---|---|---|\n")
+		for _, b := range r.Bounds {
+			les := make([]string, len(b.Ours))
+			for i, le := range b.Ours {
+				les[i] = fmtNum(le)
+			}
+			if len(les) > 8 {
+				les = append(append(les[:4:4], "…"), les[len(les)-3:]...)
+			}
+			fmt.Fprintf(&sb, "| `%s` | %d | %s | %s |\n", b.Family, len(b.Ours), strings.Join(les, ", "), yes(b.Same && b.RefFound))
+		}
+	}
+	if len(r.Exact) > 0 {
+		sb.WriteString("\nThe test's own series (exact: ebpf_exporter before and after our collection, and ours, equal):\n\n")
+		sb.WriteString("| config | metric | labels | ebpf_exporter | ours | match |\n|---|---|---|---|---|---|\n")
+		for _, e := range r.Exact {
+			fmt.Fprintf(&sb, "| %s | `%s` | `%s` | %s | %s | %s |\n", orDash(e.Config), e.Family, e.Labels,
+				fmtNum(e.Ref), fmtNum(e.Ours), yes(e.OK))
+		}
+	}
+	return sb.String()
+}
+
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}

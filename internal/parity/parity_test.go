@@ -1,0 +1,266 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package parity
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// refText is what ebpf_exporter serves for a counter with a decoded errno
+// label, an exp2 histogram and its own series.
+func refText(calls, hist int) string {
+	return `# HELP ebpf_exporter_ebpfx_syscalls_total exits
+# TYPE ebpf_exporter_ebpfx_syscalls_total counter
+ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="42",syscall="getppid"} ` + itoa(calls) + `
+ebpf_exporter_ebpfx_syscalls_total{errno="ESRCH",pid="42",syscall="getpgid"} 3
+# HELP ebpf_exporter_run_queue_latency_seconds latency
+# TYPE ebpf_exporter_run_queue_latency_seconds histogram
+ebpf_exporter_run_queue_latency_seconds_bucket{le="1e-06"} 1
+ebpf_exporter_run_queue_latency_seconds_bucket{le="2e-06"} ` + itoa(hist) + `
+ebpf_exporter_run_queue_latency_seconds_bucket{le="+Inf"} ` + itoa(hist) + `
+ebpf_exporter_run_queue_latency_seconds_sum 0.5
+ebpf_exporter_run_queue_latency_seconds_count ` + itoa(hist) + `
+# HELP ebpf_exporter_enabled_configs The set of enabled configs
+# TYPE ebpf_exporter_enabled_configs gauge
+ebpf_exporter_enabled_configs{name="ebpfx_counters"} 1
+# HELP ebpf_exporter_ebpf_program_info Info about ebpf programs
+# TYPE ebpf_exporter_ebpf_program_info gauge
+ebpf_exporter_ebpf_program_info{config="ebpfx_counters",id="7",program="x",tag="t"} 1
+# HELP go_goroutines Number of goroutines
+# TYPE go_goroutines gauge
+go_goroutines 9
+`
+}
+
+func itoa(n int) string { return fmtNum(float64(n)) }
+
+func snapText(t *testing.T, s string) Snapshot {
+	t.Helper()
+	sn, err := FromText(strings.NewReader(s))
+	require.NoError(t, err)
+	return sn
+}
+
+// ours builds what the receiver exports for the same maps: errno is the
+// decoded label value, bounds the histogram's upper bounds.
+func ours(calls int64, errno string, bounds []float64, counts []uint64) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName("ebpf_exporter/ebpfx_counters")
+	m := sm.Metrics().AppendEmpty()
+	m.SetName("ebpfx_syscalls_total")
+	sum := m.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	dp := sum.DataPoints().AppendEmpty()
+	dp.SetIntValue(calls)
+	dp.Attributes().PutStr("pid", "42")
+	dp.Attributes().PutStr("syscall", "getppid")
+	dp.Attributes().PutStr("errno", errno)
+	dp = sum.DataPoints().AppendEmpty()
+	dp.SetIntValue(3)
+	dp.Attributes().PutStr("pid", "42")
+	dp.Attributes().PutStr("syscall", "getpgid")
+	dp.Attributes().PutStr("errno", "ESRCH")
+
+	sm = rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName("ebpf_exporter/runqlat")
+	m = sm.Metrics().AppendEmpty()
+	m.SetName("run_queue_latency_seconds")
+	h := m.SetEmptyHistogram().DataPoints().AppendEmpty()
+	h.ExplicitBounds().FromRaw(bounds)
+	h.BucketCounts().FromRaw(counts)
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	h.SetCount(n)
+	h.SetSum(0.5)
+
+	sm = rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName("ebpf_exporter")
+	m = sm.Metrics().AppendEmpty()
+	m.SetName("enabled_configs")
+	g := m.SetEmptyGauge().DataPoints().AppendEmpty()
+	g.SetIntValue(1)
+	g.Attributes().PutStr("name", "ebpfx_counters")
+	return md
+}
+
+var opts = Options{
+	Exact:   func(s *Series) bool { return s.Labels["pid"] == "42" },
+	RefOnly: []string{"ebpf_exporter_ebpf_program_info"},
+	Ignore:  func(f string) bool { return strings.HasPrefix(f, "go_") },
+}
+
+func TestFromText(t *testing.T) {
+	sn := snapText(t, refText(5, 4))
+	s := sn[`ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="42",syscall="getppid"}`]
+	require.NotNil(t, s)
+	assert.Equal(t, "counter", s.Type)
+	assert.Equal(t, 5.0, s.Value)
+	h := sn[`ebpf_exporter_run_queue_latency_seconds{}`]
+	require.NotNil(t, h)
+	assert.Equal(t, []Bucket{{1e-6, 1}, {2e-6, 4}, {math.Inf(1), 4}}, h.Bucket)
+	assert.Equal(t, uint64(4), h.Count)
+	assert.Equal(t, 0.5, h.Sum)
+	assert.Equal(t, []string{"ebpf_exporter_ebpf_program_info", "ebpf_exporter_ebpfx_syscalls_total",
+		"ebpf_exporter_enabled_configs", "ebpf_exporter_run_queue_latency_seconds", "go_goroutines"}, sn.Families())
+}
+
+func TestPromName(t *testing.T) {
+	assert.Equal(t, "ebpf_exporter_x_total", PromName(Namespace, "x_total", true))
+	assert.Equal(t, "ebpf_exporter_x_total", PromName(Namespace, "x", true))
+	assert.Equal(t, "ebpf_exporter_x", PromName(Namespace, "x", false))
+}
+
+func TestFromOTLP(t *testing.T) {
+	sn := FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0}))
+	s := sn[`ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="42",syscall="getppid"}`]
+	require.NotNil(t, s)
+	assert.Equal(t, "ebpfx_counters", s.Config)
+	h := sn[`ebpf_exporter_run_queue_latency_seconds{}`]
+	require.NotNil(t, h)
+	assert.Equal(t, []Bucket{{1e-6, 1}, {2e-6, 4}, {math.Inf(1), 4}}, h.Bucket, "cumulative, +Inf last")
+	assert.Equal(t, "runqlat", h.Config)
+	g := sn[`ebpf_exporter_enabled_configs{name="ebpfx_counters"}`]
+	require.NotNil(t, g)
+	assert.Empty(t, g.Config)
+}
+
+func TestCompareParity(t *testing.T) {
+	// The histogram moves between A and B (background activity); ours lies between.
+	a, b := snapText(t, refText(5, 3)), snapText(t, refText(5, 6))
+	r := Compare(Round{}, Round{a, FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})), b}, opts)
+	assert.Empty(t, r.Diffs)
+	require.Len(t, r.Rows, 4)
+	for _, rw := range r.Rows {
+		assert.True(t, rw.OK, rw.Family)
+	}
+	require.Len(t, r.Exact, 2)
+	assert.Equal(t, ExactRow{Config: "ebpfx_counters", Family: "ebpf_exporter_ebpfx_syscalls_total",
+		Labels: `errno="ok",pid="42",syscall="getppid"`, Ref: 5, Ours: 5, OK: true}, r.Exact[1])
+	md := r.Markdown()
+	assert.Contains(t, md, "| `ebpf_exporter_run_queue_latency_seconds` | 3 | 1e-06, 2e-06, +Inf | yes |")
+	assert.Contains(t, md, "| runqlat | `ebpf_exporter_run_queue_latency_seconds` | histogram | 1 / 1 | 3 … 6 | 4 | yes |")
+	assert.Contains(t, md, "| ebpfx_counters | `ebpf_exporter_ebpfx_syscalls_total` | `errno=\"ok\",pid=\"42\",syscall=\"getppid\"` | 5 | 5 | yes |")
+}
+
+// Each way ours can differ from ebpf_exporter is reported.
+func TestCompareDetectsDifferences(t *testing.T) {
+	a, b := snapText(t, refText(5, 3)), snapText(t, refText(5, 6))
+	okBounds, okCounts := []float64{1e-6, 2e-6}, []uint64{1, 3, 0}
+	for _, c := range []struct {
+		name string
+		md   pmetric.Metrics
+		opt  Options
+		want []string
+	}{
+		{"label decoder mismatch", ours(5, "0", okBounds, okCounts), opts, []string{
+			`series ebpf_exporter_ebpfx_syscalls_total{errno="0",pid="42",syscall="getppid"}: only in ours`,
+			`series ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="42",syscall="getppid"}: in ebpf_exporter before our collection, missing in ours`,
+		}},
+		{"exact series off by one", ours(6, "ok", okBounds, okCounts), opts, []string{
+			`series ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="42",syscall="getppid"}: value 6, ebpf_exporter 5 then 5 (must be equal)`,
+		}},
+		{"bucket bounds", ours(5, "ok", []float64{1e-6, 2.5e-6}, okCounts), opts, []string{
+			`series ebpf_exporter_run_queue_latency_seconds{}: bucket bounds [1e-06 2.5e-06 +Inf], ebpf_exporter [1e-06 2e-06 +Inf]`,
+		}},
+		{"count outside [A, B]", ours(5, "ok", okBounds, []uint64{1, 6, 0}), opts, []string{
+			`series ebpf_exporter_run_queue_latency_seconds{}: count 7 outside ebpf_exporter's [3, 6]`,
+		}},
+		{"unlisted reference-only family", ours(5, "ok", okBounds, okCounts), Options{Exact: opts.Exact, Ignore: opts.Ignore}, []string{
+			`family ebpf_exporter_ebpf_program_info: only in ebpf_exporter`,
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Compare(Round{}, Round{a, FromOTLP(c.md), b}, c.opt)
+			assert.ElementsMatch(t, c.want, r.Diffs)
+			assert.Contains(t, r.Markdown(), "**no**")
+		})
+	}
+}
+
+// A series that appears in B only came after our collection: not a difference.
+func TestCompareLateSeries(t *testing.T) {
+	a := snapText(t, refText(5, 3))
+	b := snapText(t, refText(5, 6)+`ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="43",syscall="getppid"} 1
+`)
+	r := Compare(Round{}, Round{a, FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})), b}, opts)
+	assert.Empty(t, r.Diffs)
+	assert.Equal(t, 1, r.Late)
+}
+
+// Each side counts from its own start: background series are compared as
+// increases since a baseline round, exact ones as they are.
+func TestCompareBaseline(t *testing.T) {
+	bounds := []float64{1e-6, 2e-6}
+	// ebpf_exporter started earlier: 100 more observations before the baseline.
+	base := Round{
+		A:    snapText(t, refText(5, 103)),
+		Ours: FromOTLP(ours(5, "ok", bounds, []uint64{1, 2, 0})),
+		B:    snapText(t, refText(5, 104)),
+	}
+	// Since then, ebpf_exporter saw 10 to 14 more (the spans between the
+	// scrapes); ours, read in between, 12 more.
+	cur := Round{
+		A:    snapText(t, refText(5, 114)),
+		Ours: FromOTLP(ours(5, "ok", bounds, []uint64{1, 14, 0})),
+		B:    snapText(t, refText(5, 117)),
+	}
+	r := Compare(base, cur, opts)
+	assert.Empty(t, r.Diffs)
+	assert.Contains(t, r.Markdown(), "| runqlat | `ebpf_exporter_run_queue_latency_seconds` | histogram | 1 / 1 | 10 … 14 | 12 | yes |")
+	assert.Contains(t, r.Markdown(), "| — | `ebpf_exporter_enabled_configs` | gauge | 1 / 1 | 1 | 1 | yes |", "gauges as they are")
+
+	// A series ebpf_exporter counted before ours attached, and not since,
+	// is not a difference; one that moved after the baseline is.
+	early := `ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="7",syscall="getppid"} 2
+`
+	withEarly := cur
+	withEarly.A = snapText(t, refText(5, 114)+early)
+	withEarly.B = snapText(t, refText(5, 117)+early)
+	base2 := base
+	base2.B = snapText(t, refText(5, 104)+early)
+	r = Compare(base2, withEarly, opts)
+	assert.Empty(t, r.Diffs)
+	assert.Equal(t, 1, r.Early)
+	base2.B = snapText(t, refText(5, 104)+strings.Replace(early, "} 2", "} 1", 1))
+	assert.Equal(t, []string{`series ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="7",syscall="getppid"}: in ebpf_exporter before our collection, missing in ours`},
+		Compare(base2, withEarly, opts).Diffs)
+
+	// Without the baseline the absolute counts would not line up ...
+	assert.NotEmpty(t, Compare(Round{}, cur, opts).Diffs)
+	// ... and an increase beyond what ebpf_exporter saw is reported.
+	cur.Ours = FromOTLP(ours(5, "ok", bounds, []uint64{1, 20, 0}))
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: count increased by 18, outside ebpf_exporter's [10, 14]"},
+		Compare(base, cur, opts).Diffs)
+}
+
+// A timed histogram's buckets and sum may be a little off; its count may not.
+func TestCompareTimed(t *testing.T) {
+	bounds := []float64{1e-6, 2e-6}
+	a, b := snapText(t, refText(5, 100)), snapText(t, refText(5, 100))
+	// Two of 100 observations a bucket lower than ebpf_exporter timed them.
+	cur := Round{A: a, Ours: FromOTLP(ours(5, "ok", bounds, []uint64{3, 97, 0})), B: b}
+	require.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 3 outside ebpf_exporter's [1, 1]"},
+		Compare(Round{}, cur, opts).Diffs)
+	timed := opts
+	timed.Timed = func(s *Series) bool { return s.Family == "ebpf_exporter_run_queue_latency_seconds" }
+	timed.Tolerance = 0.05
+	assert.Empty(t, Compare(Round{}, cur, timed).Diffs)
+	timed.Tolerance = 0.01
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 3 outside ebpf_exporter's [0, 2]"},
+		Compare(Round{}, cur, timed).Diffs)
+	timed.Tolerance = 0.05
+	cur.Ours = FromOTLP(ours(5, "ok", bounds, []uint64{1, 98, 0}))
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: count 99 outside ebpf_exporter's [100, 100]"},
+		Compare(Round{}, cur, timed).Diffs)
+}
