@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -24,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/testcapture"
 )
 
@@ -229,11 +232,44 @@ func TestGRPCUnaryConcurrent(t *testing.T) {
 		assert.Zero(t, st.HPACKErrors)
 		assert.Zero(t, st.MethodsUnknown)
 		assert.Zero(t, st.StreamsUnmatched)
+		checkSpans(t, calls, n)
 		assert.Equal(t, uint64(2), st.ConnsTracked)
 		if stripped {
 			assert.Positive(t, st.BytesHoles)
 		} else {
 			assert.Zero(t, st.BytesHoles)
+		}
+	}
+}
+
+// checkSpans maps calls to spans: every server span is the child of its
+// client's span, in its trace, and no two spans share an id.
+func checkSpans(t *testing.T, calls []h2.Call, n int) {
+	t.Helper()
+	m := spanmap.New(spanmap.Config{BootID: "boot"})
+	ss := ptrace.NewSpanSlice()
+	for i := range calls {
+		m.Append(ss, &calls[i])
+	}
+	clients := map[pcommon.SpanID]pcommon.TraceID{}
+	ids := map[pcommon.SpanID]bool{}
+	for i := 0; i < ss.Len(); i++ {
+		s := ss.At(i)
+		assert.False(t, ids[s.SpanID()], "span ids are unique")
+		ids[s.SpanID()] = true
+		if s.Kind() == ptrace.SpanKindClient {
+			clients[s.SpanID()] = s.TraceID()
+			assert.True(t, s.ParentSpanID().IsEmpty())
+		}
+	}
+	require.Len(t, clients, n)
+	for i := 0; i < ss.Len(); i++ {
+		if s := ss.At(i); s.Kind() == ptrace.SpanKindServer {
+			tr, ok := clients[s.ParentSpanID()]
+			if assert.True(t, ok, "the server span's parent is a client span") {
+				assert.Equal(t, tr, s.TraceID())
+			}
+			assert.Equal(t, pathUnary[1:], s.Name())
 		}
 	}
 }
