@@ -107,7 +107,7 @@ func BenchmarkTrackerUnary(b *testing.B) {
 		id++
 		tr.ConnOpen(&ConnOpen{Conn: id, Role: RoleClient})
 		n := min(perConn, b.N-done)
-		feedCaptures(tr, id, caps[:3+4*n], 1)
+		feedCaptures(tr, id, caps[:3+3*n], 1) // 3 chunks of settings, 3 a call
 		tr.ConnClose(&ConnClose{Conn: id})
 	}
 	b.StopTimer()

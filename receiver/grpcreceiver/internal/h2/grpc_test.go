@@ -233,7 +233,7 @@ func TestGRPCUnaryConcurrent(t *testing.T) {
 		assert.Zero(t, st.MethodsUnknown)
 		assert.Zero(t, st.StreamsUnmatched)
 		checkSpans(t, calls, n)
-		assert.Equal(t, uint64(2), st.ConnsTracked)
+		assert.Equal(t, uint64(2), st.ConnsTracked-st.ConnsWithoutOpen, "a read recorded after its close starts an unknown connection")
 		if stripped {
 			assert.Positive(t, st.BytesHoles)
 		} else {
@@ -564,7 +564,7 @@ func TestGRPCGap(t *testing.T) {
 	client := bySide(calls, h2.SideClient)
 	assert.Less(t, len(client), 200)
 	assert.Greater(t, len(client), 150)
-	assert.Positive(t, st.MethodsUnknown)
+	assert.Positive(t, st.MethodsUnknown+st.HeaderBlocksUnverified+st.HPACKErrors, "what the gap hid is not guessed")
 	last := client[len(client)-1]
 	assert.Equal(t, pathUnary, last.Path, "decoded again after the table churned")
 }

@@ -545,10 +545,10 @@ func (t *Tracker) onReset(d *direction, sid uint32, code uint32) {
 	}
 	if call.GRPCStatus < 0 {
 		call.GRPCStatus = resetStatus(code)
-		// a client cancels at its deadline: report what the client saw
-		// (the grpc-timeout is what remained when it sent the headers)
-		if code == errCancel && d.dir == s.reqDir && call.Timeout > 0 &&
-			d.fTime >= call.StartNs && time.Duration(d.fTime-call.StartNs) >= call.Timeout-deadlineSlack {
+		// a CANCEL once the grpc-timeout has passed is the deadline: the
+		// client's, or the server's (grpc-go resets at its own timer)
+		if code == errCancel && call.Timeout > 0 && d.fTime >= call.StartNs &&
+			time.Duration(d.fTime-call.StartNs) >= call.Timeout-max(deadlineSlack, call.Timeout/20) {
 			call.GRPCStatus = codeDeadlineExceeded
 			call.Flags |= FlagDeadline
 		}
@@ -561,9 +561,9 @@ func (t *Tracker) onReset(d *direction, sid uint32, code uint32) {
 	}
 }
 
-// deadlineSlack: how much before its grpc-timeout a client's CANCEL still
-// counts as its deadline (the timeout is measured from the header's
-// encoding, the span from the syscall that wrote it).
+// deadlineSlack: how much before its grpc-timeout (at least; or 5% of it) a
+// CANCEL still counts as the deadline (the timeout is measured from the
+// header's encoding, the span from the syscall that carried it).
 const deadlineSlack = 2 * time.Millisecond
 
 // onGoAway fails the streams the GOAWAY's receiver started above lastID.
