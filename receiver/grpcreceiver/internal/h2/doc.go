@@ -1,0 +1,83 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+// Package h2 turns the captured bytes of TCP connections into HTTP/2 calls
+// (gRPC or plain): reassembly of each direction's byte stream, HTTP/2 frame
+// parsing, HPACK decoding and request/response pairing by stream. It is the
+// pure-Go core of the grpc receiver: it needs no kernel and no root. The
+// receiver's decoder of BPF records calls a Tracker (ConnOpen, Chunk,
+// ConnClose, Lost, Expire) from one goroutine; spanmap turns the Calls into
+// spans. Only receiver/grpcreceiver and its internal packages may use it.
+//
+// # What the capture must hold
+//
+// The BPF program copies of each syscall's bytes only what HTTP/2 needs:
+// the client preface, every 9-byte frame header, and the payloads of
+// HEADERS, CONTINUATION, PUSH_PROMISE and SETTINGS (whole), RST_STREAM
+// (4 bytes) and GOAWAY (its first 8 bytes; the debug data may be cut). The
+// byte stream a direction reassembles therefore has holes. A hole is
+// harmless when it lies wholly inside a payload the parser does not need
+// (DATA, PING, WINDOW_UPDATE, PRIORITY, unknown types, GOAWAY debug data).
+// A hole anywhere else (a frame header, a header-block payload, the needed
+// part of a control frame, the preface) is a gap, counted by reason
+// (Stats.Gaps): the direction stops parsing until a later chunk begins a
+// plausible chain of frame headers (PlausibleStart) and never guesses
+// across. A header-block payload cut short by the kernel's size cap is
+// such a gap, unless the block is larger than Config.MaxHeaderBlock anyway
+// (then it is counted as too large and skipped, not a gap).
+//
+// Chunks of a direction are expected in offset order. Re-sent bytes
+// (overlap) are ignored. A chunk that arrives after a later one is not
+// reordered: the later one made a gap, and the late one is stale
+// (Stats.ChunksStale). Lost records need no special handling: a lost chunk
+// is a hole that no uncopied payload explains.
+//
+// A resynchronisation is tentative until confirmFrames frame headers have
+// passed (the first included): until then frames have no effect (no
+// stream, HPACK or SETTINGS change; header blocks are counted as
+// HeaderBlocksUnverified), and a header that fails the resync test or a
+// chunk landing strictly inside a payload the kernel does not copy proves
+// the resync wrong (ResyncsRejected). So a chunk that begins inside a frame
+// and happens to parse as a frame header cannot swallow the frames after it.
+//
+// The two directions of a socket are not ordered with each other: a
+// write's record may come after the record of the read of its answer. A
+// response to a stream id above every request seen waits for its request
+// (an orphan; dropped as StreamsUnmatched when a later request comes first
+// or at close), and a call whose response ended before its request did
+// waits for the request's END_STREAM, a reset, or a chunk of the request
+// direction stamped after the response's end. The kernel side should stamp
+// a write with the time it started and a read with the time it ended. A
+// chunk of a connection after its ConnClose starts a new RoleUnknown one.
+//
+// # HPACK
+//
+// Each direction has one HPACK state, fed every header block in wire order
+// (also of streams that are dropped). SETTINGS_HEADER_TABLE_SIZE sent one
+// way bounds the table of the blocks that travel the other way. While the
+// table is known from the connection's start, x/net's hpack.Decoder
+// decodes. When it is not (a connection that predates capture, after a gap,
+// a block too large, an HPACK error) the direction decodes with a
+// tolerantDecoder from an empty table: every field it can resolve is right
+// (entries inserted since are the newest ones of the real table, at the
+// same indexes), a reference to an older entry is skipped, and a literal
+// inserted under an unknown name keeps the indexes aligned. As the peer's
+// table turns over, fields decode again (grpc-go re-inserts :path once its
+// entry is evicted). A request whose :path did not decode is a call with
+// FlagMethodUnknown (spanmap names it _OTHER), never a guessed method.
+//
+// # Calls
+//
+// A call starts at the first request HEADERS (the direction carrying
+// :method, or known from the role/preface) and ends at the response's
+// END_STREAM (trailers, Trailers-Only, or DATA for plain HTTP), at a
+// RST_STREAM from either end, at a GOAWAY whose last-stream-id is below it,
+// when its connection closes (FlagConnClosed, status UNAVAILABLE), or when
+// Expire finds it idle (FlagEvicted, emitted at its last activity). The
+// Call handed to the emit function is valid during that call only.
+//
+// Memory is bounded: Config.MaxConns connections, MaxStreamsPerConn open
+// streams each, MaxHeaderBlock bytes of header block per direction being
+// assembled, and one HPACK table (at most MaxHeaderTableSize) per
+// direction. A DATA frame header costs a map lookup and no allocation.
+package h2
