@@ -16,7 +16,8 @@ log() { echo "$NAME.sh: $*" >&2; }
 # is refused when the module's go.mod has replace directives, so the module is
 # downloaded, copied somewhere writable without its vendor/ folder (stale for
 # the module's own go.mod where there is one) and built there with `go build`.
-# PREPARE, a function, runs in the copy before the build.
+# PREPARE, a function, runs in the copy before the build. No symbol or DWARF
+# tables (-s -w): they only lengthen the link of these large binaries.
 backend_build() {
 	local module=$1 version=$2 pkg=$3 minutes=$4 prepare=${5:-}
 	local reuse=0
@@ -39,7 +40,7 @@ backend_build() {
 	fi
 	log "building $pkg (minutes: $minutes on 2 cores, downloads included)"
 	local tmp="$BIN.tmp.$$"
-	if ! (cd "$src" && GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0 "$GO" build -trimpath -o "$tmp" "$pkg"); then
+	if ! (cd "$src" && GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0 "$GO" build -trimpath -ldflags="-s -w" -o "$tmp" "$pkg"); then
 		rm -f "$tmp"
 		log "build failed"
 		return 1
