@@ -569,7 +569,14 @@ func TestAgentBackendDown(t *testing.T) {
 	assert.LessOrEqual(t, flushLogs, first.records-first.eventsDelivered+first.lost, "records flushed at shutdown: those read after the last scrape")
 	assert.GreaterOrEqual(t, flushSpans, 0.0, "no span sent twice or lost across the restart")
 	assert.LessOrEqual(t, flushSpans, first.live+first.records-first.eventsDelivered, "spans flushed at shutdown: running processes, and those that ended after the last scrape")
-	assert.Equal(t, float64(sink.records.Load()), first.sentLogs+second.sentLogs, "the logs backend acknowledged every record the exporter counts sent")
+	// At least once: a batch the backend took while the first run was
+	// stopping stays queued (its send was interrupted) and is sent again
+	// after the restart, so the backend may hold it twice; at most the
+	// batches in flight at the stop (num_consumers x batch max_size).
+	twice := float64(sink.records.Load()) - (first.sentLogs + second.sentLogs)
+	t.Logf("records the backend got beyond what the exporter counts sent (re-sent after the restart): %.0f", twice)
+	assert.GreaterOrEqual(t, twice, 0.0, "the logs backend acknowledged every record the exporter counts sent")
+	assert.LessOrEqual(t, twice, 2*8192.0, "records sent twice: at most the batches in flight at the stop")
 	t.Logf("logs backend: %d records (%d seq.lost); backend down %v, markers delivered", sink.records.Load(), sink.gaps.Load(), outage)
 	if t.Failed() {
 		t.Logf("collector run 1:\n%s\ncollector run 2:\n%s", tail(log1, 4000), tail(log2, 4000))
