@@ -69,7 +69,7 @@ struct h2_open {
 
 struct h2_close {
 	struct h2_rec h;
-	__u64 total[2]; /* bytes per direction since offset 0, when known (else 0) */
+	__u64 total[2]; /* bytes per direction the calls seen moved, from offset 0 (0 when the connection predates the capture) */
 };
 
 struct h2_seg {

@@ -175,9 +175,12 @@ const (
 	h2ProgH2SysSendto   = "h2_sys_sendto"
 	h2ProgH2SysWrite    = "h2_sys_write"
 	h2ProgH2SysWritev   = "h2_sys_writev"
+	h2VarH2CloseBtf     = "h2_close_btf"
 	h2VarH2HdrCap       = "h2_hdr_cap"
 	h2VarH2MaxIov       = "h2_max_iov"
 	h2VarH2NextId       = "h2_next_id"
+	h2VarH2OpenBtf      = "h2_open_btf"
+	h2VarH2SegBtf       = "h2_seg_btf"
 	h2VarSeqRingMask    = "seq_ring_mask"
 )
 
@@ -255,9 +258,12 @@ type h2MapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2VariableSpecs struct {
+	H2CloseBtf  *ebpf.VariableSpec `ebpf:"h2_close_btf"`
 	H2HdrCap    *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
 	H2MaxIov    *ebpf.VariableSpec `ebpf:"h2_max_iov"`
 	H2NextId    *ebpf.VariableSpec `ebpf:"h2_next_id"`
+	H2OpenBtf   *ebpf.VariableSpec `ebpf:"h2_open_btf"`
+	H2SegBtf    *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
 	SeqRingMask *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 }
 
@@ -310,9 +316,12 @@ func (m *h2Maps) Close() error {
 //
 // It can be passed to loadH2Objects or ebpf.CollectionSpec.LoadAndAssign.
 type h2Variables struct {
+	H2CloseBtf  *ebpf.Variable `ebpf:"h2_close_btf"`
 	H2HdrCap    *ebpf.Variable `ebpf:"h2_hdr_cap"`
 	H2MaxIov    *ebpf.Variable `ebpf:"h2_max_iov"`
 	H2NextId    *ebpf.Variable `ebpf:"h2_next_id"`
+	H2OpenBtf   *ebpf.Variable `ebpf:"h2_open_btf"`
+	H2SegBtf    *ebpf.Variable `ebpf:"h2_seg_btf"`
 	SeqRingMask *ebpf.Variable `ebpf:"seq_ring_mask"`
 }
 

@@ -82,4 +82,3 @@ type ConnClose struct {
 type Lost struct {
 	Count uint64
 }
-

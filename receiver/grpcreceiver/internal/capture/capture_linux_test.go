@@ -1,0 +1,240 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package capture
+
+import (
+	"context"
+	"encoding/binary"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+)
+
+// recorder keeps every decoded record.
+type recorder struct {
+	opens  map[h2.ConnID]h2.ConnOpen
+	chunks map[h2.ConnID]*[2][]h2.Chunk
+	closes map[h2.ConnID]h2.ConnClose
+	lost   uint64
+}
+
+func newRecorder() *recorder {
+	return &recorder{opens: map[h2.ConnID]h2.ConnOpen{}, chunks: map[h2.ConnID]*[2][]h2.Chunk{}, closes: map[h2.ConnID]h2.ConnClose{}}
+}
+
+func (r *recorder) ConnOpen(o *h2.ConnOpen) { r.opens[o.Conn] = *o }
+func (r *recorder) Chunk(c *h2.Chunk) {
+	d := r.chunks[c.Conn]
+	if d == nil {
+		d = &[2][]h2.Chunk{}
+		r.chunks[c.Conn] = d
+	}
+	cp := *c
+	cp.Data = append([]byte(nil), c.Data...)
+	d[c.Dir] = append(d[c.Dir], cp)
+}
+func (r *recorder) ConnClose(c *h2.ConnClose) { r.closes[c.Conn] = *c }
+func (r *recorder) Lost(l *h2.Lost)           { r.lost += l.Count }
+
+// frameStats walks one direction's frames over the captured chunks from
+// offset start, checking the contract: every frame header and every needed
+// payload captured, no other payload byte.
+type frameStats struct {
+	frames  map[uint8]int
+	headers map[uint32]int // HEADERS frames per stream
+	end     uint64
+}
+
+func walkFrames(t *testing.T, chunks []h2.Chunk, start uint64) frameStats {
+	t.Helper()
+	sort.Slice(chunks, func(i, j int) bool { return chunks[i].Offset < chunks[j].Offset })
+	// covered returns the bytes [off, off+n) if captured.
+	covered := func(off, n uint64) ([]byte, bool) {
+		var out []byte
+		for _, c := range chunks {
+			cEnd := c.Offset + uint64(len(c.Data))
+			if off >= c.Offset && off < cEnd {
+				take := min(n, cEnd-off)
+				out = append(out, c.Data[off-c.Offset:off-c.Offset+take]...)
+				off += take
+				n -= take
+				if n == 0 {
+					return out, true
+				}
+			}
+		}
+		return out, n == 0
+	}
+	overlaps := func(off, n uint64) bool {
+		for _, c := range chunks {
+			if c.Offset < off+n && off < c.Offset+uint64(len(c.Data)) {
+				return true
+			}
+		}
+		return false
+	}
+	last := uint64(0)
+	for _, c := range chunks {
+		last = max(last, c.Offset+uint64(len(c.Data)))
+	}
+	fs := frameStats{frames: map[uint8]int{}, headers: map[uint32]int{}}
+	pos := start
+	for pos < last {
+		hdr, ok := covered(pos, 9)
+		require.True(t, ok, "frame header at %d not captured", pos)
+		n := uint64(hdr[0])<<16 | uint64(hdr[1])<<8 | uint64(hdr[2])
+		typ := hdr[3]
+		sid := binary.BigEndian.Uint32(hdr[5:]) & 0x7fffffff
+		fs.frames[typ]++
+		switch typ {
+		case 1, 3, 4, 5, 7, 9:
+			_, ok := covered(pos+9, n)
+			require.True(t, ok, "payload of frame type %d at %d (%d bytes) not captured", typ, pos, n)
+			if typ == 1 {
+				fs.headers[sid]++
+			}
+		default:
+			require.False(t, overlaps(pos+9, n), "payload of frame type %d at %d (%d bytes) was captured", typ, pos, n)
+		}
+		pos += 9 + n
+	}
+	fs.end = pos
+	return fs
+}
+
+// drain reads the ring until it is idle.
+func drain(c *Capture, dec *Decoder) {
+	for {
+		_, st := c.Reader().Read(4096, dec.Item)
+		if st == ring.Idle {
+			return
+		}
+	}
+}
+
+func TestCaptureGRPCGo(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, hook := range []Hook{HookSocket, HookSyscalls} {
+		t.Run(string(hook), func(t *testing.T) { testCaptureGRPCGo(t, hook) })
+	}
+}
+
+func testCaptureGRPCGo(t *testing.T, hook Hook) {
+	c, err := Open(Options{Hook: hook, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384})
+	require.NoError(t, err)
+	defer c.Close()
+
+	srv, err := grpctest.Start()
+	require.NoError(t, err)
+	cc, client, err := grpctest.Dial(srv.Addr)
+	require.NoError(t, err)
+
+	const calls, workers = 400, 8
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < calls; i += workers {
+				assert.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, cc.Close())
+	srv.Stop()
+
+	rec := newRecorder()
+	dec := NewDecoder(rec)
+	// Both sockets reach TCP_CLOSE soon after the close on loopback.
+	require.Eventually(t, func() bool {
+		drain(c, dec)
+		n := 0
+		for id := range rec.opens {
+			if _, ok := rec.closes[id]; ok {
+				n++
+			}
+		}
+		return n >= 2
+	}, 20*time.Second, 50*time.Millisecond)
+
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	t.Logf("hook %s: %+v decoder %+v", hook, cnt, dec.Stats())
+	require.Zero(t, rec.lost)
+	require.Zero(t, dec.Stats().Malformed)
+
+	// Find the client and the server socket of this connection.
+	var client0, server0 h2.ConnOpen
+	for _, o := range rec.opens {
+		if o.Remote.Port == port(t, srv.Addr) && o.Role == h2.RoleClient {
+			client0 = o
+		}
+		if o.Local.Port == port(t, srv.Addr) && o.Role == h2.RoleServer {
+			server0 = o
+		}
+	}
+	require.NotZero(t, client0.Conn, "client connection not captured: %+v", rec.opens)
+	require.NotZero(t, server0.Conn, "server connection not captured: %+v", rec.opens)
+	assert.Equal(t, client0.Local, server0.Remote)
+	assert.NotZero(t, client0.Proc.PID)
+
+	for _, side := range []struct {
+		o        h2.ConnOpen
+		requests h2.Dir
+	}{{client0, h2.Egress}, {server0, h2.Ingress}} {
+		ch := rec.chunks[side.o.Conn]
+		require.NotNil(t, ch)
+		// The request direction starts with the preface at offset 0.
+		req := ch[side.requests]
+		require.NotEmpty(t, req)
+		sort.Slice(req, func(i, j int) bool { return req[i].Offset < req[j].Offset })
+		require.Equal(t, uint64(0), req[0].Offset)
+		require.GreaterOrEqual(t, len(req[0].Data), 24)
+		assert.Equal(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", string(req[0].Data[:24]))
+		fs := walkFrames(t, req, 24)
+		assert.Len(t, fs.headers, calls, "request HEADERS on %d streams", len(fs.headers))
+		assert.GreaterOrEqual(t, fs.frames[0], calls, "DATA frames")
+		resp := walkFrames(t, ch[1-side.requests], 0)
+		assert.GreaterOrEqual(t, fs.frames[4], 1, "SETTINGS")
+		assert.Len(t, resp.headers, calls, "response HEADERS on %d streams", len(resp.headers))
+		for sid, n := range resp.headers {
+			assert.Equal(t, 2, n, "stream %d: response headers and trailers", sid)
+		}
+		cl := rec.closes[side.o.Conn]
+		assert.Equal(t, fs.end, cl.Total[side.requests], "request bytes")
+		assert.Equal(t, resp.end, cl.Total[1-side.requests], "response bytes")
+	}
+	assert.Zero(t, cnt.Desync)
+	assert.Zero(t, cnt.Busy)
+	assert.Zero(t, cnt.Overrun)
+}
+
+func port(t *testing.T, addr string) uint16 {
+	t.Helper()
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			var p int
+			for _, ch := range addr[i+1:] {
+				p = p*10 + int(ch-'0')
+			}
+			return uint16(p)
+		}
+	}
+	t.Fatalf("no port in %q", addr)
+	return 0
+}
