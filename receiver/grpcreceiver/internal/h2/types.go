@@ -1,12 +1,13 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package h2 is the HTTP/2 tracker (branch grpc-h2); until it is merged,
-// only the capture's input types are here.
 package h2
 
 import (
 	"net/netip"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
 // Dir is the direction of a connection's bytes, seen from the observed
@@ -81,4 +82,187 @@ type ConnClose struct {
 // Lost reports capture records lost (a ring gap); which connection is unknown.
 type Lost struct {
 	Count uint64
+}
+
+// Side is the observed process's part in a call.
+type Side uint8
+
+const (
+	// SideClient: the observed process sent the request HEADERS.
+	SideClient Side = iota
+	// SideServer: the observed process received the request HEADERS.
+	SideServer
+)
+
+// Protocol says what kind of HTTP/2 request a call is.
+type Protocol uint8
+
+const (
+	// ProtoUnknown: the request's content-type could not be decoded and the
+	// response carried no grpc-status.
+	ProtoUnknown Protocol = iota
+	// ProtoGRPC: content-type application/grpc*, or a grpc-status came back.
+	ProtoGRPC
+	// ProtoHTTP: a plain HTTP/2 request (any other content-type).
+	ProtoHTTP
+)
+
+// CallFlags qualify a call.
+type CallFlags uint32
+
+const (
+	// FlagMethodUnknown: the request's :path could not be decoded (HPACK
+	// state unknown, header block dropped); Path is empty.
+	FlagMethodUnknown CallFlags = 1 << iota
+	// FlagCancelled: the stream was reset with CANCEL.
+	FlagCancelled
+	// FlagReset: the stream was reset (RST_STREAM); ResetCode says how.
+	FlagReset
+	// FlagGoAway: the stream was refused by a GOAWAY (id above its
+	// last-stream-id).
+	FlagGoAway
+	// FlagConnClosed: the connection closed with the stream open.
+	FlagConnClosed
+	// FlagEvicted: the stream or its connection was idle for too long
+	// (Tracker.Expire) or its connection was evicted; End is the last
+	// activity.
+	FlagEvicted
+	// FlagStreaming: more than one DATA frame went one way.
+	FlagStreaming
+	// FlagGap: bytes of the connection were lost while the stream was open;
+	// frames of it may be missing (counts, status).
+	FlagGap
+	// FlagRequestEnded: the request's END_STREAM was seen.
+	FlagRequestEnded
+	// FlagResponseHeaders: response headers (:status) were seen.
+	FlagResponseHeaders
+	// FlagDeadline: the stream was cancelled by the client after its
+	// grpc-timeout had passed; GRPCStatus is DEADLINE_EXCEEDED.
+	FlagDeadline
+)
+
+// TraceParent is a W3C traceparent header of a request.
+type TraceParent struct {
+	Valid    bool
+	TraceID  pcommon.TraceID
+	ParentID pcommon.SpanID
+	Flags    uint8
+}
+
+// Call is one HTTP/2 request and its response, as one end saw it.
+type Call struct {
+	Conn          ConnID
+	Role          Role
+	Local, Remote Endpoint
+	// PeerConn is the socket of the other end when it is on this host and
+	// tracked (found by the reversed 4-tuple); PeerFound says whether it is.
+	PeerConn  ConnID
+	PeerFound bool
+	// ClientConn is the ConnID of the client's socket: Conn on the client
+	// side, PeerConn on the server side (valid when ClientConnKnown).
+	ClientConn      ConnID
+	ClientConnKnown bool
+	Side            Side
+	Proc            Proc // the thread that wrote (client) or read (server) the request HEADERS
+	StreamID        uint32
+
+	StartNs, EndNs uint64            // boot clock: first request HEADERS, response END_STREAM
+	Start, End     pcommon.Timestamp // the same, by the Tracker's clock
+
+	Method      string // :method
+	Path        string // :path
+	Authority   string // :authority
+	Service     string // from Path "/Service/Method" (empty when Path is not of that form)
+	RPC         string // the method part of Path
+	ContentType string
+	Protocol    Protocol
+	GRPCStatus  int // grpc-status; -1 when none
+	GRPCMessage string
+	HTTPStatus  int           // :status of the response headers; 0 when none
+	Timeout     time.Duration // grpc-timeout; 0 when none
+	TraceParent TraceParent
+	ResetCode   uint32 // RST_STREAM error code when FlagReset
+
+	Flags           CallFlags
+	ReqHeaderBytes  uint32 // HPACK-encoded header block bytes of the request (headers and trailers)
+	RespHeaderBytes uint32
+	ReqDataFrames   uint32
+	RespDataFrames  uint32
+	ReqDataBytes    uint64 // DATA frame lengths (padding included)
+	RespDataBytes   uint64
+}
+
+// Has says whether all of f are set.
+func (c *Call) Has(f CallFlags) bool { return c.Flags&f == f }
+
+// GapReason says why a direction lost its framing.
+type GapReason uint8
+
+const (
+	// GapFrameHeader: a hole covered (part of) a frame header.
+	GapFrameHeader GapReason = iota
+	// GapHeaderBlock: a hole in a HEADERS/CONTINUATION/PUSH_PROMISE payload.
+	GapHeaderBlock
+	// GapControl: a hole in the needed part of a SETTINGS, RST_STREAM or
+	// GOAWAY payload.
+	GapControl
+	// GapPreface: a hole in the client preface.
+	GapPreface
+	// GapBadFrame: a frame header that cannot be (bad type/flags/stream, a
+	// CONTINUATION out of place): the framing was already lost.
+	GapBadFrame
+	// GapBadPreface: the first bytes of a client direction seen from its
+	// start were not the preface, after frames had been seen elsewhere.
+	GapBadPreface
+	numGapReasons
+)
+
+var gapNames = [numGapReasons]string{"frame_header", "header_block", "control", "preface", "bad_frame", "bad_preface"}
+
+func (r GapReason) String() string {
+	if r < numGapReasons {
+		return gapNames[r]
+	}
+	return "unknown"
+}
+
+// Stats are the Tracker's counters since NewTracker.
+type Stats struct {
+	ConnsTracked         uint64 // connections tracked (opened or first seen)
+	ConnsLive            uint64 // tracked now (a gauge)
+	ConnsWithoutOpen     uint64 // first seen by a chunk (ConnOpen lost or predating)
+	ConnsOverLimit       uint64 // not tracked: MaxConns reached
+	ConnsIgnoredNotHTTP2 uint64
+	ConnsEvicted         uint64 // idle (Expire)
+	StreamsEvicted       uint64 // idle streams ended by Expire (emitted with FlagEvicted)
+	StreamsOverLimit     uint64 // request HEADERS not tracked: MaxStreamsPerConn reached
+	StreamsUnmatched     uint64 // response frames of a stream whose request was not seen
+	Gaps                 [numGapReasons]uint64
+	Resyncs              uint64 // framing found again after a gap or at a predating connection
+	ChunksUnsynced       uint64 // chunks skipped while searching for a frame boundary
+	ChunksStale          uint64 // chunks wholly before the stream position (re-sent, late)
+	ChunksIgnored        uint64 // chunks of ignored or untracked connections
+	BytesReassembled     uint64 // captured bytes consumed in order
+	BytesHoles           uint64 // bytes skipped in allowed holes (uncopied payloads)
+	FramesParsed         uint64
+	HeaderBlocks         uint64
+	HeaderBlocksTooLarge uint64
+	HPACKErrors          uint64 // header blocks not fully decodable (unknown dynamic entries, bad encoding)
+	MethodsUnknown       uint64 // calls whose :path could not be decoded
+	CallsEmitted         uint64
+	CallsConnClosed      uint64
+	CallsReset           uint64
+	CallsGoAway          uint64
+	GoAways              uint64 // GOAWAY frames
+	Resets               uint64 // RST_STREAM frames
+	Lost                 uint64 // records reported lost
+}
+
+// GapsTotal sums Gaps.
+func (s Stats) GapsTotal() uint64 {
+	var n uint64
+	for _, g := range s.Gaps {
+		n += g
+	}
+	return n
 }

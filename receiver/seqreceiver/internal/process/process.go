@@ -25,14 +25,13 @@
 package process
 
 import (
-	"crypto/sha256"
 	"slices"
-	"strconv"
 	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/procid"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
 )
@@ -207,8 +206,7 @@ func (s *fifoSet[V]) put(k key, v V) {
 type Model struct {
 	cfg         Config
 	bootOffset  atomic.Int64
-	spanPrefix  []byte // "seq.span\x00" + boot id + "\x00"
-	tracePrefix []byte // "seq.trace\x00" + boot id + "\x00"
+	ids         procid.IDs
 	rootParents map[string]struct{}
 
 	procs    map[uint32]*proc // by pid, newest first along proc.next
@@ -239,8 +237,7 @@ func New(cfg Config) *Model {
 	}
 	m := &Model{
 		cfg:          cfg,
-		spanPrefix:   []byte("seq.span\x00" + cfg.BootID + "\x00"),
-		tracePrefix:  []byte("seq.trace\x00" + cfg.BootID + "\x00"),
+		ids:          procid.New(cfg.BootID),
 		rootParents:  make(map[string]struct{}, len(cfg.RootParents)),
 		procs:        make(map[uint32]*proc),
 		ghosts:       newFIFOSet[ghost](max(minGhosts, cfg.MaxProcesses/4)),
@@ -281,34 +278,16 @@ func (m *Model) wall(bootNs uint64) pcommon.Timestamp {
 	return pcommon.Timestamp(int64(bootNs) + m.bootOffset.Load())
 }
 
-// SpanID returns the span id of the process (pid, startNs) of this boot.
+// SpanID returns the span id of the process (pid, startNs) of this boot
+// (see procid.IDs.SpanID).
 func (m *Model) SpanID(pid uint32, startNs uint64) pcommon.SpanID {
-	h := hashID(m.spanPrefix, pid, startNs)
-	id := pcommon.SpanID(h[:8])
-	if id.IsEmpty() {
-		id[7] = 1
-	}
-	return id
+	return m.ids.SpanID(pid, startNs)
 }
 
 // TraceID returns the trace id of the traces whose root is the process
-// (pid, startNs) of this boot.
+// (pid, startNs) of this boot (see procid.IDs.TraceID).
 func (m *Model) TraceID(pid uint32, startNs uint64) pcommon.TraceID {
-	h := hashID(m.tracePrefix, pid, startNs)
-	id := pcommon.TraceID(h[:16])
-	if id.IsEmpty() {
-		id[15] = 1
-	}
-	return id
-}
-
-func hashID(prefix []byte, pid uint32, start uint64) [sha256.Size]byte {
-	var buf [160]byte
-	b := append(buf[:0], prefix...)
-	b = strconv.AppendUint(b, uint64(pid), 10)
-	b = append(b, 0)
-	b = strconv.AppendUint(b, start, 10)
-	return sha256.Sum256(b)
+	return m.ids.TraceID(pid, startNs)
 }
 
 // Apply updates the model with ev, the next event in ticket order, and

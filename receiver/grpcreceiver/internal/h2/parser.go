@@ -1,0 +1,428 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package h2
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/net/http2/hpack"
+)
+
+// parseState is where a direction's parser stands in its byte stream.
+type parseState uint8
+
+const (
+	psUnsynced parseState = iota // framing unknown: waiting for a chunk that PlausibleStart accepts
+	psPreface                    // inside the client preface
+	psHeader                     // at or inside a frame header
+	psPayload                    // inside a frame payload
+)
+
+const (
+	initialTableSize   = 4096 // SETTINGS_HEADER_TABLE_SIZE's initial value
+	maxSettingsPayload = 64 * 6
+	// shrinkBlockCap: a block buffer grown beyond it is freed after use, so
+	// that idle connections hold small buffers only.
+	shrinkBlockCap = 8 << 10
+)
+
+// direction is the reassembly, framing and HPACK state of one direction of a
+// connection.
+type direction struct {
+	c   *conn
+	dir Dir
+
+	st   parseState
+	next uint64 // offset of the next byte expected (stream position)
+
+	prefN uint8 // preface bytes matched
+	// firstFrame: the next frame is the first of this direction since its
+	// start (it must be SETTINGS: the server preface, or the frame after the
+	// client preface).
+	firstFrame bool
+	synced     bool // framing found at least once
+	// strict: the HPACK table is known from the connection's start, so the
+	// decoder follows the peer's SETTINGS_HEADER_TABLE_SIZE exactly; else it
+	// accepts any size up to Config.MaxHeaderTableSize (always safe, see
+	// doc.go).
+	strict bool
+
+	hdr  [FrameHeaderLen]byte
+	hdrN uint8
+	fh   FrameHeader
+	got  uint32 // payload bytes of fh passed
+	need uint32 // payload bytes of fh to collect
+	// fstart is where the current header-block frame's payload starts in
+	// block; ctl collects control frame payloads.
+	fstart int
+	ctl    []byte
+	fTime  uint64
+	fProc  Proc
+
+	inBlock       bool // a header block waits for CONTINUATION frames
+	blockStream   uint32
+	blockType     uint8
+	blockFlags    uint8
+	blockTooLarge bool
+	blockWire     uint32 // payload bytes of the block's frames
+	blockTime     uint64
+	blockProc     Proc
+	block         []byte
+
+	dec       *hpack.Decoder
+	fields    headerFields
+	allowedTS uint32 // the table size the peer's decoder allows (its SETTINGS)
+}
+
+// reset makes d a direction that has not been seen yet. fromStart says
+// whether offset 0 is the direction's first byte; preface whether it begins
+// with the client preface.
+func (d *direction) reset(c *conn, dir Dir, fromStart, preface bool) {
+	*d = direction{c: c, dir: dir, ctl: d.ctl[:0], block: d.block[:0], allowedTS: initialTableSize}
+	if fromStart {
+		d.synced = true
+		d.strict = true
+		d.firstFrame = true
+		d.st = psHeader
+		if preface {
+			d.st = psPreface
+		}
+	}
+}
+
+// decoder returns the direction's HPACK decoder, making a fresh one (empty
+// dynamic table) when there is none.
+func (d *direction) decoder(t *Tracker) *hpack.Decoder {
+	if d.dec == nil {
+		d.dec = hpack.NewDecoder(initialTableSize, d.fields.add)
+		d.dec.SetMaxStringLength(t.cfg.MaxHeaderBlock)
+		d.dec.SetAllowedMaxDynamicTableSize(d.allowedSize(t))
+	}
+	return d.dec
+}
+
+func (d *direction) allowedSize(t *Tracker) uint32 {
+	if d.strict {
+		return d.allowedTS
+	}
+	return max(d.allowedTS, t.cfg.MaxHeaderTableSize)
+}
+
+// chunk feeds the bytes of ch to the direction.
+func (d *direction) chunk(t *Tracker, ch *Chunk) {
+	data, off := ch.Data, ch.Offset
+	if len(data) == 0 {
+		return
+	}
+	end := off + uint64(len(data))
+	if end <= d.next {
+		t.stats.ChunksStale++
+		return
+	}
+	if d.st == psUnsynced {
+		if off < d.next || !d.resync(t, data) {
+			t.stats.ChunksUnsynced++
+			d.c.failedSyncs++
+			d.next = max(d.next, end)
+			return
+		}
+		d.next = off
+	}
+	if off < d.next { // overlap: the bytes before next were seen
+		data = data[d.next-off:]
+		off = d.next
+	}
+	if off > d.next {
+		if r, ok := d.hole(t, off-d.next); !ok {
+			d.gap(t, r)
+			if !d.resync(t, data) {
+				t.stats.ChunksUnsynced++
+				d.next = end
+				return
+			}
+		}
+		d.next = off
+	}
+	t.stats.BytesReassembled += uint64(len(data))
+	d.next = end
+	d.parse(t, data, ch)
+}
+
+// hole skips n bytes that were not captured, when they lie inside a frame
+// payload the parser does not need; otherwise it names the gap.
+func (d *direction) hole(t *Tracker, n uint64) (GapReason, bool) {
+	switch d.st {
+	case psPreface:
+		return GapPreface, false
+	case psHeader:
+		return GapFrameHeader, false
+	}
+	if d.got < d.need {
+		if isBlockFrame(d.fh.Type) {
+			return GapHeaderBlock, false
+		}
+		return GapControl, false
+	}
+	if n > uint64(d.fh.Length-d.got) {
+		return GapFrameHeader, false
+	}
+	t.stats.BytesHoles += n
+	d.got += uint32(n)
+	if d.got == d.fh.Length {
+		d.endFrame(t)
+	}
+	return 0, true
+}
+
+func isBlockFrame(typ uint8) bool {
+	return typ == FrameHeaders || typ == FrameContinuation || typ == FramePushPromise
+}
+
+// gap records that the direction's framing is lost.
+func (d *direction) gap(t *Tracker, r GapReason) {
+	t.stats.Gaps[r]++
+	d.desync(t)
+}
+
+// desync drops the framing and the HPACK table of the direction and flags
+// the connection's open streams.
+func (d *direction) desync(t *Tracker) {
+	d.st = psUnsynced
+	d.hdrN = 0
+	d.inBlock = false
+	d.blockTooLarge = false
+	d.block = d.block[:0]
+	d.dec = nil // the next block is decoded with an empty table
+	d.strict = false
+	d.firstFrame = false
+	for _, s := range d.c.streams {
+		s.call.Flags |= FlagGap
+	}
+}
+
+// resync tries data, the start of a chunk, as a frame boundary (or the
+// start of the client preface).
+func (d *direction) resync(t *Tracker, data []byte) bool {
+	if len(data) >= len(Preface) && string(data[:len(Preface)]) == Preface {
+		d.st, d.prefN = psPreface, 0
+		d.firstFrame = true
+	} else if PlausibleStart(data, t.cfg.ResyncMaxFrameSize) {
+		d.st = psHeader
+	} else {
+		return false
+	}
+	d.hdrN = 0
+	d.dec, d.strict = nil, false
+	d.synced = true
+	t.stats.Resyncs++
+	return true
+}
+
+// parse runs the frame parser over data, bytes that continue the stream.
+func (d *direction) parse(t *Tracker, data []byte, ch *Chunk) {
+	for len(data) > 0 {
+		switch d.st {
+		case psUnsynced:
+			return
+		case psPreface:
+			n := min(len(data), len(Preface)-int(d.prefN))
+			if string(data[:n]) != Preface[d.prefN:int(d.prefN)+n] {
+				t.notHTTP2(d.c)
+				return
+			}
+			d.prefN += uint8(n)
+			data = data[n:]
+			if int(d.prefN) == len(Preface) {
+				d.st = psHeader
+				d.c.learnReqDir(d.dir)
+			}
+		case psHeader:
+			if d.hdrN == 0 && len(data) >= FrameHeaderLen {
+				d.fh = ParseFrameHeader(data)
+				data = data[FrameHeaderLen:]
+			} else {
+				n := copy(d.hdr[d.hdrN:], data)
+				d.hdrN += uint8(n)
+				data = data[n:]
+				if d.hdrN < FrameHeaderLen {
+					return
+				}
+				d.hdrN = 0
+				d.fh = ParseFrameHeader(d.hdr[:])
+			}
+			d.fTime, d.fProc = ch.TimeNs, ch.Proc
+			if !d.beginFrame(t) {
+				return
+			}
+		case psPayload:
+			n := uint32(min(uint64(len(data)), uint64(d.fh.Length-d.got)))
+			if d.got < d.need {
+				k := min(n, d.need-d.got)
+				if isBlockFrame(d.fh.Type) {
+					d.block = append(d.block, data[:k]...)
+				} else {
+					d.ctl = append(d.ctl, data[:k]...)
+				}
+			}
+			d.got += n
+			data = data[n:]
+			if d.got == d.fh.Length {
+				d.endFrame(t)
+			}
+		}
+	}
+}
+
+// beginFrame starts the frame d.fh. It returns false when the frame header
+// cannot be right (the framing was lost) or the connection is not HTTP/2.
+func (d *direction) beginFrame(t *Tracker) bool {
+	fh := &d.fh
+	first := d.firstFrame
+	d.firstFrame = false
+	ok := fh.Valid(t.cfg.MaxFrameSize, true) && (fh.Type == FrameContinuation) == d.inBlock &&
+		(!d.inBlock || fh.StreamID == d.blockStream)
+	if first && (!ok || fh.Type != FrameSettings || fh.Flags&FlagAck != 0) {
+		t.notHTTP2(d.c)
+		return false
+	}
+	if !ok {
+		d.gap(t, GapBadFrame)
+		return false
+	}
+	t.stats.FramesParsed++
+	d.got = 0
+	d.need = needed(*fh)
+	switch fh.Type {
+	case FrameData:
+		t.onData(d, fh)
+	case FrameHeaders, FramePushPromise, FrameContinuation:
+		if fh.Type != FrameContinuation {
+			d.inBlock = true
+			d.blockStream, d.blockType, d.blockFlags = fh.StreamID, fh.Type, fh.Flags
+			d.blockTooLarge = false
+			d.blockWire = 0
+			d.blockTime, d.blockProc = d.fTime, d.fProc
+			d.block = d.block[:0]
+		}
+		d.blockWire += fh.Length
+		if d.blockTooLarge || len(d.block)+int(fh.Length) > t.cfg.MaxHeaderBlock {
+			d.blockTooLarge = true
+			d.need = 0
+		}
+		d.fstart = len(d.block)
+	case FrameSettings:
+		d.need = min(d.need, maxSettingsPayload)
+		d.ctl = d.ctl[:0]
+	default:
+		d.ctl = d.ctl[:0]
+	}
+	if fh.Length == 0 {
+		d.endFrame(t)
+	} else {
+		d.st = psPayload
+	}
+	return true
+}
+
+// endFrame handles the frame d.fh once its payload has passed.
+func (d *direction) endFrame(t *Tracker) {
+	d.st = psHeader
+	fh := &d.fh
+	switch fh.Type {
+	case FrameHeaders, FramePushPromise, FrameContinuation:
+		if !d.blockTooLarge && !d.stripFrame() {
+			d.gap(t, GapBadFrame)
+			return
+		}
+		if fh.Flags&FlagEndHeaders != 0 {
+			d.inBlock = false
+			d.endBlock(t)
+		}
+	case FrameSettings:
+		if fh.Flags&FlagAck == 0 {
+			d.settings(t)
+		}
+	case FrameRSTStream:
+		t.stats.Resets++
+		t.onReset(d, fh.StreamID, binary.BigEndian.Uint32(d.ctl[:4]))
+	case FrameGoAway:
+		t.stats.GoAways++
+		t.onGoAway(d, binary.BigEndian.Uint32(d.ctl[:4])&0x7fffffff)
+	}
+}
+
+// stripFrame removes the padding, priority and promised stream id of the
+// header-block frame just collected at d.block[d.fstart:].
+func (d *direction) stripFrame() bool {
+	p := d.block[d.fstart:]
+	pad := 0
+	if d.fh.Type != FrameContinuation && d.fh.Flags&FlagPadded != 0 {
+		if len(p) < 1 {
+			return false
+		}
+		pad = int(p[0])
+		p = p[1:]
+	}
+	skip := 0
+	if d.fh.Type == FrameHeaders && d.fh.Flags&FlagPriority != 0 {
+		skip = 5
+	} else if d.fh.Type == FramePushPromise {
+		skip = 4
+	}
+	if len(p) < skip+pad {
+		return false
+	}
+	p = p[skip : len(p)-pad]
+	d.block = d.block[:d.fstart+copy(d.block[d.fstart:], p)]
+	return true
+}
+
+// settings applies a SETTINGS frame: SETTINGS_HEADER_TABLE_SIZE is the
+// size the sender's HPACK decoder allows, so it bounds the dynamic table
+// of the blocks that travel the other way.
+func (d *direction) settings(t *Tracker) {
+	for p := d.ctl; len(p) >= 6; p = p[6:] {
+		if binary.BigEndian.Uint16(p) != settingHeaderTableSize {
+			continue
+		}
+		v := binary.BigEndian.Uint32(p[2:])
+		o := &d.c.dirs[1-d.dir]
+		o.allowedTS = v
+		if o.dec != nil {
+			o.dec.SetAllowedMaxDynamicTableSize(o.allowedSize(t))
+		}
+	}
+}
+
+// endBlock decodes a complete header block (every block, in wire order:
+// the HPACK table depends on all of them) and hands it to the stream logic.
+func (d *direction) endBlock(t *Tracker) {
+	t.stats.HeaderBlocks++
+	d.fields = headerFields{}
+	decoded := false
+	if d.blockTooLarge {
+		t.stats.HeaderBlocksTooLarge++
+		d.dec, d.strict = nil, false // its insertions are lost: start again with an empty table
+	} else {
+		dec := d.decoder(t)
+		_, err := dec.Write(d.block)
+		if err == nil {
+			err = dec.Close()
+		}
+		if err != nil {
+			// the fields before the error are right; the table is not
+			t.stats.HPACKErrors++
+			d.dec, d.strict = nil, false
+		} else {
+			decoded = true
+		}
+	}
+	if cap(d.block) > shrinkBlockCap {
+		d.block = nil
+	}
+	if d.blockType == FrameHeaders {
+		t.onHeaders(d, decoded)
+	}
+	d.fields = headerFields{}
+}

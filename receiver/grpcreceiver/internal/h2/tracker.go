@@ -1,0 +1,517 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package h2
+
+import (
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxConns           = 4096
+	DefaultMaxStreamsPerConn  = 1024
+	DefaultMaxHeaderBlock     = 64 << 10
+	DefaultIdleTimeout        = 5 * time.Minute
+	DefaultMaxFrameSize       = 1<<24 - 1
+	DefaultResyncMaxFrameSize = 1 << 20
+	DefaultMaxHeaderTableSize = 64 << 10
+	// maxFailedSyncs: a connection not seen from its start whose chunks
+	// never begin a plausible frame chain is taken as not HTTP/2 after
+	// this many.
+	maxFailedSyncs = 16
+)
+
+// Config bounds a Tracker. Zero values take the defaults.
+type Config struct {
+	MaxConns          int // connections tracked at once; more are counted (ConnsOverLimit) and ignored
+	MaxStreamsPerConn int // open streams per connection; more are counted (StreamsOverLimit)
+	// MaxHeaderBlock bounds a header block (HEADERS + CONTINUATION payload
+	// bytes). A larger one is counted, not decoded, and empties the HPACK
+	// table of its direction. The kernel side should capture header-block
+	// payloads up to at least this size.
+	MaxHeaderBlock int
+	// IdleTimeout: Expire ends connections with no chunk for this long, and
+	// StreamIdleTimeout streams with no frame for that long.
+	IdleTimeout       time.Duration
+	StreamIdleTimeout time.Duration // default IdleTimeout
+	// MaxFrameSize: a longer frame header in order means the framing is
+	// lost. ResyncMaxFrameSize is the tighter bound of PlausibleStart.
+	MaxFrameSize       uint32
+	ResyncMaxFrameSize uint32
+	// MaxHeaderTableSize bounds the HPACK table of a direction whose table
+	// is not known from the connection's start.
+	MaxHeaderTableSize uint32
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxStreamsPerConn <= 0 {
+		c.MaxStreamsPerConn = DefaultMaxStreamsPerConn
+	}
+	if c.MaxHeaderBlock <= 0 {
+		c.MaxHeaderBlock = DefaultMaxHeaderBlock
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.StreamIdleTimeout <= 0 {
+		c.StreamIdleTimeout = c.IdleTimeout
+	}
+	if c.MaxFrameSize == 0 || c.MaxFrameSize > DefaultMaxFrameSize {
+		c.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if c.ResyncMaxFrameSize == 0 || c.ResyncMaxFrameSize > c.MaxFrameSize {
+		c.ResyncMaxFrameSize = min(DefaultResyncMaxFrameSize, c.MaxFrameSize)
+	}
+	if c.MaxHeaderTableSize == 0 {
+		c.MaxHeaderTableSize = DefaultMaxHeaderTableSize
+	}
+}
+
+// Clock converts boot-clock nanoseconds to wall-clock timestamps.
+type Clock func(bootNs uint64) pcommon.Timestamp
+
+// OffsetClock is the Clock of wall = boot + offsetNs.
+func OffsetClock(offsetNs int64) Clock {
+	return func(b uint64) pcommon.Timestamp { return pcommon.Timestamp(int64(b) + offsetNs) }
+}
+
+type tuple struct{ local, remote Endpoint }
+
+// conn is a tracked connection.
+type conn struct {
+	id            ConnID
+	role          Role
+	local, remote Endpoint
+	hasTuple      bool
+	fromStart     bool
+	openProc      Proc
+	dirs          [2]direction
+	reqDir        int8 // the Dir that carries requests; -1 unknown
+	streams       map[uint32]*stream
+	last          uint64 // boot ns of the latest chunk
+	ignored       bool
+	failedSyncs   uint32
+	peer          *conn // the other end, on this host and tracked
+	peerID        ConnID
+	peerKnown     bool
+}
+
+func (c *conn) learnReqDir(d Dir) {
+	if c.reqDir < 0 {
+		c.reqDir = int8(d)
+	}
+}
+
+// stream is an open call.
+type stream struct {
+	reqDir Dir
+	last   uint64
+	call   Call
+}
+
+// Tracker turns the captured bytes of connections into calls. Its methods
+// must be called from one goroutine at a time, in capture order.
+type Tracker struct {
+	cfg     Config
+	emit    func(*Call)
+	clock   Clock
+	conns   map[ConnID]*conn
+	byTuple map[tuple]*conn
+	free    []*stream
+	stats   Stats
+}
+
+// NewTracker returns a Tracker that hands each completed call to emit. The
+// *Call is valid during the call to emit only. clock converts boot-clock
+// times (nil: OffsetClock(0)).
+func NewTracker(cfg Config, emit func(*Call), clock Clock) *Tracker {
+	cfg.setDefaults()
+	if clock == nil {
+		clock = OffsetClock(0)
+	}
+	return &Tracker{
+		cfg:     cfg,
+		emit:    emit,
+		clock:   clock,
+		conns:   make(map[ConnID]*conn),
+		byTuple: make(map[tuple]*conn),
+	}
+}
+
+// Stats returns the counters.
+func (t *Tracker) Stats() Stats {
+	s := t.stats
+	s.ConnsLive = uint64(len(t.conns))
+	return s
+}
+
+// ConnOpen starts tracking a connection. A live connection of the same id
+// is closed first (its close was lost).
+func (t *Tracker) ConnOpen(o *ConnOpen) {
+	if old := t.conns[o.Conn]; old != nil {
+		t.closeConn(old, o.TimeNs, FlagConnClosed)
+	}
+	c := t.newConn(o.Conn, o.TimeNs)
+	if c == nil {
+		return
+	}
+	c.role, c.local, c.remote, c.openProc = o.Role, o.Local, o.Remote, o.Proc
+	c.hasTuple = o.Local.Addr.IsValid() && o.Remote.Addr.IsValid() && o.Local != o.Remote
+	c.fromStart = o.Role != RoleUnknown
+	if c.fromStart {
+		// the client preface travels client to server
+		c.reqDir = int8(Egress)
+		if o.Role == RoleServer {
+			c.reqDir = int8(Ingress)
+		}
+		c.dirs[c.reqDir].reset(c, Dir(c.reqDir), true, true)
+		c.dirs[1-c.reqDir].reset(c, Dir(1-c.reqDir), true, false)
+	}
+	if !c.hasTuple {
+		return
+	}
+	k := tuple{c.local, c.remote}
+	if prev := t.byTuple[k]; prev != nil {
+		t.unlinkTuple(prev)
+	}
+	t.byTuple[k] = c
+	if p := t.byTuple[tuple{c.remote, c.local}]; p != nil {
+		c.peer, p.peer = p, c
+		c.peerID, c.peerKnown = p.id, true
+		p.peerID, p.peerKnown = c.id, true
+	}
+}
+
+func (t *Tracker) newConn(id ConnID, now uint64) *conn {
+	if len(t.conns) >= t.cfg.MaxConns {
+		t.stats.ConnsOverLimit++
+		return nil
+	}
+	c := &conn{id: id, reqDir: -1, last: now, streams: make(map[uint32]*stream)}
+	c.dirs[0].reset(c, Egress, false, false)
+	c.dirs[1].reset(c, Ingress, false, false)
+	t.conns[id] = c
+	t.stats.ConnsTracked++
+	return c
+}
+
+// Chunk feeds captured bytes. A chunk of an unknown connection starts
+// tracking it as RoleUnknown (its ConnOpen was lost or predates capture).
+func (t *Tracker) Chunk(ch *Chunk) {
+	c := t.conns[ch.Conn]
+	if c == nil {
+		if c = t.newConn(ch.Conn, ch.TimeNs); c == nil {
+			t.stats.ChunksIgnored++
+			return
+		}
+		t.stats.ConnsWithoutOpen++
+	}
+	if c.ignored || ch.Dir > Ingress {
+		t.stats.ChunksIgnored++
+		return
+	}
+	c.last = max(c.last, ch.TimeNs)
+	c.dirs[ch.Dir].chunk(t, ch)
+	if !c.ignored && c.failedSyncs >= maxFailedSyncs && !c.dirs[0].synced && !c.dirs[1].synced {
+		t.notHTTP2(c)
+	}
+}
+
+// notHTTP2 stops looking at a connection.
+func (t *Tracker) notHTTP2(c *conn) {
+	if c.ignored {
+		return
+	}
+	c.ignored = true
+	t.stats.ConnsIgnoredNotHTTP2++
+	for sid, s := range c.streams {
+		delete(c.streams, sid)
+		t.recycle(s)
+	}
+	for i := range c.dirs {
+		c.dirs[i] = direction{c: c, dir: Dir(i), st: psUnsynced}
+	}
+}
+
+// ConnClose ends a connection: its open streams are emitted with
+// FlagConnClosed.
+func (t *Tracker) ConnClose(cl *ConnClose) {
+	if c := t.conns[cl.Conn]; c != nil {
+		t.closeConn(c, cl.TimeNs, FlagConnClosed)
+	}
+}
+
+// Lost counts lost capture records. Nothing else is needed: a lost chunk
+// shows as a hole that no uncopied payload explains at the next chunk of
+// its direction, which is then a gap.
+func (t *Tracker) Lost(l *Lost) { t.stats.Lost += l.Count }
+
+// Expire ends connections idle since nowNs-IdleTimeout and streams idle
+// since nowNs-StreamIdleTimeout; their open streams are emitted with
+// FlagEvicted, ended at their last activity.
+func (t *Tracker) Expire(nowNs uint64) {
+	connIdle, streamIdle := uint64(t.cfg.IdleTimeout), uint64(t.cfg.StreamIdleTimeout)
+	for _, c := range t.conns {
+		if nowNs > c.last && nowNs-c.last >= connIdle {
+			t.stats.ConnsEvicted++
+			t.closeConn(c, 0, FlagEvicted)
+			continue
+		}
+		for sid, s := range c.streams {
+			if nowNs > s.last && nowNs-s.last >= streamIdle {
+				t.stats.StreamsEvicted++
+				t.finish(c, sid, s, s.last, FlagEvicted)
+			}
+		}
+	}
+}
+
+// closeConn ends c; endNs 0 ends each stream at its last activity.
+func (t *Tracker) closeConn(c *conn, endNs uint64, f CallFlags) {
+	for sid, s := range c.streams {
+		e := endNs
+		if e == 0 {
+			e = s.last
+		}
+		if f == FlagConnClosed {
+			t.stats.CallsConnClosed++
+		}
+		t.finish(c, sid, s, e, f)
+	}
+	delete(t.conns, c.id)
+	t.unlinkTuple(c)
+}
+
+func (t *Tracker) unlinkTuple(c *conn) {
+	if !c.hasTuple {
+		return
+	}
+	c.hasTuple = false
+	if k := (tuple{c.local, c.remote}); t.byTuple[k] == c {
+		delete(t.byTuple, k)
+	}
+	if c.peer != nil {
+		c.peer.peer = nil
+		c.peer = nil
+	}
+}
+
+// onHeaders handles a complete HEADERS header block of d (d.fields).
+func (t *Tracker) onHeaders(d *direction, decoded bool) {
+	c, f, sid := d.c, &d.fields, d.blockStream
+	switch {
+	case f.has&hasMethod != 0:
+		c.learnReqDir(d.dir)
+	case f.has&hasStatus != 0:
+		c.learnReqDir(1 - d.dir)
+	}
+	s := c.streams[sid]
+	if s == nil {
+		if c.reqDir != int8(d.dir) || sid%2 == 0 {
+			t.stats.StreamsUnmatched++
+			return
+		}
+		if len(c.streams) >= t.cfg.MaxStreamsPerConn {
+			t.stats.StreamsOverLimit++
+			return
+		}
+		s = t.newStream(c, d, sid)
+		c.streams[sid] = s
+		t.request(s, f)
+	}
+	s.last = max(s.last, d.blockTime)
+	call := &s.call
+	if d.dir == s.reqDir {
+		call.ReqHeaderBytes += d.blockWire
+		if d.blockFlags&FlagEndStream != 0 {
+			call.Flags |= FlagRequestEnded
+		}
+		return
+	}
+	call.RespHeaderBytes += d.blockWire
+	if f.has&hasStatus != 0 && call.Flags&FlagResponseHeaders == 0 {
+		call.Flags |= FlagResponseHeaders
+		call.HTTPStatus, _ = strconv.Atoi(f.status)
+	}
+	if f.has&hasContentType != 0 && call.Protocol == ProtoUnknown && isGRPCContentType(f.contentType) {
+		call.Protocol = ProtoGRPC
+	}
+	if f.has&hasGRPCStatus != 0 {
+		if v, err := strconv.Atoi(f.grpcStatus); err == nil && v >= 0 {
+			call.GRPCStatus = v
+		}
+		if call.Protocol == ProtoUnknown {
+			call.Protocol = ProtoGRPC
+		}
+	}
+	if f.has&hasGRPCMessage != 0 {
+		call.GRPCMessage = DecodeGRPCMessage(f.grpcMessage)
+	}
+	if d.blockFlags&FlagEndStream != 0 {
+		t.finish(c, sid, s, d.blockTime, 0)
+	}
+}
+
+func isGRPCContentType(ct string) bool {
+	const p = "application/grpc"
+	return len(ct) >= len(p) && ct[:len(p)] == p && (len(ct) == len(p) || ct[len(p)] == '+' || ct[len(p)] == ';')
+}
+
+// request fills a new call from its request headers.
+func (t *Tracker) request(s *stream, f *headerFields) {
+	call := &s.call
+	call.Method, call.Path, call.Authority, call.ContentType = f.method, f.path, f.authority, f.contentType
+	if f.has&hasPath == 0 {
+		call.Flags |= FlagMethodUnknown
+	} else if svc, m, ok := SplitPath(f.path); ok {
+		call.Service, call.RPC = svc, m
+	}
+	if f.has&hasContentType != 0 {
+		call.Protocol = ProtoHTTP
+		if isGRPCContentType(f.contentType) {
+			call.Protocol = ProtoGRPC
+		}
+	}
+	if f.has&hasGRPCTimeout != 0 {
+		call.Timeout, _ = ParseGRPCTimeout(f.timeout)
+	}
+	if f.has&hasTraceParent != 0 {
+		call.TraceParent = ParseTraceParent(f.traceparent)
+	}
+}
+
+func (t *Tracker) newStream(c *conn, d *direction, sid uint32) *stream {
+	var s *stream
+	if n := len(t.free); n > 0 {
+		s = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		s = new(stream)
+	}
+	s.reqDir = d.dir
+	s.last = d.blockTime
+	s.call = Call{
+		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote,
+		Proc: d.blockProc, StreamID: sid, StartNs: d.blockTime,
+		GRPCStatus: -1,
+	}
+	if d.dir == Ingress {
+		s.call.Side = SideServer
+	}
+	if s.call.Proc == (Proc{}) {
+		s.call.Proc = c.openProc
+	}
+	return s
+}
+
+func (t *Tracker) recycle(s *stream) {
+	s.call = Call{}
+	if len(t.free) < 1024 {
+		t.free = append(t.free, s)
+	}
+}
+
+// onData counts a DATA frame (its header only: the payload is not needed).
+func (t *Tracker) onData(d *direction, fh *FrameHeader) {
+	s := d.c.streams[fh.StreamID]
+	if s == nil {
+		return
+	}
+	s.last = max(s.last, d.fTime)
+	call := &s.call
+	if d.dir == s.reqDir {
+		call.ReqDataFrames++
+		call.ReqDataBytes += uint64(fh.Length)
+		if fh.Flags&FlagEndStream != 0 {
+			call.Flags |= FlagRequestEnded
+		}
+		return
+	}
+	call.RespDataFrames++
+	call.RespDataBytes += uint64(fh.Length)
+	if fh.Flags&FlagEndStream != 0 {
+		t.finish(d.c, fh.StreamID, s, d.fTime, 0)
+	}
+}
+
+// onReset ends a stream reset by either end.
+func (t *Tracker) onReset(d *direction, sid uint32, code uint32) {
+	s := d.c.streams[sid]
+	if s == nil {
+		return
+	}
+	call := &s.call
+	call.Flags |= FlagReset
+	call.ResetCode = code
+	if code == errCancel {
+		call.Flags |= FlagCancelled
+	}
+	if call.GRPCStatus < 0 {
+		call.GRPCStatus = resetStatus(code)
+		// a client cancels at its deadline: report what the client saw
+		// (the grpc-timeout is what remained when it sent the headers)
+		if code == errCancel && d.dir == s.reqDir && call.Timeout > 0 &&
+			d.fTime >= call.StartNs && time.Duration(d.fTime-call.StartNs) >= call.Timeout-deadlineSlack {
+			call.GRPCStatus = codeDeadlineExceeded
+			call.Flags |= FlagDeadline
+		}
+	}
+	t.stats.CallsReset++
+	t.finish(d.c, sid, s, d.fTime, 0)
+}
+
+// deadlineSlack: how much before its grpc-timeout a client's CANCEL still
+// counts as its deadline (the timeout is measured from the header's
+// encoding, the span from the syscall that wrote it).
+const deadlineSlack = 2 * time.Millisecond
+
+// onGoAway fails the streams the GOAWAY's receiver started above lastID.
+func (t *Tracker) onGoAway(d *direction, lastID uint32) {
+	for sid, s := range d.c.streams {
+		if sid > lastID && s.reqDir != d.dir {
+			call := &s.call
+			call.Flags |= FlagGoAway
+			if call.GRPCStatus < 0 {
+				call.GRPCStatus = codeUnavailable
+			}
+			t.stats.CallsGoAway++
+			t.finish(d.c, sid, s, d.fTime, 0)
+		}
+	}
+}
+
+// finish emits a call and forgets its stream.
+func (t *Tracker) finish(c *conn, sid uint32, s *stream, endNs uint64, f CallFlags) {
+	delete(c.streams, sid)
+	call := &s.call
+	call.Flags |= f
+	if f == FlagConnClosed && call.GRPCStatus < 0 && call.Protocol != ProtoHTTP {
+		call.GRPCStatus = codeUnavailable // what a gRPC client reports
+	}
+	call.EndNs = max(endNs, call.StartNs)
+	call.Start, call.End = t.clock(call.StartNs), t.clock(call.EndNs)
+	if call.ReqDataFrames > 1 || call.RespDataFrames > 1 {
+		call.Flags |= FlagStreaming
+	}
+	if c.peerKnown {
+		call.PeerConn, call.PeerFound = c.peerID, true
+	}
+	if call.Side == SideClient {
+		call.ClientConn, call.ClientConnKnown = c.id, true
+	} else if c.peerKnown {
+		call.ClientConn, call.ClientConnKnown = c.peerID, true
+	}
+	if call.Flags&FlagMethodUnknown != 0 {
+		t.stats.MethodsUnknown++
+	}
+	t.stats.CallsEmitted++
+	t.emit(call)
+	t.recycle(s)
+}
