@@ -46,6 +46,7 @@ char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses 
 #define AF_INET 2
 #define AF_INET6 10
 #define MSG_PEEK 2
+#define RCV_SHUTDOWN 1
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 
@@ -737,6 +738,13 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	}
 	end = h2_off(&c->d[dir], h2_tcp_seq(sk, dir));
 	start = end - ret;
+	/* A read that consumed the peer's FIN: copied_seq counts it too. */
+	if (dir == H2_INGRESS && start == c->d[dir].seen + 1 &&
+	    BPF_CORE_READ_BITFIELD_PROBED(sk, sk_shutdown) & RCV_SHUTDOWN) {
+		start--;
+		end--;
+		c->d[dir].lastoff--;
+	}
 
 	/* The first user segment: detection and resynchronisation look at its start. */
 	w->seg_lo = start;

@@ -94,6 +94,13 @@ func walkFrames(t *testing.T, chunks []h2.Chunk, start uint64) frameStats {
 	pos := start
 	for pos < last {
 		hdr, ok := covered(pos, 9)
+		if !ok {
+			for _, c := range chunks {
+				if c.Offset+uint64(len(c.Data))+200 > pos && c.Offset < pos+200 {
+					t.Logf("chunk conn %d dir %d off %d len %d time %d tid %d data %x", c.Conn, c.Dir, c.Offset, len(c.Data), c.TimeNs, c.Proc.TID, c.Data[:min(len(c.Data), 12)])
+				}
+			}
+		}
 		require.True(t, ok, "frame header at %d not captured", pos)
 		n := uint64(hdr[0])<<16 | uint64(hdr[1])<<8 | uint64(hdr[2])
 		typ := hdr[3]

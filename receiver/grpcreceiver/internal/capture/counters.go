@@ -35,6 +35,11 @@ type Counters struct {
 	Overrun        uint64 // slots skipped: the ring lapped its reader
 	NoSlot         uint64
 	DoorbellFailed uint64
+
+	// ProgMisses are program runs the kernel skipped because the same program
+	// was already running on that CPU (preempted mid-run): their calls' bytes
+	// are missed, and the connection's next call finds the hole (desync).
+	ProgMisses uint64
 }
 
 func (c *Counters) add(p h2H2Stats) {
@@ -76,7 +81,7 @@ func (c Counters) Named() []NamedCounter {
 		{"resync", c.Resync}, {"desync_bytes", c.DesyncBytes}, {"loop_bound", c.LoopBound},
 		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
-		{"doorbell_failed", c.DoorbellFailed},
+		{"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}
 }
 
