@@ -21,8 +21,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/grpc/codes"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
-	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/grpctest"
 )
 
 // pythonGRPC returns the python of a venv with grpcio (scripts/python-grpc.sh

@@ -19,8 +19,8 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"google.golang.org/grpc/codes"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
-	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/metadata"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
-	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
 )
 
