@@ -33,7 +33,7 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger unit e2e test-kernels
+test: deps $(COLLECTOR) jaeger python-grpc unit e2e test-kernels
 
 unit:
 	$(GO) vet ./...
@@ -57,6 +57,13 @@ $(COLLECTOR): $(BUILDER) builder-config.yaml go.mod go.sum $(GO_SOURCES)
 	$(BUILDER) --config builder-config.yaml
 	mkdir -p bin
 	cp build/otelcol-seq/otelcol-seq $(COLLECTOR)
+
+# grpcio (PyPI) in a venv outside the clone, for the grpc receiver's tests
+# against a second gRPC implementation (they call the script themselves too).
+PYGRPC_CACHE ?= $(HOME)/.cache/otelcol-seq/python
+.PHONY: python-grpc
+python-grpc:
+	PYGRPC_CACHE=$(PYGRPC_CACHE) scripts/python-grpc.sh >/dev/null
 
 # Jaeger v2 (memory storage) for test/e2e/jaeger_test.go; built once, minutes.
 # `scripts/jaeger.sh start` / `stop` run it on 127.0.0.1 (UI on :16686).

@@ -134,7 +134,7 @@ func drain(c *Capture, dec *Decoder) {
 
 func TestCaptureGRPCGo(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, hook := range []Hook{HookSocket, HookSyscalls} {
+	for _, hook := range hooksHere(t) {
 		t.Run(string(hook), func(t *testing.T) { testCaptureGRPCGo(t, hook) })
 	}
 }
