@@ -141,6 +141,14 @@ BENCH_FLAGS ?=
 bench: deps
 	$(GO) run ./tools/seqbench $(BENCH_FLAGS)
 
+# The grpc receiver's cost on a real gRPC load (root; a few minutes, tools
+# built once into ~/.cache/otelcol-seq/bench-grpc): grpc-go's helloworld
+# server driven by ghz v0.120.0, without and with the receiver, direct and
+# through HAProxy, interleaved rounds. Not part of make test; see BENCHMARKS.md.
+.PHONY: bench-grpc
+bench-grpc: deps $(COLLECTOR)
+	scripts/bench-grpc.sh
+
 # ebpf_exporter-format objects: the test fixtures (testdata/ebpf_exporter)
 # and the ready-to-use programs (programs/), each <name>.bpf.c compiled to
 # <name>.bpf.o next to its <name>.yaml. The objects are committed; building
