@@ -50,7 +50,7 @@ pids+=($!)
 
 cat >"$OUT/haproxy.cfg" <<CFG
 global
-  maxconn 10000
+  maxconn 2000
 defaults
   mode http
   timeout connect 5s
@@ -62,7 +62,7 @@ frontend fe
 backend be
   server s1 127.0.0.1:50051 proto h2
 CFG
-haproxy -f "$OUT/haproxy.cfg" -db >/dev/null 2>&1 &
+haproxy -f "$OUT/haproxy.cfg" -db >"$OUT/haproxy.log" 2>&1 &
 pids+=($!)
 
 cat >"$OUT/collector.yaml" <<CFG
@@ -126,6 +126,9 @@ for round in $(seq 1 "$ROUNDS"); do
 		python3 - "$OUT/ghz.json" "$round" "$row" "$cpu" "$bpr" >>"$results" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
+bad = {k: v for k, v in (r.get("statusCodeDistribution") or {}).items() if k != "OK"}
+if bad or not r.get("latencyDistribution"):
+    sys.exit(f"ghz: calls failed in row {sys.argv[3]}: {bad or r.get('errorDistribution')}")
 lat = {d["percentage"]: d["latency"] / 1e6 for d in r.get("latencyDistribution") or []}
 print(f"{sys.argv[2]}\t{sys.argv[3]}\t{r['rps']:.0f}\t{lat.get(50, 0):.2f}\t{lat.get(99, 0):.2f}\t{sys.argv[4]}\t{sys.argv[5]}")
 PY
