@@ -8,6 +8,9 @@ package capture
 import (
 	"context"
 	"encoding/binary"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"sync"
 	"testing"
@@ -165,6 +168,16 @@ func testCaptureGRPCGo(t *testing.T, hook Hook) {
 	require.NoError(t, cc.Close())
 	srv.Stop()
 
+	// An HTTP/1.1 connection beside it: found not HTTP/2, never reported.
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello")) }))
+	resp, err := http.Get(web.URL)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	web.CloseClientConnections()
+	web.Close()
+	http.DefaultClient.CloseIdleConnections()
+
 	rec := newRecorder()
 	dec := NewDecoder(rec)
 	// Both sockets reach TCP_CLOSE soon after the close on loopback.
@@ -226,6 +239,11 @@ func testCaptureGRPCGo(t *testing.T, hook Hook) {
 		assert.Equal(t, fs.end, cl.Total[side.requests], "request bytes")
 		assert.Equal(t, resp.end, cl.Total[1-side.requests], "response bytes")
 	}
+	for _, o := range rec.opens {
+		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Local.Port, "HTTP/1.1 server reported")
+		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Remote.Port, "HTTP/1.1 client reported")
+	}
+	assert.GreaterOrEqual(t, cnt.ConnsNotH2, uint64(2), "the HTTP/1.1 client and server sockets")
 	assert.Zero(t, cnt.Desync)
 	assert.Zero(t, cnt.Busy)
 	assert.Zero(t, cnt.Overrun)
