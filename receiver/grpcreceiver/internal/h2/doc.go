@@ -32,18 +32,39 @@
 // (Stats.ChunksStale). Lost records need no special handling: a lost chunk
 // is a hole that no uncopied payload explains.
 //
+// A resynchronisation is tentative until confirmFrames frame headers have
+// passed (the first included): until then frames have no effect (no
+// stream, HPACK or SETTINGS change; header blocks are counted as
+// HeaderBlocksUnverified), and a header that fails the resync test or a
+// chunk landing strictly inside a payload the kernel does not copy proves
+// the resync wrong (ResyncsRejected). So a chunk that begins inside a frame
+// and happens to parse as a frame header cannot swallow the frames after it.
+//
+// The two directions of a socket are not ordered with each other: a
+// write's record may come after the record of the read of its answer. A
+// response to a stream id above every request seen waits for its request
+// (an orphan; dropped as StreamsUnmatched when a later request comes first
+// or at close), and a call whose response ended before its request did
+// waits for the request's END_STREAM, a reset, or a chunk of the request
+// direction stamped after the response's end. The kernel side should stamp
+// a write with the time it started and a read with the time it ended. A
+// chunk of a connection after its ConnClose starts a new RoleUnknown one.
+//
 // # HPACK
 //
-// Each direction has one hpack.Decoder, fed every header block in wire
-// order (also of streams that are dropped). SETTINGS_HEADER_TABLE_SIZE sent
-// one way bounds the table of the blocks that travel the other way. When
-// the table is not known (a connection that predates capture, after a gap,
-// after a block too large or an HPACK error) the direction decodes with an
-// empty table: every field it can resolve is right (entries inserted since
-// are the newest ones of the real table, at the same indexes) and a
-// reference to an older entry fails. The fields before the failure are kept;
-// a request whose :path did not decode is a call with FlagMethodUnknown
-// (spanmap names it _OTHER), never a guessed method.
+// Each direction has one HPACK state, fed every header block in wire order
+// (also of streams that are dropped). SETTINGS_HEADER_TABLE_SIZE sent one
+// way bounds the table of the blocks that travel the other way. While the
+// table is known from the connection's start, x/net's hpack.Decoder
+// decodes. When it is not (a connection that predates capture, after a gap,
+// a block too large, an HPACK error) the direction decodes with a
+// tolerantDecoder from an empty table: every field it can resolve is right
+// (entries inserted since are the newest ones of the real table, at the
+// same indexes), a reference to an older entry is skipped, and a literal
+// inserted under an unknown name keeps the indexes aligned. As the peer's
+// table turns over, fields decode again (grpc-go re-inserts :path once its
+// entry is evicted). A request whose :path did not decode is a call with
+// FlagMethodUnknown (spanmap names it _OTHER), never a guessed method.
 //
 // # Calls
 //

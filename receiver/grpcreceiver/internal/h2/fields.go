@@ -33,10 +33,12 @@ type headerFields struct {
 	traceparent                              string
 }
 
-func (f *headerFields) add(hf hpack.HeaderField) {
+func (f *headerFields) addHF(hf hpack.HeaderField) { f.add(hf.Name, hf.Value) }
+
+func (f *headerFields) add(name, value string) {
 	var bit uint16
 	var dst *string
-	switch hf.Name {
+	switch name {
 	case ":method":
 		bit, dst = hasMethod, &f.method
 	case ":path":
@@ -60,7 +62,7 @@ func (f *headerFields) add(hf hpack.HeaderField) {
 	}
 	if f.has&bit == 0 { // the first of a repeated field counts
 		f.has |= bit
-		*dst = hf.Value
+		*dst = value
 	}
 }
 

@@ -20,6 +20,9 @@ const (
 )
 
 const (
+	// confirmFrames: the frame headers a resynchronisation must see pass
+	// (the first one included) before the direction is trusted again.
+	confirmFrames      = 3
 	initialTableSize   = 4096 // SETTINGS_HEADER_TABLE_SIZE's initial value
 	maxSettingsPayload = 64 * 6
 	// shrinkBlockCap: a block buffer grown beyond it is freed after use, so
@@ -42,6 +45,15 @@ type direction struct {
 	// client preface).
 	firstFrame bool
 	synced     bool // framing found at least once
+	// tentative counts the frame headers still to be confirmed after a
+	// resynchronisation (confirmFrames). Until then a frame has no effect
+	// on streams, HPACK or settings, a header-block frame is not decoded,
+	// and a chunk that lands strictly inside a payload the kernel does not
+	// copy (it never sends such bytes) or a header that fails the resync
+	// test means the resync was wrong: it is dropped (ResyncsRejected).
+	tentative uint8
+	fTent     bool // the current frame was parsed while tentative
+	blockTent bool // the current header block began while tentative
 	// strict: the HPACK table is known from the connection's start, so the
 	// decoder follows the peer's SETTINGS_HEADER_TABLE_SIZE exactly; else it
 	// accepts any size up to Config.MaxHeaderTableSize (always safe, see
@@ -70,7 +82,11 @@ type direction struct {
 	blockProc     Proc
 	block         []byte
 
+	// dec decodes while the table is known from the connection's start
+	// (strict); tol once it is not (see tolerantDecoder).
 	dec       *hpack.Decoder
+	tol       *tolerantDecoder
+	emit      func(name, value string)
 	fields    headerFields
 	allowedTS uint32 // the table size the peer's decoder allows (its SETTINGS)
 }
@@ -91,15 +107,41 @@ func (d *direction) reset(c *conn, dir Dir, fromStart, preface bool) {
 	}
 }
 
-// decoder returns the direction's HPACK decoder, making a fresh one (empty
-// dynamic table) when there is none.
-func (d *direction) decoder(t *Tracker) *hpack.Decoder {
-	if d.dec == nil {
-		d.dec = hpack.NewDecoder(initialTableSize, d.fields.add)
-		d.dec.SetMaxStringLength(t.cfg.MaxHeaderBlock)
-		d.dec.SetAllowedMaxDynamicTableSize(d.allowedSize(t))
+// decode decodes the block with the direction's HPACK state into
+// d.fields. It returns whether every field was decoded; the fields before
+// or around what was not are right.
+func (d *direction) decode(t *Tracker) bool {
+	if d.strict {
+		if d.dec == nil {
+			d.dec = hpack.NewDecoder(initialTableSize, d.fields.addHF)
+			d.dec.SetMaxStringLength(t.cfg.MaxHeaderBlock)
+			d.dec.SetAllowedMaxDynamicTableSize(d.allowedSize(t))
+		}
+		_, err := d.dec.Write(d.block)
+		if err == nil {
+			err = d.dec.Close()
+		}
+		if err == nil {
+			return true
+		}
+		// the fields before the error are right; the table is not
+		d.unknownTable()
+		return false
 	}
-	return d.dec
+	if d.tol == nil {
+		d.tol = newTolerantDecoder(d.allowedSize(t))
+	}
+	if d.emit == nil {
+		d.emit = d.fields.add
+	}
+	complete, err := d.tol.decode(d.block, d.emit)
+	return complete && err == nil
+}
+
+// unknownTable forgets the HPACK table: the next block is decoded by a
+// tolerantDecoder from an empty table.
+func (d *direction) unknownTable() {
+	d.dec, d.tol, d.strict = nil, nil, false
 }
 
 func (d *direction) allowedSize(t *Tracker) uint32 {
@@ -135,7 +177,12 @@ func (d *direction) chunk(t *Tracker, ch *Chunk) {
 	}
 	if off > d.next {
 		if r, ok := d.hole(t, off-d.next); !ok {
-			d.gap(t, r)
+			if r == gapTentative {
+				t.stats.ResyncsRejected++
+				d.desync(t)
+			} else {
+				d.gap(t, r)
+			}
 			if !d.resync(t, data) {
 				t.stats.ChunksUnsynced++
 				d.next = end
@@ -167,6 +214,9 @@ func (d *direction) hole(t *Tracker, n uint64) (GapReason, bool) {
 	if n > uint64(d.fh.Length-d.got) {
 		return GapFrameHeader, false
 	}
+	if d.tentative > 0 && n < uint64(d.fh.Length-d.got) {
+		return gapTentative, false
+	}
 	t.stats.BytesHoles += n
 	d.got += uint32(n)
 	if d.got == d.fh.Length {
@@ -189,12 +239,12 @@ func (d *direction) gap(t *Tracker, r GapReason) {
 // the connection's open streams.
 func (d *direction) desync(t *Tracker) {
 	d.st = psUnsynced
+	d.tentative = 0
 	d.hdrN = 0
 	d.inBlock = false
 	d.blockTooLarge = false
 	d.block = d.block[:0]
-	d.dec = nil // the next block is decoded with an empty table
-	d.strict = false
+	d.unknownTable()
 	d.firstFrame = false
 	for _, s := range d.c.streams {
 		s.call.Flags |= FlagGap
@@ -209,11 +259,12 @@ func (d *direction) resync(t *Tracker, data []byte) bool {
 		d.firstFrame = true
 	} else if PlausibleStart(data, t.cfg.ResyncMaxFrameSize) {
 		d.st = psHeader
+		d.tentative = confirmFrames
 	} else {
 		return false
 	}
 	d.hdrN = 0
-	d.dec, d.strict = nil, false
+	d.unknownTable()
 	d.synced = true
 	t.stats.Resyncs++
 	return true
@@ -286,6 +337,15 @@ func (d *direction) beginFrame(t *Tracker) bool {
 		t.notHTTP2(d.c)
 		return false
 	}
+	d.fTent = d.tentative > 0
+	if d.fTent {
+		if !ok || !fh.Valid(t.cfg.ResyncMaxFrameSize, false) {
+			t.stats.ResyncsRejected++
+			d.desync(t)
+			return false
+		}
+		d.tentative--
+	}
 	if !ok {
 		d.gap(t, GapBadFrame)
 		return false
@@ -295,11 +355,14 @@ func (d *direction) beginFrame(t *Tracker) bool {
 	d.need = needed(*fh)
 	switch fh.Type {
 	case FrameData:
-		t.onData(d, fh)
+		if !d.fTent {
+			t.onData(d, fh)
+		}
 	case FrameHeaders, FramePushPromise, FrameContinuation:
 		if fh.Type != FrameContinuation {
 			d.inBlock = true
 			d.blockStream, d.blockType, d.blockFlags = fh.StreamID, fh.Type, fh.Flags
+			d.blockTent = d.fTent
 			d.blockTooLarge = false
 			d.blockWire = 0
 			d.blockTime, d.blockProc = d.fTime, d.fProc
@@ -340,14 +403,20 @@ func (d *direction) endFrame(t *Tracker) {
 			d.endBlock(t)
 		}
 	case FrameSettings:
-		if fh.Flags&FlagAck == 0 {
+		if fh.Flags&FlagAck == 0 && !d.fTent {
 			d.settings(t)
 		}
 	case FrameRSTStream:
 		t.stats.Resets++
+		if d.fTent {
+			return
+		}
 		t.onReset(d, fh.StreamID, binary.BigEndian.Uint32(d.ctl[:4]))
 	case FrameGoAway:
 		t.stats.GoAways++
+		if d.fTent {
+			return
+		}
 		t.onGoAway(d, binary.BigEndian.Uint32(d.ctl[:4])&0x7fffffff)
 	}
 }
@@ -392,6 +461,9 @@ func (d *direction) settings(t *Tracker) {
 		if o.dec != nil {
 			o.dec.SetAllowedMaxDynamicTableSize(o.allowedSize(t))
 		}
+		if o.tol != nil {
+			o.tol.limit = o.allowedSize(t)
+		}
 	}
 }
 
@@ -401,22 +473,18 @@ func (d *direction) endBlock(t *Tracker) {
 	t.stats.HeaderBlocks++
 	d.fields = headerFields{}
 	decoded := false
+	if d.blockTent {
+		// perhaps not a header block at all: not decoded, and the table
+		// misses its insertions
+		t.stats.HeaderBlocksUnverified++
+		d.unknownTable()
+		return
+	}
 	if d.blockTooLarge {
 		t.stats.HeaderBlocksTooLarge++
-		d.dec, d.strict = nil, false // its insertions are lost: start again with an empty table
-	} else {
-		dec := d.decoder(t)
-		_, err := dec.Write(d.block)
-		if err == nil {
-			err = dec.Close()
-		}
-		if err != nil {
-			// the fields before the error are right; the table is not
-			t.stats.HPACKErrors++
-			d.dec, d.strict = nil, false
-		} else {
-			decoded = true
-		}
+		d.unknownTable() // its insertions are lost
+	} else if decoded = d.decode(t); !decoded {
+		t.stats.HPACKErrors++
 	}
 	if cap(d.block) > shrinkBlockCap {
 		d.block = nil

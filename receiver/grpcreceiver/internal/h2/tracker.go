@@ -95,6 +95,9 @@ type conn struct {
 	dirs          [2]direction
 	reqDir        int8 // the Dir that carries requests; -1 unknown
 	streams       map[uint32]*stream
+	orphans       int    // streams in it whose request has not been seen
+	waiting       int    // streams in it whose response ended before their request
+	maxReqSid     uint32 // the highest stream id of a request seen
 	last          uint64 // boot ns of the latest chunk
 	ignored       bool
 	failedSyncs   uint32
@@ -113,7 +116,20 @@ func (c *conn) learnReqDir(d Dir) {
 type stream struct {
 	reqDir Dir
 	last   uint64
-	call   Call
+	// orphan: response frames came first. Records of the two directions
+	// of a socket may be captured out of order (a write's record after the
+	// peer's answer was read), so a response to a stream id above any
+	// request seen waits for its request; it is dropped (StreamsUnmatched)
+	// when a later request is seen first, or at close or expiry.
+	// A stream whose response ended before its request did (an adopted
+	// orphan, or records of the request direction late) waits for its
+	// request's END_STREAM, a reset, a chunk of the request direction
+	// stamped after the response's end, its connection's close or Expire.
+	orphan    bool
+	respEnded bool // the response ended, at respEndNs
+
+	respEndNs uint64
+	call      Call
 }
 
 // Tracker turns the captured bytes of connections into calls. Its methods
@@ -218,6 +234,9 @@ func (t *Tracker) Chunk(ch *Chunk) {
 		return
 	}
 	c.last = max(c.last, ch.TimeNs)
+	if c.waiting > 0 {
+		t.flushWaiting(c, ch.Dir, ch.TimeNs)
+	}
 	c.dirs[ch.Dir].chunk(t, ch)
 	if !c.ignored && c.failedSyncs >= maxFailedSyncs && !c.dirs[0].synced && !c.dirs[1].synced {
 		t.notHTTP2(c)
@@ -314,7 +333,8 @@ func (t *Tracker) onHeaders(d *direction, decoded bool) {
 	}
 	s := c.streams[sid]
 	if s == nil {
-		if c.reqDir != int8(d.dir) || sid%2 == 0 {
+		isReq := c.reqDir == int8(d.dir)
+		if sid%2 == 0 || c.reqDir < 0 || (!isReq && sid <= c.maxReqSid) {
 			t.stats.StreamsUnmatched++
 			return
 		}
@@ -322,16 +342,27 @@ func (t *Tracker) onHeaders(d *direction, decoded bool) {
 			t.stats.StreamsOverLimit++
 			return
 		}
-		s = t.newStream(c, d, sid)
+		s = t.newStream(c, Dir(c.reqDir), sid, d.blockTime)
 		c.streams[sid] = s
-		t.request(s, f)
+		if !isReq {
+			s.orphan = true
+			c.orphans++
+		}
 	}
 	s.last = max(s.last, d.blockTime)
 	call := &s.call
+	if d.dir == s.reqDir && s.orphan {
+		t.adopt(c, d, s, f)
+	} else if d.dir == s.reqDir && call.ReqHeaderBytes == 0 {
+		t.request(c, d, s, f)
+	}
 	if d.dir == s.reqDir {
 		call.ReqHeaderBytes += d.blockWire
 		if d.blockFlags&FlagEndStream != 0 {
 			call.Flags |= FlagRequestEnded
+		}
+		if s.respEnded && call.Flags&FlagRequestEnded != 0 { // an adopted orphan
+			t.end(c, sid, s, s.respEndNs)
 		}
 		return
 	}
@@ -355,7 +386,47 @@ func (t *Tracker) onHeaders(d *direction, decoded bool) {
 		call.GRPCMessage = DecodeGRPCMessage(f.grpcMessage)
 	}
 	if d.blockFlags&FlagEndStream != 0 {
-		t.finish(c, sid, s, d.blockTime, 0)
+		t.end(c, sid, s, d.blockTime)
+	}
+}
+
+// adopt makes an orphan the call of its request, seen now.
+func (t *Tracker) adopt(c *conn, d *direction, s *stream, f *headerFields) {
+	s.orphan = false
+	c.orphans--
+	resp := s.call
+	t.request(c, d, s, f)
+	call := &s.call
+	call.Flags |= resp.Flags
+	call.HTTPStatus, call.GRPCStatus, call.GRPCMessage = resp.HTTPStatus, resp.GRPCStatus, resp.GRPCMessage
+	call.ResetCode, call.RespHeaderBytes = resp.ResetCode, resp.RespHeaderBytes
+	call.RespDataFrames, call.RespDataBytes = resp.RespDataFrames, resp.RespDataBytes
+	if resp.Protocol == ProtoGRPC {
+		call.Protocol = ProtoGRPC
+	}
+}
+
+// end ends a stream's response: the call is emitted now, or, when its
+// request is not complete yet, when it is (see stream.respEnded).
+func (t *Tracker) end(c *conn, sid uint32, s *stream, endNs uint64) {
+	if !s.respEnded {
+		s.respEnded, s.respEndNs = true, endNs
+		c.waiting++
+	}
+	if s.orphan || s.call.Flags&FlagRequestEnded == 0 {
+		return
+	}
+	t.finish(c, sid, s, s.respEndNs, 0)
+}
+
+// flushWaiting emits the waiting streams whose request direction is dir
+// and whose response ended before nowNs: every request byte written before
+// the response ended has been seen.
+func (t *Tracker) flushWaiting(c *conn, dir Dir, nowNs uint64) {
+	for sid, s := range c.streams {
+		if s.respEnded && !s.orphan && s.reqDir == dir && s.respEndNs < nowNs {
+			t.finish(c, sid, s, s.respEndNs, 0)
+		}
 	}
 }
 
@@ -364,9 +435,26 @@ func isGRPCContentType(ct string) bool {
 	return len(ct) >= len(p) && ct[:len(p)] == p && (len(ct) == len(p) || ct[len(p)] == '+' || ct[len(p)] == ';')
 }
 
-// request fills a new call from its request headers.
-func (t *Tracker) request(s *stream, f *headerFields) {
+// request fills a call from its request headers (d's current block).
+func (t *Tracker) request(c *conn, d *direction, s *stream, f *headerFields) {
+	sid := s.call.StreamID
+	s.call = Call{
+		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote,
+		Proc: d.blockProc, StreamID: sid, StartNs: d.blockTime, GRPCStatus: -1,
+	}
 	call := &s.call
+	if d.dir == Ingress {
+		call.Side = SideServer
+	}
+	if call.Proc == (Proc{}) {
+		call.Proc = c.openProc
+	}
+	if sid > c.maxReqSid {
+		c.maxReqSid = sid
+		if c.orphans > 0 {
+			t.dropOrphans(c, sid)
+		}
+	}
 	call.Method, call.Path, call.Authority, call.ContentType = f.method, f.path, f.authority, f.contentType
 	if f.has&hasPath == 0 {
 		call.Flags |= FlagMethodUnknown
@@ -387,7 +475,17 @@ func (t *Tracker) request(s *stream, f *headerFields) {
 	}
 }
 
-func (t *Tracker) newStream(c *conn, d *direction, sid uint32) *stream {
+// dropOrphans forgets the orphans below sid: their requests would have
+// come before sid's.
+func (t *Tracker) dropOrphans(c *conn, sid uint32) {
+	for id, s := range c.streams {
+		if s.orphan && id < sid {
+			t.finish(c, id, s, 0, 0)
+		}
+	}
+}
+
+func (t *Tracker) newStream(c *conn, reqDir Dir, sid uint32, now uint64) *stream {
 	var s *stream
 	if n := len(t.free); n > 0 {
 		s = t.free[n-1]
@@ -395,24 +493,13 @@ func (t *Tracker) newStream(c *conn, d *direction, sid uint32) *stream {
 	} else {
 		s = new(stream)
 	}
-	s.reqDir = d.dir
-	s.last = d.blockTime
-	s.call = Call{
-		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote,
-		Proc: d.blockProc, StreamID: sid, StartNs: d.blockTime,
-		GRPCStatus: -1,
-	}
-	if d.dir == Ingress {
-		s.call.Side = SideServer
-	}
-	if s.call.Proc == (Proc{}) {
-		s.call.Proc = c.openProc
-	}
+	s.reqDir, s.last = reqDir, now
+	s.call = Call{StreamID: sid, GRPCStatus: -1}
 	return s
 }
 
 func (t *Tracker) recycle(s *stream) {
-	s.call = Call{}
+	*s = stream{}
 	if len(t.free) < 1024 {
 		t.free = append(t.free, s)
 	}
@@ -431,13 +518,16 @@ func (t *Tracker) onData(d *direction, fh *FrameHeader) {
 		call.ReqDataBytes += uint64(fh.Length)
 		if fh.Flags&FlagEndStream != 0 {
 			call.Flags |= FlagRequestEnded
+			if s.respEnded && !s.orphan {
+				t.end(d.c, fh.StreamID, s, s.respEndNs)
+			}
 		}
 		return
 	}
 	call.RespDataFrames++
 	call.RespDataBytes += uint64(fh.Length)
 	if fh.Flags&FlagEndStream != 0 {
-		t.finish(d.c, fh.StreamID, s, d.fTime, 0)
+		t.end(d.c, fh.StreamID, s, d.fTime)
 	}
 }
 
@@ -455,27 +545,31 @@ func (t *Tracker) onReset(d *direction, sid uint32, code uint32) {
 	}
 	if call.GRPCStatus < 0 {
 		call.GRPCStatus = resetStatus(code)
-		// a client cancels at its deadline: report what the client saw
-		// (the grpc-timeout is what remained when it sent the headers)
-		if code == errCancel && d.dir == s.reqDir && call.Timeout > 0 &&
-			d.fTime >= call.StartNs && time.Duration(d.fTime-call.StartNs) >= call.Timeout-deadlineSlack {
+		// a CANCEL once the grpc-timeout has passed is the deadline: the
+		// client's, or the server's (grpc-go resets at its own timer)
+		if code == errCancel && call.Timeout > 0 && d.fTime >= call.StartNs &&
+			time.Duration(d.fTime-call.StartNs) >= call.Timeout-max(deadlineSlack, call.Timeout/20) {
 			call.GRPCStatus = codeDeadlineExceeded
 			call.Flags |= FlagDeadline
 		}
 	}
 	t.stats.CallsReset++
-	t.finish(d.c, sid, s, d.fTime, 0)
+	if s.orphan {
+		t.end(d.c, sid, s, d.fTime)
+	} else {
+		t.finish(d.c, sid, s, d.fTime, 0)
+	}
 }
 
-// deadlineSlack: how much before its grpc-timeout a client's CANCEL still
-// counts as its deadline (the timeout is measured from the header's
-// encoding, the span from the syscall that wrote it).
+// deadlineSlack: how much before its grpc-timeout (at least; or 5% of it) a
+// CANCEL still counts as the deadline (the timeout is measured from the
+// header's encoding, the span from the syscall that carried it).
 const deadlineSlack = 2 * time.Millisecond
 
 // onGoAway fails the streams the GOAWAY's receiver started above lastID.
 func (t *Tracker) onGoAway(d *direction, lastID uint32) {
 	for sid, s := range d.c.streams {
-		if sid > lastID && s.reqDir != d.dir {
+		if sid > lastID && s.reqDir != d.dir && !s.orphan {
 			call := &s.call
 			call.Flags |= FlagGoAway
 			if call.GRPCStatus < 0 {
@@ -487,10 +581,22 @@ func (t *Tracker) onGoAway(d *direction, lastID uint32) {
 	}
 }
 
-// finish emits a call and forgets its stream.
+// finish emits a call and forgets its stream; an orphan is only counted.
 func (t *Tracker) finish(c *conn, sid uint32, s *stream, endNs uint64, f CallFlags) {
 	delete(c.streams, sid)
+	if s.respEnded {
+		c.waiting--
+	}
+	if s.orphan {
+		c.orphans--
+		t.stats.StreamsUnmatched++
+		t.recycle(s)
+		return
+	}
 	call := &s.call
+	if s.respEnded { // complete but for its request's end: not cut short
+		endNs, f = s.respEndNs, 0
+	}
 	call.Flags |= f
 	if f == FlagConnClosed && call.GRPCStatus < 0 && call.Protocol != ProtoHTTP {
 		call.GRPCStatus = codeUnavailable // what a gRPC client reports

@@ -242,8 +242,9 @@ func TestHoles(t *testing.T) {
 	h := c.headers(1, true, 0, req("/a.B/C")...).take()
 	v.send(Egress, h[:12]).skip(Egress, len(h)-12)
 	assert.Zero(t, v.stats().GapsTotal(), "seen at the next chunk")
-	// the next chunk begins at a frame: resynchronised, table unknown
-	v.send(Egress, c.headers(3, true, 0, req("/a.B/C")...).take())
+	// the next chunk begins at a frame: resynchronised, table unknown; the
+	// first frames confirm the resync
+	v.send(Egress, c.pings(confirmFrames).headers(3, true, 0, req("/a.B/C")...).take())
 	assert.Equal(t, uint64(1), v.stats().Gaps[GapHeaderBlock])
 	v.send(Ingress, s.settings().headers(3, true, 0, append(respHeaders, okTrailers...)...).take())
 	got = v.only()
@@ -259,11 +260,19 @@ func TestHoles(t *testing.T) {
 	require.Len(t, v.calls, 2)
 	assert.Equal(t, "/a.B/New", v.calls[1].Path)
 
+	// a stream open across a gap is flagged
+	v.send(Ingress, s.headers(9, false, 0, respHeaders...).take()) // the response first: an orphan
+	v.send(Egress, c.headers(9, true, 0, req("/a.B/New")...).take())
 	v.send(Egress, c.headers(7, true, 0, req("/a.B/New")...).take()[:5]).skip(Egress, 100)
 	v.send(Egress, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 	st = v.stats()
 	assert.Equal(t, uint64(1), st.Gaps[GapFrameHeader])
 	assert.Equal(t, uint64(1), st.ChunksUnsynced)
+	assert.Zero(t, st.StreamsUnmatched)
+	v.send(Ingress, s.headers(9, true, 0, okTrailers...).take())
+	require.Len(t, v.calls, 3)
+	assert.True(t, v.calls[2].Has(FlagGap))
+	assert.Equal(t, "/a.B/New", v.calls[2].Path)
 }
 
 func TestOverlapAndStale(t *testing.T) {
@@ -323,10 +332,10 @@ func TestRoleUnknownJoin(t *testing.T) {
 	early := c.settings().headers(1, true, 0, req("/a.B/Early")...).take()
 	v.skip(Egress, len(early)-3)
 	v.send(Egress, early[len(early)-3:]) // the tail of a frame: not a boundary
-	v.send(Egress, c.headers(3, true, 0, req("/a.B/Early")...).take())
+	v.send(Egress, c.pings(confirmFrames).headers(3, true, 0, req("/a.B/Early")...).take())
 	s.settings().headers(1, true, 0, append(respHeaders, okTrailers...)...)
 	v.skip(Ingress, len(s.take()))
-	v.send(Ingress, s.headers(3, true, 0, append(respHeaders, okTrailers...)...).take())
+	v.send(Ingress, s.pings(confirmFrames).headers(3, true, 0, append(respHeaders, okTrailers...)...).take())
 	got := v.only()
 	assert.True(t, got.Has(FlagMethodUnknown))
 	assert.Equal(t, SideClient, got.Side, ":method is static: the request direction is known")
@@ -397,4 +406,35 @@ func TestPeerLink(t *testing.T) {
 	assert.Equal(t, ConnID(11), calls[0].ClientConn)
 	assert.True(t, calls[0].ClientConnKnown)
 	assert.Equal(t, int64(1e9+11), int64(calls[0].Start))
+}
+
+func TestResyncConfirmation(t *testing.T) {
+	// a chunk that begins inside a frame header can look like a frame (here
+	// a DATA of 66560 bytes): the next chunk, which the kernel sends at a
+	// frame boundary, lands inside that payload and proves it wrong
+	v := newConv(t, Config{}, RoleUnknown)
+	c := newWire(false)
+	hb := c.headers(1, false, 0, req("/a.B/C")...).take()
+	d := c.data(1, 5, false).take()
+	v.skip(Egress, 3)
+	v.send(Egress, append(hb[3:], d[:9]...)).skip(Egress, 5)
+	v.send(Egress, c.pings(confirmFrames).headers(3, true, 0, req("/a.B/D")...).take())
+	st := v.stats()
+	assert.Equal(t, uint64(2), st.Resyncs)
+	assert.Equal(t, uint64(1), st.ResyncsRejected)
+	assert.Zero(t, st.GapsTotal())
+	v.tr.ConnClose(&ConnClose{Conn: v.id})
+	got := v.only()
+	assert.Equal(t, "/a.B/D", got.Path)
+	assert.Equal(t, uint32(3), got.StreamID)
+
+	// unconfirmed frames have no effect: a HEADERS right after a resync is
+	// not decoded
+	v = newConv(t, Config{}, RoleUnknown)
+	v.send(Egress, newWire(false).headers(5, true, 0, req("/a.B/C")...).take())
+	st = v.stats()
+	assert.Equal(t, uint64(1), st.HeaderBlocksUnverified)
+	assert.Equal(t, uint8(confirmFrames-1), v.tr.conns[v.id].dirs[Egress].tentative)
+	v.tr.ConnClose(&ConnClose{Conn: v.id})
+	assert.Empty(t, v.calls)
 }

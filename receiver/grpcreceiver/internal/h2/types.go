@@ -215,6 +215,7 @@ const (
 	// start were not the preface, after frames had been seen elsewhere.
 	GapBadPreface
 	numGapReasons
+	gapTentative = numGapReasons // internal: a resync proved wrong, not a gap
 )
 
 var gapNames = [numGapReasons]string{"frame_header", "header_block", "control", "preface", "bad_frame", "bad_preface"}
@@ -228,34 +229,36 @@ func (r GapReason) String() string {
 
 // Stats are the Tracker's counters since NewTracker.
 type Stats struct {
-	ConnsTracked         uint64 // connections tracked (opened or first seen)
-	ConnsLive            uint64 // tracked now (a gauge)
-	ConnsWithoutOpen     uint64 // first seen by a chunk (ConnOpen lost or predating)
-	ConnsOverLimit       uint64 // not tracked: MaxConns reached
-	ConnsIgnoredNotHTTP2 uint64
-	ConnsEvicted         uint64 // idle (Expire)
-	StreamsEvicted       uint64 // idle streams ended by Expire (emitted with FlagEvicted)
-	StreamsOverLimit     uint64 // request HEADERS not tracked: MaxStreamsPerConn reached
-	StreamsUnmatched     uint64 // response frames of a stream whose request was not seen
-	Gaps                 [numGapReasons]uint64
-	Resyncs              uint64 // framing found again after a gap or at a predating connection
-	ChunksUnsynced       uint64 // chunks skipped while searching for a frame boundary
-	ChunksStale          uint64 // chunks wholly before the stream position (re-sent, late)
-	ChunksIgnored        uint64 // chunks of ignored or untracked connections
-	BytesReassembled     uint64 // captured bytes consumed in order
-	BytesHoles           uint64 // bytes skipped in allowed holes (uncopied payloads)
-	FramesParsed         uint64
-	HeaderBlocks         uint64
-	HeaderBlocksTooLarge uint64
-	HPACKErrors          uint64 // header blocks not fully decodable (unknown dynamic entries, bad encoding)
-	MethodsUnknown       uint64 // calls whose :path could not be decoded
-	CallsEmitted         uint64
-	CallsConnClosed      uint64
-	CallsReset           uint64
-	CallsGoAway          uint64
-	GoAways              uint64 // GOAWAY frames
-	Resets               uint64 // RST_STREAM frames
-	Lost                 uint64 // records reported lost
+	ConnsTracked           uint64 // connections tracked (opened or first seen)
+	ConnsLive              uint64 // tracked now (a gauge)
+	ConnsWithoutOpen       uint64 // first seen by a chunk (ConnOpen lost or predating)
+	ConnsOverLimit         uint64 // not tracked: MaxConns reached
+	ConnsIgnoredNotHTTP2   uint64
+	ConnsEvicted           uint64 // idle (Expire)
+	StreamsEvicted         uint64 // idle streams ended by Expire (emitted with FlagEvicted)
+	StreamsOverLimit       uint64 // request HEADERS not tracked: MaxStreamsPerConn reached
+	StreamsUnmatched       uint64 // response frames of a stream whose request was not seen
+	Gaps                   [numGapReasons]uint64
+	Resyncs                uint64 // framing found again after a gap or at a predating connection
+	ResyncsRejected        uint64 // resynchronisations found wrong by the frames that followed
+	ChunksUnsynced         uint64 // chunks skipped while searching for a frame boundary
+	ChunksStale            uint64 // chunks wholly before the stream position (re-sent, late)
+	ChunksIgnored          uint64 // chunks of ignored or untracked connections
+	BytesReassembled       uint64 // captured bytes consumed in order
+	BytesHoles             uint64 // bytes skipped in allowed holes (uncopied payloads)
+	FramesParsed           uint64
+	HeaderBlocks           uint64
+	HeaderBlocksTooLarge   uint64
+	HeaderBlocksUnverified uint64 // blocks right after a resynchronisation: not decoded
+	HPACKErrors            uint64 // header blocks not fully decodable (unknown dynamic entries, bad encoding)
+	MethodsUnknown         uint64 // calls whose :path could not be decoded
+	CallsEmitted           uint64
+	CallsConnClosed        uint64
+	CallsReset             uint64
+	CallsGoAway            uint64
+	GoAways                uint64 // GOAWAY frames
+	Resets                 uint64 // RST_STREAM frames
+	Lost                   uint64 // records reported lost
 }
 
 // GapsTotal sums Gaps.

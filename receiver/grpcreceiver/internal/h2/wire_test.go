@@ -98,6 +98,14 @@ func (w *wire) goaway(last, code uint32) *wire {
 	return w.frame(FrameGoAway, 0, 0, append(p, "debug"...))
 }
 
+// pings writes n PING frames: after a resynchronisation, frames to confirm it.
+func (w *wire) pings(n int) *wire {
+	for ; n > 0; n-- {
+		w.frame(FramePing, 0, 0, make([]byte, 8))
+	}
+	return w
+}
+
 func (w *wire) take() []byte {
 	b := w.b
 	w.b = nil

@@ -116,8 +116,9 @@ type tapped struct {
 func (t *tapped) Write(b []byte) (int, error) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	now := t.r.now() // a write is stamped at its start, a read at its end
 	n, err := t.Conn.Write(b)
-	t.record(h2.Egress, &t.woff, b[:n])
+	t.record(h2.Egress, &t.woff, b[:n], now)
 	return n, err
 }
 
@@ -125,17 +126,17 @@ func (t *tapped) Read(b []byte) (int, error) {
 	t.rmu.Lock()
 	defer t.rmu.Unlock()
 	n, err := t.Conn.Read(b)
-	t.record(h2.Ingress, &t.roff, b[:n])
+	t.record(h2.Ingress, &t.roff, b[:n], t.r.now())
 	return n, err
 }
 
-func (t *tapped) record(d h2.Dir, off *uint64, b []byte) {
+func (t *tapped) record(d h2.Dir, off *uint64, b []byte, now uint64) {
 	if len(b) == 0 {
 		return
 	}
 	t.r.add(Event{Chunk: &h2.Chunk{
 		Conn: t.id, Dir: d, Offset: *off, Data: append([]byte(nil), b...),
-		TimeNs: t.r.now(), Proc: t.proc,
+		TimeNs: now, Proc: t.proc,
 	}})
 	*off += uint64(len(b))
 }

@@ -13,13 +13,12 @@ const DefaultPayloadCap = 16 << 10
 
 // walker follows the frames of one direction from its first byte.
 type walker struct {
-	preface  int // client preface bytes still to come
-	hdr      [h2.FrameHeaderLen]byte
-	hdrN     int
-	rem      uint32 // payload bytes of the current frame still to come
-	keep     uint32 // of which the first keep are copied
-	inFrame  bool
-	stripped bool // the walk failed (not HTTP/2): copy nothing more
+	preface int // client preface bytes still to come
+	hdr     [h2.FrameHeaderLen]byte
+	hdrN    int
+	rem     uint32 // payload bytes of the current frame still to come
+	keep    uint32 // of which the first keep are copied
+	inFrame bool
 }
 
 func copiesPayload(typ uint8) bool {
@@ -41,7 +40,7 @@ func (w *walker) walk(b []byte, payloadCap uint32, runs [][2]int) [][2]int {
 		runs = append(runs, [2]int{from, to})
 	}
 	i := 0
-	for i < len(b) && !w.stripped {
+	for i < len(b) {
 		switch {
 		case w.preface > 0:
 			n := min(w.preface, len(b)-i)

@@ -1,0 +1,394 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package spanmap
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"strconv"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/procid"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+)
+
+// Other is rpc.method of a call whose method is not known or recognised.
+const Other = "_OTHER"
+
+// Attributes of this receiver beyond the semantic conventions.
+const (
+	AttrResetCode       = "seq.grpc.reset_code"
+	AttrFlags           = "seq.grpc.flags" // the names of the call's flags
+	AttrReqDataFrames   = "seq.grpc.request.data_frames"
+	AttrRespDataFrames  = "seq.grpc.response.data_frames"
+	AttrReqHeaderBytes  = "seq.grpc.request.header_bytes"
+	AttrRespHeaderBytes = "seq.grpc.response.header_bytes"
+	AttrStreamID        = "seq.grpc.stream_id"
+)
+
+// Config configures a Mapper.
+type Config struct {
+	// BootID is /proc/sys/kernel/random/boot_id (without the newline).
+	BootID string
+	// KnownMethods, when not empty, are the recognised methods
+	// ("pkg.Service/Method"): any other is reported as _OTHER with
+	// rpc.method_original. Empty: every well-formed gRPC path is recognised.
+	KnownMethods []string
+	// ProcessTraceID, when set, gives the trace id of a process's span for
+	// the link (the process model knows the trace a process belongs to).
+	// Unset: the trace the process would root (procid.IDs.TraceID).
+	ProcessTraceID func(pid uint32, startNs uint64) (pcommon.TraceID, bool)
+}
+
+// Mapper builds spans. It is not safe for concurrent use.
+type Mapper struct {
+	cfg   Config
+	boot  []byte
+	proc  procid.IDs
+	known map[string]struct{}
+	buf   []byte
+}
+
+// New returns a Mapper.
+func New(cfg Config) *Mapper {
+	m := &Mapper{cfg: cfg, boot: []byte(cfg.BootID), proc: procid.New(cfg.BootID)}
+	if len(cfg.KnownMethods) > 0 {
+		m.known = make(map[string]struct{}, len(cfg.KnownMethods))
+		for _, k := range cfg.KnownMethods {
+			m.known[k] = struct{}{}
+		}
+	}
+	return m
+}
+
+// hash returns sha256(kind \0 boot \0 conn \0 local \0 remote \0 stream).
+func (m *Mapper) hash(kind string, conn h2.ConnID, local, remote h2.Endpoint, sid uint32) [sha256.Size]byte {
+	b := append(m.buf[:0], kind...)
+	b = append(b, 0)
+	b = append(b, m.boot...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint64(b, uint64(conn))
+	for _, e := range [2]h2.Endpoint{local, remote} {
+		b = append(b, 0)
+		b = e.Addr.Unmap().AppendTo(b)
+		b = binary.BigEndian.AppendUint16(b, e.Port)
+	}
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, sid)
+	m.buf = b
+	return sha256.Sum256(b)
+}
+
+func spanID(h [sha256.Size]byte) pcommon.SpanID {
+	id := pcommon.SpanID(h[:8])
+	if id.IsEmpty() {
+		id[7] = 1
+	}
+	return id
+}
+
+func traceID(h [sha256.Size]byte) pcommon.TraceID {
+	id := pcommon.TraceID(h[8:24])
+	if id.IsEmpty() {
+		id[15] = 1
+	}
+	return id
+}
+
+// IDs are the ids of a call's span.
+type IDs struct {
+	Trace  pcommon.TraceID
+	Span   pcommon.SpanID
+	Parent pcommon.SpanID // empty for a root
+}
+
+// ClientIDs returns the ids of the client span of c, computed from either
+// end: the client's own call, or the server's when its client is known
+// (c.ClientConnKnown). ok is false when they cannot be known.
+func (m *Mapper) ClientIDs(c *h2.Call) (IDs, bool) {
+	if !c.ClientConnKnown {
+		return IDs{}, false
+	}
+	local, remote := c.Local, c.Remote // the client's 4-tuple, from the client
+	if c.Side == h2.SideServer {
+		local, remote = c.Remote, c.Local
+	}
+	h := m.hash("seq.grpc.client", c.ClientConn, local, remote, c.StreamID)
+	ids := IDs{Trace: traceID(h), Span: spanID(h)}
+	if tp := c.TraceParent; tp.Valid {
+		ids.Trace, ids.Parent = tp.TraceID, tp.ParentID
+	}
+	return ids, true
+}
+
+// SpanIDs returns the ids of c's span.
+func (m *Mapper) SpanIDs(c *h2.Call) IDs {
+	if c.Side == h2.SideClient {
+		if ids, ok := m.ClientIDs(c); ok {
+			return ids
+		}
+	}
+	h := m.hash("seq.grpc.server", c.Conn, c.Local, c.Remote, c.StreamID)
+	ids := IDs{Trace: traceID(h), Span: spanID(h)}
+	if cl, ok := m.ClientIDs(c); ok {
+		ids.Trace, ids.Parent = cl.Trace, cl.Span
+	} else if tp := c.TraceParent; tp.Valid {
+		ids.Trace, ids.Parent = tp.TraceID, tp.ParentID
+	}
+	return ids
+}
+
+// Method returns rpc.method of c and the original method when that is
+// _OTHER and the method is known.
+func (m *Mapper) Method(c *h2.Call) (method, original string) {
+	if c.Has(h2.FlagMethodUnknown) {
+		return Other, ""
+	}
+	p := c.Path
+	if len(p) > 0 && p[0] == '/' {
+		p = p[1:]
+	}
+	if c.Service == "" {
+		return Other, p
+	}
+	if m.known != nil {
+		if _, ok := m.known[p]; !ok {
+			return Other, p
+		}
+	}
+	return p, ""
+}
+
+// Append appends the span of c to spans.
+func (m *Mapper) Append(spans ptrace.SpanSlice, c *h2.Call) ptrace.Span {
+	s := spans.AppendEmpty()
+	ids := m.SpanIDs(c)
+	s.SetTraceID(ids.Trace)
+	s.SetSpanID(ids.Span)
+	s.SetParentSpanID(ids.Parent)
+	if tp := c.TraceParent; tp.Valid && tp.Flags&1 != 0 {
+		s.SetFlags(1)
+	}
+	s.SetStartTimestamp(c.Start)
+	s.SetEndTimestamp(c.End)
+	s.SetKind(ptrace.SpanKindServer)
+	if c.Side == h2.SideClient {
+		s.SetKind(ptrace.SpanKindClient)
+	}
+	a := s.Attributes()
+	if c.Protocol == h2.ProtoHTTP {
+		m.httpAttrs(s, c)
+	} else {
+		m.rpcAttrs(s, c)
+	}
+	server, peer := c.Remote, c.Remote
+	if c.Side == h2.SideServer {
+		server = c.Local
+	}
+	host, port := authority(c.Authority)
+	if host == "" && server.Addr.IsValid() {
+		host, port = server.Addr.Unmap().String(), int(server.Port)
+	}
+	if host != "" {
+		a.PutStr(string(semconv.ServerAddressKey), host)
+		if port > 0 {
+			a.PutInt(string(semconv.ServerPortKey), int64(port))
+		}
+	}
+	if peer.Addr.IsValid() {
+		a.PutStr(string(semconv.NetworkPeerAddressKey), peer.Addr.Unmap().String())
+		a.PutInt(string(semconv.NetworkPeerPortKey), int64(peer.Port))
+	}
+	a.PutStr(string(semconv.NetworkTransportKey), semconv.NetworkTransportTCP.Value.AsString())
+	a.PutStr(string(semconv.NetworkProtocolNameKey), "http")
+	a.PutStr(string(semconv.NetworkProtocolVersionKey), "2")
+	a.PutInt(string(semconv.ProcessPIDKey), int64(c.Proc.PID))
+	a.PutInt(AttrStreamID, int64(c.StreamID))
+	a.PutInt(AttrReqDataFrames, int64(c.ReqDataFrames))
+	a.PutInt(AttrRespDataFrames, int64(c.RespDataFrames))
+	a.PutInt(AttrReqHeaderBytes, int64(c.ReqHeaderBytes))
+	a.PutInt(AttrRespHeaderBytes, int64(c.RespHeaderBytes))
+	if c.Has(h2.FlagReset) {
+		a.PutInt(AttrResetCode, int64(c.ResetCode))
+	}
+	if names := flagNames(c.Flags); len(names) > 0 {
+		sl := a.PutEmptySlice(AttrFlags)
+		for _, n := range names {
+			sl.AppendEmpty().SetStr(n)
+		}
+	}
+	if c.Proc.PID != 0 {
+		l := s.Links().AppendEmpty()
+		l.SetSpanID(m.proc.SpanID(c.Proc.PID, c.Proc.StartNs))
+		tid, ok := pcommon.TraceID{}, false
+		if m.cfg.ProcessTraceID != nil {
+			tid, ok = m.cfg.ProcessTraceID(c.Proc.PID, c.Proc.StartNs)
+		}
+		if !ok {
+			tid = m.proc.TraceID(c.Proc.PID, c.Proc.StartNs)
+		}
+		l.SetTraceID(tid)
+	}
+	return s
+}
+
+func (m *Mapper) rpcAttrs(s ptrace.Span, c *h2.Call) {
+	a := s.Attributes()
+	method, original := m.Method(c)
+	a.PutStr(string(semconv.RPCSystemNameKey), semconv.RPCSystemNameGRPC.Value.AsString())
+	a.PutStr(string(semconv.RPCMethodKey), method)
+	if original != "" {
+		a.PutStr(string(semconv.RPCMethodOriginalKey), original)
+	}
+	// span name: rpc.method, or rpc.system.name when it is _OTHER
+	if method == Other {
+		s.SetName("grpc")
+	} else {
+		s.SetName(method)
+	}
+	if c.GRPCStatus < 0 {
+		return
+	}
+	name := StatusName(c.GRPCStatus)
+	a.PutStr(string(semconv.RPCResponseStatusCodeKey), name)
+	if IsError(c.GRPCStatus, c.Side) {
+		a.PutStr(string(semconv.ErrorTypeKey), name)
+		s.Status().SetCode(ptrace.StatusCodeError)
+		s.Status().SetMessage(c.GRPCMessage)
+	}
+}
+
+func (m *Mapper) httpAttrs(s ptrace.Span, c *h2.Call) {
+	a := s.Attributes()
+	method := c.Method
+	if method == "" {
+		method = Other
+	}
+	s.SetName(method)
+	a.PutStr(string(semconv.HTTPRequestMethodKey), method)
+	if c.Path != "" {
+		a.PutStr(string(semconv.URLPathKey), c.Path)
+	}
+	if c.HTTPStatus > 0 {
+		a.PutInt(string(semconv.HTTPResponseStatusCodeKey), int64(c.HTTPStatus))
+		// HTTP: 5xx are errors; 4xx are errors for a client only
+		if c.HTTPStatus >= 500 || (c.HTTPStatus >= 400 && c.Side == h2.SideClient) {
+			a.PutStr(string(semconv.ErrorTypeKey), strconv.Itoa(c.HTTPStatus))
+			s.Status().SetCode(ptrace.StatusCodeError)
+		}
+	}
+}
+
+// authority splits an :authority into host and port (0 when none).
+func authority(a string) (string, int) {
+	if a == "" {
+		return "", 0
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return a, 0
+	}
+	p, _ := strconv.Atoi(port)
+	return host, p
+}
+
+var statusNames = [...]string{
+	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+	"UNAUTHENTICATED",
+}
+
+// StatusName is the name of a gRPC status code (its number when unknown).
+func StatusName(code int) string {
+	if code >= 0 && code < len(statusNames) {
+		return statusNames[code]
+	}
+	return strconv.Itoa(code)
+}
+
+// IsError applies the gRPC conventions: for a client any status but OK is
+// an error; for a server only UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED,
+// INTERNAL, UNAVAILABLE and DATA_LOSS (and codes out of the range).
+func IsError(code int, side h2.Side) bool {
+	if code == 0 {
+		return false
+	}
+	if side == h2.SideClient {
+		return true
+	}
+	switch code {
+	case 2, 4, 12, 13, 14, 15:
+		return true
+	}
+	return code < 0 || code >= len(statusNames)
+}
+
+var flagList = [...]struct {
+	f    h2.CallFlags
+	name string
+}{
+	{h2.FlagMethodUnknown, "method_unknown"}, {h2.FlagCancelled, "cancelled"}, {h2.FlagReset, "reset"},
+	{h2.FlagGoAway, "goaway"}, {h2.FlagConnClosed, "conn_closed"}, {h2.FlagEvicted, "evicted"},
+	{h2.FlagStreaming, "streaming"}, {h2.FlagGap, "gap"}, {h2.FlagDeadline, "deadline"},
+}
+
+func flagNames(f h2.CallFlags) []string {
+	var out []string
+	for _, e := range flagList {
+		if f&e.f != 0 {
+			out = append(out, e.name)
+		}
+	}
+	return out
+}
+
+// LocalAddrs is the set of this host's addresses: a peer at one of them (or
+// at a loopback address) is on this host.
+type LocalAddrs struct {
+	set map[netip.Addr]struct{}
+}
+
+// NewLocalAddrs returns the set of addrs.
+func NewLocalAddrs(addrs ...netip.Addr) *LocalAddrs {
+	l := &LocalAddrs{set: make(map[netip.Addr]struct{}, len(addrs))}
+	for _, a := range addrs {
+		l.set[a.Unmap()] = struct{}{}
+	}
+	return l
+}
+
+// InterfaceAddrs returns the addresses of this host's interfaces (of the
+// caller's network namespace).
+func InterfaceAddrs() ([]netip.Addr, error) {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(as))
+	for _, a := range as {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out, nil
+}
+
+// IsLocal says whether a is a loopback address or one of the set.
+func (l *LocalAddrs) IsLocal(a netip.Addr) bool {
+	a = a.Unmap()
+	if a.IsLoopback() {
+		return true
+	}
+	if l == nil {
+		return false
+	}
+	_, ok := l.set[a]
+	return ok
+}
