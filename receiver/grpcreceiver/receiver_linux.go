@@ -7,7 +7,6 @@ package grpcreceiver
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -29,12 +28,15 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/procid"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
 )
+
+// bootIDPath is the kernel's boot id, the base of the span ids.
+var bootIDPath = "/proc/sys/kernel/random/boot_id"
 
 // How the reader paces itself.
 const (
@@ -53,7 +55,7 @@ type grpcReceiver struct {
 	cap     *capture.Capture
 	dec     *capture.Decoder
 	tracker *h2.Tracker
-	mapper  spanMapper
+	mapper  *spanmap.Mapper
 	ports   []uint16
 
 	// The batch being filled by the tracker's emit.
@@ -77,11 +79,11 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 		return nil, err
 	}
 	r := &grpcReceiver{cfg: c, set: set, next: next, obs: obs, ports: slices.Clone(c.Ports)}
-	r.mapper.service = c.ServiceName
-	_, _ = rand.Read(r.mapper.salt[:])
-	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
-		r.mapper.proc = procid.New(strings.TrimSpace(string(b)))
+	b, err := os.ReadFile(bootIDPath)
+	if err != nil {
+		return nil, fmt.Errorf("grpc receiver: read the boot id (span ids and the links to process spans are derived from it): %w", err)
 	}
+	r.mapper = spanmap.New(spanmap.Config{BootID: strings.TrimSpace(string(b))})
 	return r, nil
 }
 
@@ -129,9 +131,9 @@ func (r *grpcReceiver) emit(c *h2.Call) {
 		return
 	}
 	if r.spans == (ptrace.SpanSlice{}) {
-		r.td, r.spans = r.mapper.newTraces()
+		r.td, r.spans = newTraces(r.cfg.ServiceName)
 	}
-	r.mapper.appendSpan(r.spans, c)
+	r.mapper.Append(r.spans, c)
 	if r.spans.Len() >= r.cfg.MaxBatch {
 		r.flush()
 	}
