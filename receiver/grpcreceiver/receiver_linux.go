@@ -43,6 +43,11 @@ const (
 	readChunk   = 4096                   // ring items per Read
 	parkTimeout = 100 * time.Millisecond // longest sleep while the ring is empty
 	expireEvery = time.Second            // idle connections and streams looked at
+	// flushAfter: a batch waits at most this long for more spans before it
+	// goes to the pipeline (unless max_batch fills it first), so that a
+	// steady load makes a few hundred ConsumeTraces calls a second, not one
+	// per wake-up.
+	flushAfter = 5 * time.Millisecond
 )
 
 type grpcReceiver struct {
@@ -58,9 +63,10 @@ type grpcReceiver struct {
 	mapper  *spanmap.Mapper
 	ports   []uint16
 
-	// The batch being filled by the tracker's emit.
-	td    ptrace.Traces
-	spans ptrace.SpanSlice
+	// The batch being filled by the tracker's emit, since batchAt.
+	td      ptrace.Traces
+	spans   ptrace.SpanSlice
+	batchAt time.Time
 
 	mu       sync.Mutex // guards the snapshots the telemetry callbacks read
 	kernel   capture.Counters
@@ -132,6 +138,7 @@ func (r *grpcReceiver) emit(c *h2.Call) {
 	}
 	if r.spans == (ptrace.SpanSlice{}) {
 		r.td, r.spans = newTraces(r.cfg.ServiceName)
+		r.batchAt = time.Now()
 	}
 	r.mapper.Append(r.spans, c)
 	if r.spans.Len() >= r.cfg.MaxBatch {
@@ -172,9 +179,14 @@ func (r *grpcReceiver) run() {
 		if st == ring.Full {
 			continue
 		}
-		r.flush()
+		pending := r.spans != (ptrace.SpanSlice{})
+		if pending && time.Since(r.batchAt) >= flushAfter {
+			r.flush()
+			pending = false
+		}
 		select {
 		case <-r.stop:
+			r.flush()
 			return
 		default:
 		}
@@ -183,14 +195,18 @@ func (r *grpcReceiver) run() {
 			time.Sleep(time.Millisecond)
 			continue
 		}
+		wait := parkTimeout
+		if pending {
+			wait = max(flushAfter-time.Since(r.batchAt), time.Millisecond)
+		}
 		rd.SetParked()
 		if rd.Head() != rd.Next() {
 			rd.ClearParked()
 			continue
 		}
-		if _, err := r.cap.Wait(parkTimeout); err != nil {
+		if _, err := r.cap.Wait(wait); err != nil {
 			r.set.Logger.Error("grpc receiver: doorbell", zap.Error(err))
-			time.Sleep(parkTimeout)
+			time.Sleep(wait)
 		}
 		rd.ClearParked()
 	}
