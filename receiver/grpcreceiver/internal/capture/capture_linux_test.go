@@ -263,3 +263,60 @@ func port(t *testing.T, addr string) uint16 {
 	t.Fatalf("no port in %q", addr)
 	return 0
 }
+
+// A connection established before the capture (a collector restart): both
+// sockets are picked up at the first call that starts with a frame header,
+// as RoleUnknown, with offsets far from 0, and from there every frame
+// header and header block is captured and no DATA payload byte.
+func TestCapturePredatingConnection(t *testing.T) {
+	testutil.RequireRoot(t)
+	srv, err := grpctest.Start()
+	require.NoError(t, err)
+	cc, client, err := grpctest.Dial(srv.Addr)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 10 {
+		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
+	}
+
+	c, err := Open(Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384})
+	require.NoError(t, err)
+	defer c.Close()
+	for range 100 {
+		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
+	}
+	require.NoError(t, cc.Close())
+	srv.Stop()
+
+	rec := newRecorder()
+	dec := NewDecoder(rec)
+	drain(c, dec)
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	t.Logf("%+v", cnt)
+	require.GreaterOrEqual(t, cnt.ConnsPredating, uint64(2))
+	p := port(t, srv.Addr)
+	n := 0
+	for id, o := range rec.opens {
+		if o.Local.Port != p && o.Remote.Port != p {
+			continue
+		}
+		n++
+		assert.Equal(t, h2.RoleUnknown, o.Role)
+		ch := rec.chunks[id]
+		require.NotNil(t, ch)
+		for dir := range 2 {
+			if len(ch[dir]) == 0 {
+				continue
+			}
+			first := ch[dir][0].Offset
+			for _, x := range ch[dir] {
+				first = min(first, x.Offset)
+			}
+			assert.GreaterOrEqual(t, first, uint64(1)<<40, "offsets of a predating connection")
+			fs := walkFrames(t, ch[dir], first)
+			assert.NotEmpty(t, fs.headers, "conn %d dir %d: HEADERS after the pickup", id, dir)
+		}
+	}
+	assert.Equal(t, 2, n, "the client and the server socket")
+}
