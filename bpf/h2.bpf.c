@@ -116,11 +116,11 @@ struct h2_conn {
 	__u64 id;
 	__u64 est_ns;
 	struct h2_dirst d[2];
-	__u8 state;  /* enum h2_state */
+	__u64 state; /* enum h2_state; left H2_UNKNOWN by one compare-and-swap (64-bit: BPF's atomics) */
 	__u8 role;   /* enum h2_role */
 	__u8 opened; /* H2_REC_OPEN written */
 	__u8 tries;
-	__u32 _pad;
+	__u8 _pad[5];
 };
 
 struct {
@@ -590,13 +590,19 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 
 /*
  * Decides, from the call's first bytes at stream offset start, whether the
- * connection speaks HTTP/2. Returns true when it does and the walk should go on.
+ * connection speaks HTTP/2. The two directions of a connection may decide at
+ * once on two CPUs: the state leaves H2_UNKNOWN by one compare-and-swap, and
+ * only its winner writes the H2_REC_OPEN (*open). Returns true when the
+ * connection is HTTP/2 and the walk should go on.
  */
-static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, struct h2_head *hd, struct h2_stats *st)
+static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, struct h2_head *hd, struct h2_stats *st,
+				      bool *open)
 {
 	bool cs = (dir == H2_EGRESS) == (c->role == H2_ROLE_CLIENT);
-	bool yes = false;
+	bool yes = false, decided = true;
+	__u64 was;
 
+	*open = false;
 	if (c->role != H2_ROLE_UNKNOWN && start == 0) {
 		if (cs) {
 			/* The client preface; a short first read matches on what it has. */
@@ -610,20 +616,22 @@ static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, s
 			yes = hd->n >= H2_FRAME_HDR && hd->b[3] == F_SETTINGS && hd->b[5] == 0 && hd->b[6] == 0 &&
 			      hd->b[7] == 0 && hd->b[8] == 0;
 		}
-		c->state = yes ? H2_YES : H2_NO;
 	} else {
 		/* Mid-stream: a plausible frame header at the call's start. */
 		yes = hd->n >= H2_FRAME_HDR && h2_plausible(hd->b);
-		if (yes) {
-			c->state = H2_YES;
-		} else if (++c->tries >= H2_TRIES) {
-			c->state = H2_NO;
-		}
+		decided = yes || ++c->tries >= H2_TRIES;
 	}
-	if (c->state == H2_YES)
+	if (!decided)
+		return false;
+	was = __sync_val_compare_and_swap(&c->state, H2_UNKNOWN, yes ? H2_YES : H2_NO);
+	if (was != H2_UNKNOWN)
+		return was == H2_YES; /* the other direction decided first */
+	if (yes) {
 		st->conns_h2++;
-	else if (c->state == H2_NO)
+		*open = true;
+	} else {
 		st->conns_not_h2++;
+	}
 	return yes;
 }
 
@@ -784,15 +792,19 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	}
 
 	if (c->state == H2_UNKNOWN) {
-		if (!h2_detect(c, dir, start, &hd, st))
+		bool open;
+
+		if (!h2_detect(c, dir, start, &hd, st, &open))
 			goto out;
 		if (c->role == H2_ROLE_UNKNOWN || start != 0) {
 			/* Mid-stream: the walk starts at this call's frame header. */
 			c->d[dir].desync = 0;
 			c->d[dir].nf = c->d[dir].copy_end = c->d[dir].seen = start;
 		}
-		h2_emit_open(c, sk, s);
-		st->records++;
+		if (open) {
+			h2_emit_open(c, sk, s);
+			st->records++;
+		}
 	}
 
 	w->d = c->d[dir];

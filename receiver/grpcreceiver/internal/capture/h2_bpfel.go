@@ -29,11 +29,11 @@ type h2H2Conn struct {
 		Based   uint8
 		Pad     [6]uint8
 	}
-	State  uint8
+	State  uint64
 	Role   uint8
 	Opened uint8
 	Tries  uint8
-	Pad    uint32
+	Pad    [5]uint8
 }
 
 type h2H2Scratch struct {
