@@ -54,14 +54,18 @@ func (r *recorder) Lost(l *h2.Lost)           { r.lost += l.Count }
 
 // frameStats walks one direction's frames over the captured chunks from
 // offset start, checking the contract: every frame header and every needed
-// payload captured, no other payload byte.
+// payload captured, no other payload byte. Up to maxGaps times a frame
+// header may be missing (calls the kernel lost: a preempted program on a
+// preemptible kernel, counted as busy or prog_recursion_misses); the walk
+// then goes on at the next captured call, as the programs do.
 type frameStats struct {
 	frames  map[uint8]int
 	headers map[uint32]int // HEADERS frames per stream
 	end     uint64
+	gaps    int
 }
 
-func walkFrames(t *testing.T, chunks []h2.Chunk, start uint64) frameStats {
+func walkFrames(t *testing.T, chunks []h2.Chunk, start uint64, maxGaps int) frameStats {
 	t.Helper()
 	sort.Slice(chunks, func(i, j int) bool { return chunks[i].Offset < chunks[j].Offset })
 	// covered returns the bytes [off, off+n) if captured.
@@ -97,6 +101,18 @@ func walkFrames(t *testing.T, chunks []h2.Chunk, start uint64) frameStats {
 	pos := start
 	for pos < last {
 		hdr, ok := covered(pos, 9)
+		if !ok && fs.gaps < maxGaps {
+			fs.gaps++
+			next := last
+			for _, c := range chunks {
+				if c.Offset > pos {
+					next = min(next, c.Offset)
+				}
+			}
+			t.Logf("gap at %d: going on at %d", pos, next)
+			pos = next
+			continue
+		}
 		if !ok {
 			for _, c := range chunks {
 				if c.Offset+uint64(len(c.Data))+200 > pos && c.Offset < pos+200 {
@@ -197,6 +213,12 @@ func testCaptureGRPCGo(t *testing.T, hook Hook) {
 	t.Logf("hook %s: %+v decoder %+v", hook, cnt, dec.Stats())
 	require.Zero(t, rec.lost)
 	require.Zero(t, dec.Stats().Malformed)
+	// Calls whose bytes the kernel could not capture: a program preempted
+	// mid-run (PREEMPT_RT, or a loaded preemptible kernel) makes the next run
+	// on that CPU skip (busy) or the kernel skip the program (recursion).
+	// Each is counted; the rest must be exact.
+	lostCalls := int(cnt.Busy + cnt.ProgMisses)
+	require.LessOrEqual(t, cnt.Desync, uint64(lostCalls), "every gap explained by a counted loss")
 
 	// Find the client and the server socket of this connection.
 	var client0, server0 h2.ConnOpen
@@ -226,11 +248,14 @@ func testCaptureGRPCGo(t *testing.T, hook Hook) {
 		require.Equal(t, uint64(0), req[0].Offset)
 		require.GreaterOrEqual(t, len(req[0].Data), 24)
 		assert.Equal(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", string(req[0].Data[:24]))
-		fs := walkFrames(t, req, 24)
+		fs := walkFrames(t, req, 24, lostCalls)
+		resp := walkFrames(t, ch[1-side.requests], 0, lostCalls)
+		if fs.gaps+resp.gaps > 0 {
+			continue // counts and totals cannot be exact across a lost call
+		}
 		assert.Len(t, fs.headers, calls, "request HEADERS on %d streams", len(fs.headers))
 		assert.GreaterOrEqual(t, fs.frames[0], calls, "DATA frames")
-		resp := walkFrames(t, ch[1-side.requests], 0)
-		assert.GreaterOrEqual(t, fs.frames[4], 1, "SETTINGS")
+		assert.GreaterOrEqual(t, resp.frames[4], 1, "SETTINGS")
 		assert.Len(t, resp.headers, calls, "response HEADERS on %d streams", len(resp.headers))
 		for sid, n := range resp.headers {
 			assert.Equal(t, 2, n, "stream %d: response headers and trailers", sid)
@@ -244,8 +269,6 @@ func testCaptureGRPCGo(t *testing.T, hook Hook) {
 		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Remote.Port, "HTTP/1.1 client reported")
 	}
 	assert.GreaterOrEqual(t, cnt.ConnsNotH2, uint64(2), "the HTTP/1.1 client and server sockets")
-	assert.Zero(t, cnt.Desync)
-	assert.Zero(t, cnt.Busy)
 	assert.Zero(t, cnt.Overrun)
 }
 
@@ -314,7 +337,7 @@ func TestCapturePredatingConnection(t *testing.T) {
 				first = min(first, x.Offset)
 			}
 			assert.GreaterOrEqual(t, first, uint64(1)<<40, "offsets of a predating connection")
-			fs := walkFrames(t, ch[dir], first)
+			fs := walkFrames(t, ch[dir], first, int(cnt.Busy+cnt.ProgMisses))
 			assert.NotEmpty(t, fs.headers, "conn %d dir %d: HEADERS after the pickup", id, dir)
 		}
 	}
