@@ -182,11 +182,11 @@ struct h2_scratch {
 	struct h2_walk w;
 };
 
-/* Two per CPU: 0 for the data programs (process context), 1 for the state
- * changes (often softirq, which may interrupt a data program). */
+/* Three per CPU: 0 for the data programs (process context), 1 for the state
+ * changes (often softirq, which may interrupt a data program), 2 for SSL_free. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, __u32);
 	__type(value, struct h2_scratch);
 } h2_scratchbuf SEC(".maps");
@@ -565,13 +565,20 @@ struct h2_head {
 static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, struct h2_scratch *s)
 {
 	struct h2_open *o = (struct h2_open *)s->rec.buf;
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 family;
 
 	__builtin_memset(o, 0, sizeof(*o));
 	h2_fill_rec(&o->h, c, H2_REC_OPEN, 0, true);
 	o->est_ns = c->est_ns;
-	o->family = family;
 	o->role = c->role;
+	if (!sk) {
+		/* TLS: no socket at hand; the endpoints stay unknown (family 0). */
+		seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
+		c->opened = 1;
+		return;
+	}
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	o->family = family;
 	o->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
 	o->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	if (family == AF_INET) {
@@ -586,6 +593,18 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 	}
 	seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
 	c->opened = 1;
+}
+
+/* Whether the call's first bytes are the client preface (as far as they go, at least 4). */
+static __always_inline bool h2_is_preface(struct h2_head *hd)
+{
+	bool yes = hd->n >= 4;
+
+#pragma unroll
+	for (int i = 0; i < H2_PREFACE_LEN; i++)
+		if (i < hd->n && hd->b[i] != h2_preface[i])
+			yes = false;
+	return yes;
 }
 
 /*
@@ -606,11 +625,7 @@ static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, s
 	if (c->role != H2_ROLE_UNKNOWN && start == 0) {
 		if (cs) {
 			/* The client preface; a short first read matches on what it has. */
-			yes = hd->n >= 4;
-#pragma unroll
-			for (int i = 0; i < H2_PREFACE_LEN; i++)
-				if (i < hd->n && hd->b[i] != h2_preface[i])
-					yes = false;
+			yes = h2_is_preface(hd);
 		} else {
 			/* The server's first frame is SETTINGS on stream 0. */
 			yes = hd->n >= H2_FRAME_HDR && hd->b[3] == F_SETTINGS && hd->b[5] == 0 && hd->b[6] == 0 &&
@@ -637,6 +652,127 @@ static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, s
 
 /* ---- A send or receive on a socket ---- */
 
+/*
+ * The part of a call common to sockets and TLS: start..end are the call's
+ * stream offsets, w (in s) holds its buffer (ub) or iovec array (iov, iov_n).
+ * Detection, the gap check, the walk, the counters.
+ */
+static __always_inline void h2_call(struct h2_conn *c, struct sock *sk, int dir, __u64 start, __u64 end, long ret,
+				    struct h2_scratch *s, struct h2_walk *w, struct h2_stats *st, bool tls)
+{
+	struct h2_head hd;
+	__u64 a1, a2;
+
+	/* The first user segment: detection and resynchronisation look at its start. */
+	w->seg_lo = start;
+	w->seg_hi = start;
+	if (w->iov) {
+		struct iovec v = {};
+
+		for (__u32 i = 0; i < 4 && i < w->iov_n; i++) {
+			if (bpf_probe_read_user(&v, sizeof(v), (void *)(w->iov + i * sizeof(v))))
+				break;
+			if (v.iov_len)
+				break;
+		}
+		a1 = (__u64)v.iov_base;
+		a2 = v.iov_len;
+	} else {
+		a1 = w->ub;
+		a2 = ret;
+		w->seg_hi = start + ret;
+	}
+	if (a2 > (__u64)ret)
+		a2 = ret;
+	hd.n = a2 > H2_PREFACE_LEN ? H2_PREFACE_LEN : a2;
+	if (hd.n < H2_PREFACE_LEN) {
+		__builtin_memset(hd.b, 0, sizeof(hd.b));
+		if (hd.n >= H2_FRAME_HDR) {
+			if (bpf_probe_read_user(hd.b, H2_FRAME_HDR, (void *)a1))
+				hd.n = 0;
+		} else if (hd.n >= 4) {
+			if (bpf_probe_read_user(hd.b, 4, (void *)a1))
+				hd.n = 0;
+		} else {
+			hd.n = 0;
+		}
+	} else if (bpf_probe_read_user(hd.b, H2_PREFACE_LEN, (void *)a1)) {
+		hd.n = 0;
+	}
+
+	if (tls && c->state == H2_UNKNOWN && c->role == H2_ROLE_UNKNOWN && start == 0 && h2_is_preface(&hd)) {
+		/* TLS: seen from the session's first byte; the preface says who is the client. */
+		c->role = dir == H2_EGRESS ? H2_ROLE_CLIENT : H2_ROLE_SERVER;
+		c->d[dir].nf = c->d[dir].copy_end = H2_PREFACE_LEN;
+	}
+	if (c->state == H2_UNKNOWN) {
+		bool open;
+
+		if (!h2_detect(c, dir, start, &hd, st, &open))
+			return;
+		if (c->role == H2_ROLE_UNKNOWN || start != 0) {
+			/* Mid-stream: the walk starts at this call's frame header. */
+			c->d[dir].desync = 0;
+			c->d[dir].nf = c->d[dir].copy_end = c->d[dir].seen = start;
+		}
+		if (open) {
+			h2_emit_open(c, sk, s);
+			st->records++;
+		}
+	}
+
+	w->d = c->d[dir];
+	/* Bytes between the last call and this one that were never seen (a
+	 * lost event, sendfile, splice, io_uring): harmless inside a payload
+	 * that is skipped anyway, else the frame boundaries are lost. */
+	if (!w->d.desync && start > w->d.seen && (w->d.copy_end > w->d.seen || start > w->d.nf)) {
+		w->d.desync = 1;
+		st->desync++;
+	}
+	if (w->d.desync) {
+		if (hd.n >= H2_FRAME_HDR && h2_plausible(hd.b) && start >= w->d.seen) {
+			w->d.desync = 0;
+			w->d.nf = w->d.copy_end = start;
+			w->d.hdr = 0;
+			st->resync++;
+		} else {
+			st->desync_bytes += ret;
+			w->d.seen = end;
+			c->d[dir] = w->d;
+			return;
+		}
+	}
+	/* An overlap with bytes already looked at (concurrent callers): skip it. */
+	w->pos = start > w->d.seen ? start : w->d.seen;
+	if (w->pos >= end)
+		return;
+	w->end = end;
+	w->rec_len = sizeof(struct h2_rec);
+	h2_fill_rec(&w->hdr, c, H2_REC_DATA, dir, true);
+
+	bpf_loop(H2_STEPS, h2_step, NULL, 0);
+	if (w->nseg)
+		bpf_loop(1, h2_flush_cb, NULL, 0);
+
+	if (w->pos < w->end) {
+		if (w->stop == STOP_FAULT)
+			st->read_fault++;
+		else if (w->stop == STOP_NONE)
+			st->loop_bound++;
+		st->desync++;
+		st->desync_bytes += w->end - w->pos;
+		w->d.desync = 1;
+	}
+	w->d.seen = w->end;
+	c->d[dir] = w->d;
+	st->frames += w->frames;
+	st->bytes_copied += w->copied;
+	st->bytes_skipped += w->skipped;
+	st->headers_cut += w->cut;
+	st->bytes_cut += w->cut_bytes;
+	st->records += w->records;
+}
+
 static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags, struct pt_regs *regs, bool sys)
 {
 	__u64 key = (__u64)sk, nr, a1, a2, start, end;
@@ -644,7 +780,6 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	struct h2_scratch *s;
 	struct h2_conn *c;
 	struct h2_walk *w;
-	struct h2_head hd;
 	__u32 zero = 0;
 	__u64 *busy;
 
@@ -754,109 +889,7 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 		c->d[dir].lastoff--;
 	}
 
-	/* The first user segment: detection and resynchronisation look at its start. */
-	w->seg_lo = start;
-	w->seg_hi = start;
-	if (w->iov) {
-		struct iovec v = {};
-
-		for (__u32 i = 0; i < 4 && i < w->iov_n; i++) {
-			if (bpf_probe_read_user(&v, sizeof(v), (void *)(w->iov + i * sizeof(v))))
-				break;
-			if (v.iov_len)
-				break;
-		}
-		a1 = (__u64)v.iov_base;
-		a2 = v.iov_len;
-	} else {
-		a1 = w->ub;
-		a2 = ret;
-		w->seg_hi = start + ret;
-	}
-	if (a2 > (__u64)ret)
-		a2 = ret;
-	hd.n = a2 > H2_PREFACE_LEN ? H2_PREFACE_LEN : a2;
-	if (hd.n < H2_PREFACE_LEN) {
-		__builtin_memset(hd.b, 0, sizeof(hd.b));
-		if (hd.n >= H2_FRAME_HDR) {
-			if (bpf_probe_read_user(hd.b, H2_FRAME_HDR, (void *)a1))
-				hd.n = 0;
-		} else if (hd.n >= 4) {
-			if (bpf_probe_read_user(hd.b, 4, (void *)a1))
-				hd.n = 0;
-		} else {
-			hd.n = 0;
-		}
-	} else if (bpf_probe_read_user(hd.b, H2_PREFACE_LEN, (void *)a1)) {
-		hd.n = 0;
-	}
-
-	if (c->state == H2_UNKNOWN) {
-		bool open;
-
-		if (!h2_detect(c, dir, start, &hd, st, &open))
-			goto out;
-		if (c->role == H2_ROLE_UNKNOWN || start != 0) {
-			/* Mid-stream: the walk starts at this call's frame header. */
-			c->d[dir].desync = 0;
-			c->d[dir].nf = c->d[dir].copy_end = c->d[dir].seen = start;
-		}
-		if (open) {
-			h2_emit_open(c, sk, s);
-			st->records++;
-		}
-	}
-
-	w->d = c->d[dir];
-	/* Bytes between the last call and this one that were never seen (a
-	 * lost event, sendfile, splice, io_uring): harmless inside a payload
-	 * that is skipped anyway, else the frame boundaries are lost. */
-	if (!w->d.desync && start > w->d.seen && (w->d.copy_end > w->d.seen || start > w->d.nf)) {
-		w->d.desync = 1;
-		st->desync++;
-	}
-	if (w->d.desync) {
-		if (hd.n >= H2_FRAME_HDR && h2_plausible(hd.b) && start >= w->d.seen) {
-			w->d.desync = 0;
-			w->d.nf = w->d.copy_end = start;
-			w->d.hdr = 0;
-			st->resync++;
-		} else {
-			st->desync_bytes += ret;
-			w->d.seen = end;
-			c->d[dir] = w->d;
-			goto out;
-		}
-	}
-	/* An overlap with bytes already looked at (concurrent callers): skip it. */
-	w->pos = start > w->d.seen ? start : w->d.seen;
-	if (w->pos >= end)
-		goto out;
-	w->end = end;
-	w->rec_len = sizeof(struct h2_rec);
-	h2_fill_rec(&w->hdr, c, H2_REC_DATA, dir, true);
-
-	bpf_loop(H2_STEPS, h2_step, NULL, 0);
-	if (w->nseg)
-		bpf_loop(1, h2_flush_cb, NULL, 0);
-
-	if (w->pos < w->end) {
-		if (w->stop == STOP_FAULT)
-			st->read_fault++;
-		else if (w->stop == STOP_NONE)
-			st->loop_bound++;
-		st->desync++;
-		st->desync_bytes += w->end - w->pos;
-		w->d.desync = 1;
-	}
-	w->d.seen = w->end;
-	c->d[dir] = w->d;
-	st->frames += w->frames;
-	st->bytes_copied += w->copied;
-	st->bytes_skipped += w->skipped;
-	st->headers_cut += w->cut;
-	st->bytes_cut += w->cut_bytes;
-	st->records += w->records;
+	h2_call(c, sk, dir, start, end, ret, s, w, st, false);
 out:
 	__sync_lock_test_and_set(busy, 0);
 	return 0;
@@ -940,3 +973,143 @@ H2_SYS_EXIT(read, H2_INGRESS)
 H2_SYS_EXIT(readv, H2_INGRESS)
 H2_SYS_EXIT(recvfrom, H2_INGRESS)
 H2_SYS_EXIT(recvmsg, H2_INGRESS)
+
+/*
+ * TLS, opt-in: OpenSSL's SSL_write / SSL_read (uprobe on entry for the
+ * buffer, uretprobe for the length; never used on Go binaries), SSL_free
+ * ends the connection. The plaintext is one HTTP/2 byte stream per SSL
+ * object: offsets are running byte counts per direction, from the first call
+ * seen (offset 0: the preface tells the client; otherwise mid-stream). The
+ * connection is keyed by the SSL pointer and the process (a user address
+ * never has bit 63 set, unlike a struct sock's).
+ */
+struct h2_tls_args {
+	__u64 ssl;
+	__u64 buf;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct h2_tls_args);
+} h2_tls_calls SEC(".maps");
+
+static __always_inline __u64 h2_tls_key(__u64 ssl, __u64 pid_tgid)
+{
+	return (ssl & ((1ULL << 47) - 1)) | (((pid_tgid >> 32) & 0xffff) << 47);
+}
+
+static __always_inline int h2_tls_enter(void *ssl, const void *buf)
+{
+	struct h2_tls_args a = {.ssl = (__u64)ssl, .buf = (__u64)buf};
+	__u64 id = bpf_get_current_pid_tgid();
+
+	bpf_map_update_elem(&h2_tls_calls, &id, &a, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int h2_tls_exit(int dir, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid(), key, start, end;
+	struct h2_stats *st = h2_st();
+	struct h2_tls_args *a, args;
+	struct h2_scratch *s;
+	struct h2_conn *c;
+	struct h2_walk *w;
+	__u32 zero = 0;
+	__u64 *busy;
+
+	a = bpf_map_lookup_elem(&h2_tls_calls, &id);
+	if (!a)
+		return 0;
+	args = *a;
+	bpf_map_delete_elem(&h2_tls_calls, &id);
+	if (!st || ret <= 0)
+		return 0;
+	st->tls_calls++;
+	key = h2_tls_key(args.ssl, id);
+	c = bpf_map_lookup_elem(&h2_conns, &key);
+	if (!c) {
+		struct h2_conn n = {};
+
+		n.id = h2_new_id();
+		n.d[0].based = n.d[1].based = 1;
+		bpf_map_update_elem(&h2_conns, &key, &n, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&h2_conns, &key);
+		if (!c)
+			return 0;
+		st->conns_tls++;
+	}
+	if (c->state == H2_NO)
+		return 0;
+	busy = bpf_map_lookup_elem(&h2_busy, &zero);
+	s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
+	if (!busy || !s)
+		return 0;
+	if (__sync_lock_test_and_set(busy, 1)) {
+		st->busy++;
+		return 0;
+	}
+	w = &s->w;
+	__builtin_memset(w, 0, sizeof(*w));
+	w->ub = args.buf;
+	start = c->d[dir].lastoff;
+	end = start + ret;
+	c->d[dir].lastoff = end;
+	h2_call(c, 0, dir, start, end, ret, s, w, st, true);
+	__sync_lock_test_and_set(busy, 0);
+	return 0;
+}
+
+SEC("uprobe/SSL_write")
+int BPF_KPROBE(h2_ssl_write, void *ssl, const void *buf, int num)
+{
+	return h2_tls_enter(ssl, buf);
+}
+
+SEC("uretprobe/SSL_write")
+int BPF_KRETPROBE(h2_ssl_write_ret, int ret)
+{
+	return h2_tls_exit(H2_EGRESS, ret);
+}
+
+SEC("uprobe/SSL_read")
+int BPF_KPROBE(h2_ssl_read, void *ssl, void *buf, int num)
+{
+	return h2_tls_enter(ssl, buf);
+}
+
+SEC("uretprobe/SSL_read")
+int BPF_KRETPROBE(h2_ssl_read_ret, int ret)
+{
+	return h2_tls_exit(H2_INGRESS, ret);
+}
+
+SEC("uprobe/SSL_free")
+int BPF_KPROBE(h2_ssl_free, void *ssl)
+{
+	__u64 key = h2_tls_key((__u64)ssl, bpf_get_current_pid_tgid());
+	struct h2_stats *st = h2_st();
+	struct h2_scratch *s;
+	struct h2_close *e;
+	struct h2_conn *c;
+	__u32 two = 2;
+
+	c = bpf_map_lookup_elem(&h2_conns, &key);
+	if (!c)
+		return 0;
+	if (c->opened && (s = bpf_map_lookup_elem(&h2_scratchbuf, &two))) {
+		e = (struct h2_close *)s->rec.buf;
+		h2_fill_rec(&e->h, c, H2_REC_CLOSE, 0, true);
+		e->total[0] = c->role != H2_ROLE_UNKNOWN ? c->d[0].seen : 0;
+		e->total[1] = c->role != H2_ROLE_UNKNOWN ? c->d[1].seen : 0;
+		seq_commit(&s->rec, sizeof(*e), H2_REC_CLOSE);
+		if (st) {
+			st->conns_closed++;
+			st->records++;
+		}
+	}
+	bpf_map_delete_elem(&h2_conns, &key);
+	return 0;
+}

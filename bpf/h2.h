@@ -62,7 +62,7 @@ struct h2_open {
 	__u8 raddr[16];
 	__u16 lport;    /* host order */
 	__u16 rport;
-	__u8 family;    /* AF_INET (2) or AF_INET6 (10) */
+	__u8 family;    /* AF_INET (2) or AF_INET6 (10); 0 for TLS (endpoints unknown) */
 	__u8 role;      /* enum h2_role */
 	__u8 _pad[2];
 };
@@ -104,6 +104,8 @@ struct h2_stats {
 	__u64 busy;           /* calls skipped: this CPU's staging buffer was in use (preempted program) */
 	__u64 records;        /* records committed */
 	__u64 iov_cut;        /* iovec arrays longer than the walk's bound */
+	__u64 tls_calls;      /* SSL_write / SSL_read calls seen (tls opt-in) */
+	__u64 conns_tls;      /* TLS connections (SSL objects) seen */
 };
 
 #endif

@@ -10,13 +10,21 @@ package grpctest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
@@ -64,12 +72,42 @@ type Server struct {
 }
 
 // Start serves the TestService on 127.0.0.1 (a free port).
-func Start() (*Server, error) {
+func Start() (*Server, error) { return start() }
+
+// StartTLS serves it over TLS (HTTP/2 by ALPN) with a fresh self-signed
+// certificate for 127.0.0.1.
+func StartTLS() (*Server, error) {
+	cert, err := selfSigned()
+	if err != nil {
+		return nil, err
+	}
+	return start(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+}
+
+func selfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "grpctest"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+func start(opts ...grpc.ServerOption) (*Server, error) {
 	lis, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Addr: lis.Addr().String(), srv: grpc.NewServer(), done: make(chan struct{})}
+	s := &Server{Addr: lis.Addr().String(), srv: grpc.NewServer(opts...), done: make(chan struct{})}
 	testgrpc.RegisterTestServiceServer(s.srv, server{})
 	go func() {
 		defer close(s.done)

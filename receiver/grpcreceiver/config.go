@@ -76,16 +76,21 @@ type Config struct {
 	// ServiceName is the resource's service.name.
 	ServiceName string `mapstructure:"service_name"`
 
-	// TLS would capture the plaintext of TLS connections with uprobes on
-	// OpenSSL and Go crypto/tls. Not supported yet: enabling it is an error.
+	// TLS also captures the plaintext of TLS connections made with OpenSSL
+	// (uprobes on SSL_write, SSL_read, SSL_free; opt-in: a uprobe hit costs
+	// microseconds). Go's crypto/tls is not covered yet.
 	TLS TLSConfig `mapstructure:"tls"`
 
 	_ struct{}
 }
 
-// TLSConfig is the placeholder for TLS plaintext capture.
+// TLSConfig configures the OpenSSL probes.
 type TLSConfig struct {
 	Enabled bool `mapstructure:"enabled"`
+	// LibSSLPaths are libssl files to probe besides those mapped by the
+	// processes running at start and the usual locations (a libssl of a
+	// container or a program started later at another path).
+	LibSSLPaths []string `mapstructure:"libssl_paths"`
 }
 
 func createDefaultConfig() *Config {
@@ -133,8 +138,8 @@ func (c *Config) Validate() error {
 	if c.ServiceName == "" {
 		errs = append(errs, errors.New("service_name: must not be empty"))
 	}
-	if c.TLS.Enabled {
-		errs = append(errs, errors.New("tls::enabled: capturing TLS plaintext (uprobes on OpenSSL and Go crypto/tls) is not supported yet; remove it: the receiver sees cleartext HTTP/2 (h2c) only"))
+	if len(c.TLS.LibSSLPaths) > 0 && !c.TLS.Enabled {
+		errs = append(errs, errors.New("tls::libssl_paths: set tls::enabled: true as well, or remove them"))
 	}
 	return errors.Join(errs...)
 }

@@ -34,10 +34,12 @@ func TestConfigCustom(t *testing.T) {
 	}, cfg)
 }
 
-func TestConfigTLSNotSupported(t *testing.T) {
-	err := confmap.Validate(loadConfig(t, "tls"))
-	require.ErrorContains(t, err, "tls::enabled")
-	require.ErrorContains(t, err, "not supported yet")
+func TestConfigTLS(t *testing.T) {
+	cfg := loadConfig(t, "tls")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, TLSConfig{Enabled: true, LibSSLPaths: []string{"/opt/app/lib/libssl.so.3"}}, cfg.TLS)
+	cfg.TLS.Enabled = false
+	require.ErrorContains(t, cfg.Validate(), "tls::libssl_paths")
 }
 
 func TestConfigInvalid(t *testing.T) {

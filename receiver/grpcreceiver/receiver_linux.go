@@ -107,12 +107,15 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 		RingSlots: r.cfg.RingSlots,
 		MaxConns:  r.cfg.MaxConnections,
 		HeaderCap: r.cfg.MaxHeaderBlock,
+		TLS:       r.cfg.TLS.Enabled,
+		LibSSL:    r.cfg.TLS.LibSSLPaths,
 	})
 	if err != nil {
 		return fmt.Errorf("grpc receiver: %w", err)
 	}
 	r.cap = c
-	r.set.Logger.Info("grpc receiver: capturing HTTP/2", zap.String("hook", string(c.Hook())), zap.String("why", c.Why()))
+	r.set.Logger.Info("grpc receiver: capturing HTTP/2", zap.String("hook", string(c.Hook())), zap.String("why", c.Why()),
+		zap.Strings("tls_libssl", c.LibSSL()))
 	offset := time.Now().UnixNano() - int64(bootNow())
 	r.tracker = h2.NewTracker(h2.Config{
 		MaxConns:          r.cfg.MaxConnections,

@@ -7,6 +7,9 @@ package grpcreceiver
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -180,4 +183,36 @@ func port(t *testing.T, addr string) uint16 {
 	ap, err := netipParse(addr)
 	require.NoError(t, err)
 	return ap
+}
+
+// TLS (opt-in): curl over OpenSSL against a grpc-go TLS server: one CLIENT
+// span per call, with the method and the status. The server (Go crypto/tls)
+// is not seen: its socket carries ciphertext.
+func TestReceiverTLSOpenSSL(t *testing.T) {
+	testutil.RequireRoot(t)
+	curl, err := exec.LookPath("curl")
+	require.NoError(t, err, "curl (with OpenSSL) is needed for the TLS test: apt-get install curl")
+	sink, stop := startReceiver(t, func(c *Config) { c.TLS.Enabled = true })
+	defer stop()
+	srv, err := grpctest.StartTLS()
+	require.NoError(t, err)
+	defer srv.Stop()
+	const calls = 20
+	body := filepath.Join(t.TempDir(), "req")
+	require.NoError(t, os.WriteFile(body, []byte{0, 0, 0, 0, 0}, 0o644))
+	var args []string
+	for i := range calls {
+		if i > 0 {
+			args = append(args, "--next")
+		}
+		args = append(args, "-sk", "--http2", "-o", "/dev/null", "-X", "POST", "-H", "content-type: application/grpc",
+			"-H", "te: trailers", "--data-binary", "@"+body, "https://"+srv.Addr+grpctest.UnaryMethod)
+	}
+	out, err := exec.Command(curl, args...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	port := int64(mustPort(t, srv.Addr))
+	method := grpctest.Service + "/UnaryCall"
+	require.Eventually(t, func() bool { return len(spansOf(sink, port)) >= calls }, 30*time.Second, 50*time.Millisecond,
+		"spans: %v", countSpans(spansOf(sink, port), method))
+	assert.Equal(t, map[string]int{"Client OK": calls}, countSpans(spansOf(sink, port), method))
 }

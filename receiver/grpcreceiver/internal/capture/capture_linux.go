@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -58,6 +59,11 @@ type Options struct {
 	MaxConns  int  // connections the kernel tracks at once (LRU)
 	HeaderCap int  // payload bytes copied per header-carrying frame (the rest counted cut)
 	MaxIov    int  // iovecs walked per call (0: 1024)
+	// TLS also captures the plaintext of OpenSSL connections: uprobes on
+	// SSL_write, SSL_read (entry and return) and SSL_free in every libssl
+	// found mapped by a running process, in LibSSL, or at the usual paths.
+	TLS    bool
+	LibSSL []string
 }
 
 // Capture is the loaded, attached programs and their mapped ring.
@@ -72,6 +78,7 @@ type Capture struct {
 	ringLen  int
 	doorbell *ringmap.Doorbell
 	reader   *ring.Reader
+	libssl   []string
 }
 
 var socketTracepoints = []string{"sock_send_length", "sock_recv_length"}
@@ -175,6 +182,11 @@ func Open(o Options) (_ *Capture, err error) {
 		}
 	}
 	progs = append(progs, "h2_state")
+	if o.TLS {
+		progs = append(progs, tlsPrograms...)
+	} else {
+		delete(spec.Maps, "h2_tls_calls")
+	}
 	for name := range spec.Programs {
 		if !contains(progs, name) {
 			delete(spec.Programs, name)
@@ -236,6 +248,11 @@ func Open(o Options) (_ *Capture, err error) {
 		return nil, fmt.Errorf("attach sock:inet_sock_set_state: %w", err)
 	}
 	c.links = append(c.links, l)
+	if o.TLS {
+		if err := c.attachTLS(o.LibSSL); err != nil {
+			return nil, err
+		}
+	}
 	if hook == HookSocket {
 		for i, name := range []string{"h2_sock_send", "h2_sock_recv"} {
 			l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[name], AttachType: ebpf.AttachTraceRawTp})
@@ -254,6 +271,83 @@ func Open(o Options) (_ *Capture, err error) {
 		c.links = append(c.links, l)
 	}
 	return c, nil
+}
+
+var tlsPrograms = []string{"h2_ssl_write", "h2_ssl_write_ret", "h2_ssl_read", "h2_ssl_read_ret", "h2_ssl_free"}
+
+// attachTLS attaches the OpenSSL probes to every libssl file: those mapped by
+// running processes, the extra paths, and the usual locations; one file
+// reached by several paths is attached once.
+func (c *Capture) attachTLS(extra []string) error {
+	paths := append(LibSSLInUse(), extra...)
+	paths = append(paths, "/usr/lib/x86_64-linux-gnu/libssl.so.3", "/usr/lib/x86_64-linux-gnu/libssl.so.1.1", "/usr/lib64/libssl.so.3")
+	seen := map[[2]uint64]bool{}
+	for _, p := range paths {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil {
+			continue
+		}
+		id := [2]uint64{st.Dev, st.Ino}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ex, err := link.OpenExecutable(p)
+		if err != nil {
+			return fmt.Errorf("tls: open %s: %w", p, err)
+		}
+		for _, a := range []struct {
+			sym, prog string
+			ret       bool
+		}{
+			{"SSL_write", "h2_ssl_write", false}, {"SSL_write", "h2_ssl_write_ret", true},
+			{"SSL_read", "h2_ssl_read", false}, {"SSL_read", "h2_ssl_read_ret", true},
+			{"SSL_free", "h2_ssl_free", false},
+		} {
+			attach := ex.Uprobe
+			if a.ret {
+				attach = ex.Uretprobe
+			}
+			l, err := attach(a.sym, c.coll.Programs[a.prog], nil)
+			if err != nil {
+				return fmt.Errorf("tls: attach %s in %s: %w", a.sym, p, err)
+			}
+			c.links = append(c.links, l)
+		}
+		c.libssl = append(c.libssl, p)
+	}
+	if len(c.libssl) == 0 {
+		return fmt.Errorf("tls: no libssl found (looked in the running processes' maps and at %v): install OpenSSL or name it in tls::libssl_paths", paths)
+	}
+	return nil
+}
+
+// LibSSL lists the libssl files the TLS probes are attached to.
+func (c *Capture) LibSSL() []string { return c.libssl }
+
+// LibSSLInUse lists the libssl files mapped by running processes (/proc/*/maps).
+func LibSSLInUse() []string {
+	var out []string
+	seen := map[string]bool{}
+	maps, _ := filepath.Glob("/proc/[0-9]*/maps")
+	for _, m := range maps {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			i := strings.Index(line, "/")
+			if i < 0 || !strings.Contains(line[i:], "/libssl.so") {
+				continue
+			}
+			p := line[i:]
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, filepath.Join("/proc", filepath.Base(filepath.Dir(m)), "root", p))
+			}
+		}
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {

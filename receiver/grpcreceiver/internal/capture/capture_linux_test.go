@@ -11,7 +11,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -342,4 +346,67 @@ func TestCapturePredatingConnection(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, n, "the client and the server socket")
+}
+
+// TLS (opt-in): curl (libcurl with OpenSSL 3, HTTP/2 by ALPN) against a
+// grpc-go server over TLS. The OpenSSL probes see curl's plaintext: one
+// connection, the client, the preface at offset 0, one request HEADERS per
+// call on one TLS session; the socket hook sees only ciphertext there and
+// takes both TCP sockets for not HTTP/2.
+func TestCaptureTLSOpenSSL(t *testing.T) {
+	testutil.RequireRoot(t)
+	curl, err := exec.LookPath("curl")
+	require.NoError(t, err, "curl (with OpenSSL) is needed for the TLS test: apt-get install curl")
+	c, err := Open(Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384, TLS: true})
+	require.NoError(t, err)
+	defer c.Close()
+	t.Logf("libssl: %v", c.LibSSL())
+
+	srv, err := grpctest.StartTLS()
+	require.NoError(t, err)
+	defer srv.Stop()
+	const calls = 5
+	body := filepath.Join(t.TempDir(), "req")
+	require.NoError(t, os.WriteFile(body, []byte{0, 0, 0, 0, 0}, 0o644)) // one empty SimpleRequest
+	args := []string{"-sk", "--http2", "-o", "/dev/null", "-w", "%{http_version} "}
+	for i := range calls {
+		if i > 0 {
+			args = append(args, "--next", "-sk", "--http2", "-o", "/dev/null", "-w", "%{http_version} ")
+		}
+		args = append(args, "-X", "POST", "-H", "content-type: application/grpc", "-H", "te: trailers",
+			"--data-binary", "@"+body, "https://"+srv.Addr+grpctest.UnaryMethod)
+	}
+	out, err := exec.Command(curl, args...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, strings.Repeat("2 ", calls), string(out), "curl used HTTP/2")
+
+	rec := newRecorder()
+	dec := NewDecoder(rec)
+	drain(c, dec)
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	t.Logf("%+v", cnt)
+	var tlsConns []h2.ConnOpen
+	for _, o := range rec.opens {
+		if !o.Local.Addr.IsValid() {
+			tlsConns = append(tlsConns, o)
+		}
+	}
+	require.Len(t, tlsConns, 1, "one TLS session: %+v", rec.opens)
+	o := tlsConns[0]
+	assert.Equal(t, h2.RoleClient, o.Role)
+	ch := rec.chunks[o.Conn]
+	require.NotNil(t, ch)
+	req := ch[h2.Egress]
+	require.NotEmpty(t, req)
+	sort.Slice(req, func(i, j int) bool { return req[i].Offset < req[j].Offset })
+	require.Equal(t, uint64(0), req[0].Offset)
+	assert.Equal(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", string(req[0].Data[:24]))
+	fs := walkFrames(t, req, 24, 0)
+	assert.Len(t, fs.headers, calls)
+	resp := walkFrames(t, ch[h2.Ingress], 0, 0)
+	assert.Len(t, resp.headers, calls)
+	for _, o := range rec.opens {
+		assert.NotEqual(t, port(t, srv.Addr), o.Remote.Port, "a ciphertext socket taken for HTTP/2")
+	}
 }

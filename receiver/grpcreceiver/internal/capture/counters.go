@@ -30,6 +30,8 @@ type Counters struct {
 	Busy             uint64 // calls skipped: the CPU's staging buffer in use
 	Records          uint64 // records committed
 	IovCut           uint64 // iovec arrays longer than the bound
+	TLSCalls         uint64 // SSL_write / SSL_read calls seen (tls)
+	ConnsTLS         uint64 // TLS connections (SSL objects) seen
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -67,6 +69,8 @@ func (c *Counters) add(p h2H2Stats) {
 	c.Busy += p.Busy
 	c.Records += p.Records
 	c.IovCut += p.IovCut
+	c.TLSCalls += p.TlsCalls
+	c.ConnsTLS += p.ConnsTls
 }
 
 // Named lists the counters by a stable snake_case name, for self-telemetry.
@@ -80,6 +84,7 @@ func (c Counters) Named() []NamedCounter {
 		{"headers_cut", c.HeadersCut}, {"bytes_cut", c.BytesCut}, {"desync", c.Desync},
 		{"resync", c.Resync}, {"desync_bytes", c.DesyncBytes}, {"loop_bound", c.LoopBound},
 		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
+		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
 		{"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}

@@ -171,6 +171,8 @@ func (d *Decoder) Record(b []byte) error {
 
 func endpoints(family uint8, laddr, raddr []byte, lport, rport uint16) (l, r h2.Endpoint, err error) {
 	switch family {
+	case 0: // TLS: the endpoints are not known
+		return l, r, nil
 	case afInet:
 		l.Addr = netip.AddrFrom4([4]byte(laddr[:4]))
 		r.Addr = netip.AddrFrom4([4]byte(raddr[:4]))
@@ -178,7 +180,7 @@ func endpoints(family uint8, laddr, raddr []byte, lport, rport uint16) (l, r h2.
 		l.Addr = netip.AddrFrom16([16]byte(laddr)).Unmap()
 		r.Addr = netip.AddrFrom16([16]byte(raddr)).Unmap()
 	default:
-		return l, r, fmt.Errorf("open record with address family %d, not AF_INET or AF_INET6", family)
+		return l, r, fmt.Errorf("open record with address family %d, not AF_INET, AF_INET6 or 0 (TLS)", family)
 	}
 	l.Port, r.Port = lport, rport
 	return l, r, nil

@@ -115,6 +115,14 @@ type h2H2Stats struct {
 	Busy             uint64
 	Records          uint64
 	IovCut           uint64
+	TlsCalls         uint64
+	ConnsTls         uint64
+}
+
+type h2H2TlsArgs struct {
+	_   structs.HostLayout
+	Ssl uint64
+	Buf uint64
 }
 
 type h2SeqCtl struct {
@@ -159,6 +167,7 @@ const (
 	h2MapH2Conns        = "h2_conns"
 	h2MapH2Counters     = "h2_counters"
 	h2MapH2Scratchbuf   = "h2_scratchbuf"
+	h2MapH2TlsCalls     = "h2_tls_calls"
 	h2MapSeqControl     = "seq_control"
 	h2MapSeqCounters    = "seq_counters"
 	h2MapSeqDoorbell    = "seq_doorbell"
@@ -166,6 +175,11 @@ const (
 	h2MapSeqSlots       = "seq_slots"
 	h2ProgH2SockRecv    = "h2_sock_recv"
 	h2ProgH2SockSend    = "h2_sock_send"
+	h2ProgH2SslFree     = "h2_ssl_free"
+	h2ProgH2SslRead     = "h2_ssl_read"
+	h2ProgH2SslReadRet  = "h2_ssl_read_ret"
+	h2ProgH2SslWrite    = "h2_ssl_write"
+	h2ProgH2SslWriteRet = "h2_ssl_write_ret"
 	h2ProgH2State       = "h2_state"
 	h2ProgH2SysRead     = "h2_sys_read"
 	h2ProgH2SysReadv    = "h2_sys_readv"
@@ -228,6 +242,11 @@ type h2Specs struct {
 type h2ProgramSpecs struct {
 	H2SockRecv    *ebpf.ProgramSpec `ebpf:"h2_sock_recv"`
 	H2SockSend    *ebpf.ProgramSpec `ebpf:"h2_sock_send"`
+	H2SslFree     *ebpf.ProgramSpec `ebpf:"h2_ssl_free"`
+	H2SslRead     *ebpf.ProgramSpec `ebpf:"h2_ssl_read"`
+	H2SslReadRet  *ebpf.ProgramSpec `ebpf:"h2_ssl_read_ret"`
+	H2SslWrite    *ebpf.ProgramSpec `ebpf:"h2_ssl_write"`
+	H2SslWriteRet *ebpf.ProgramSpec `ebpf:"h2_ssl_write_ret"`
 	H2State       *ebpf.ProgramSpec `ebpf:"h2_state"`
 	H2SysRead     *ebpf.ProgramSpec `ebpf:"h2_sys_read"`
 	H2SysReadv    *ebpf.ProgramSpec `ebpf:"h2_sys_readv"`
@@ -247,6 +266,7 @@ type h2MapSpecs struct {
 	H2Conns       *ebpf.MapSpec `ebpf:"h2_conns"`
 	H2Counters    *ebpf.MapSpec `ebpf:"h2_counters"`
 	H2Scratchbuf  *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
+	H2TlsCalls    *ebpf.MapSpec `ebpf:"h2_tls_calls"`
 	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
 	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
@@ -291,6 +311,7 @@ type h2Maps struct {
 	H2Conns       *ebpf.Map `ebpf:"h2_conns"`
 	H2Counters    *ebpf.Map `ebpf:"h2_counters"`
 	H2Scratchbuf  *ebpf.Map `ebpf:"h2_scratchbuf"`
+	H2TlsCalls    *ebpf.Map `ebpf:"h2_tls_calls"`
 	SeqControl    *ebpf.Map `ebpf:"seq_control"`
 	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
@@ -304,6 +325,7 @@ func (m *h2Maps) Close() error {
 		m.H2Conns,
 		m.H2Counters,
 		m.H2Scratchbuf,
+		m.H2TlsCalls,
 		m.SeqControl,
 		m.SeqCounters,
 		m.SeqDoorbell,
@@ -331,6 +353,11 @@ type h2Variables struct {
 type h2Programs struct {
 	H2SockRecv    *ebpf.Program `ebpf:"h2_sock_recv"`
 	H2SockSend    *ebpf.Program `ebpf:"h2_sock_send"`
+	H2SslFree     *ebpf.Program `ebpf:"h2_ssl_free"`
+	H2SslRead     *ebpf.Program `ebpf:"h2_ssl_read"`
+	H2SslReadRet  *ebpf.Program `ebpf:"h2_ssl_read_ret"`
+	H2SslWrite    *ebpf.Program `ebpf:"h2_ssl_write"`
+	H2SslWriteRet *ebpf.Program `ebpf:"h2_ssl_write_ret"`
 	H2State       *ebpf.Program `ebpf:"h2_state"`
 	H2SysRead     *ebpf.Program `ebpf:"h2_sys_read"`
 	H2SysReadv    *ebpf.Program `ebpf:"h2_sys_readv"`
@@ -346,6 +373,11 @@ func (p *h2Programs) Close() error {
 	return _H2Close(
 		p.H2SockRecv,
 		p.H2SockSend,
+		p.H2SslFree,
+		p.H2SslRead,
+		p.H2SslReadRet,
+		p.H2SslWrite,
+		p.H2SslWriteRet,
 		p.H2State,
 		p.H2SysRead,
 		p.H2SysReadv,
