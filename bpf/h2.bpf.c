@@ -285,21 +285,21 @@ static __always_inline void h2_established(struct sock *sk, int oldstate)
 		st->conns_established++;
 }
 
-static __always_inline void h2_closed(struct sock *sk)
+/* Writes the connection's H2_REC_CLOSE (if its open was written) and forgets
+ * it. idx: the staging buffer of the calling context. */
+static __always_inline void h2_close_conn(__u64 key, __u32 idx, bool task)
 {
 	struct h2_stats *st = h2_st();
-	__u64 key = (__u64)sk;
 	struct h2_scratch *s;
 	struct h2_close *e;
 	struct h2_conn *c;
-	__u32 one = 1;
 
 	c = bpf_map_lookup_elem(&h2_conns, &key);
 	if (!c)
 		return;
-	if (c->opened && (s = bpf_map_lookup_elem(&h2_scratchbuf, &one))) {
+	if (c->opened && (s = bpf_map_lookup_elem(&h2_scratchbuf, &idx))) {
 		e = (struct h2_close *)s->rec.buf;
-		h2_fill_rec(&e->h, c, H2_REC_CLOSE, 0, false);
+		h2_fill_rec(&e->h, c, H2_REC_CLOSE, 0, task);
 		e->total[0] = 0;
 		e->total[1] = 0;
 		/* The end of the bytes the calls moved (not the sequence
@@ -315,6 +315,11 @@ static __always_inline void h2_closed(struct sock *sk)
 		}
 	}
 	bpf_map_delete_elem(&h2_conns, &key);
+}
+
+static __always_inline void h2_closed(struct sock *sk)
+{
+	h2_close_conn((__u64)sk, 1, false);
 }
 
 SEC("tp_btf/inet_sock_set_state")
@@ -773,6 +778,26 @@ static __always_inline void h2_call(struct h2_conn *c, struct sock *sk, int dir,
 	st->records += w->records;
 }
 
+/*
+ * Takes this CPU's staging buffer for a data call (its walk state cleared),
+ * or counts the call busy: a program preempted mid-call holds it.
+ */
+static __always_inline bool h2_begin(struct h2_stats *st, __u64 **busy, struct h2_scratch **s)
+{
+	__u32 zero = 0;
+
+	*busy = bpf_map_lookup_elem(&h2_busy, &zero);
+	*s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
+	if (!*busy || !*s)
+		return false;
+	if (__sync_lock_test_and_set(*busy, 1)) {
+		st->busy++;
+		return false;
+	}
+	__builtin_memset(&(*s)->w, 0, sizeof((*s)->w));
+	return true;
+}
+
 static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags, struct pt_regs *regs, bool sys)
 {
 	__u64 key = (__u64)sk, nr, a1, a2, start, end;
@@ -780,7 +805,6 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	struct h2_scratch *s;
 	struct h2_conn *c;
 	struct h2_walk *w;
-	__u32 zero = 0;
 	__u64 *busy;
 
 	if (!st || ret <= 0)
@@ -817,16 +841,9 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 		st->peek++;
 		return 0;
 	}
-	busy = bpf_map_lookup_elem(&h2_busy, &zero);
-	s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
-	if (!busy || !s)
+	if (!h2_begin(st, &busy, &s))
 		return 0;
-	if (__sync_lock_test_and_set(busy, 1)) {
-		st->busy++;
-		return 0;
-	}
 	w = &s->w;
-	__builtin_memset(w, 0, sizeof(*w));
 	switch (nr) {
 	case NR_WRITE:
 	case NR_SENDTO:
@@ -1017,7 +1034,6 @@ static __always_inline int h2_tls_exit(int dir, long ret)
 	struct h2_scratch *s;
 	struct h2_conn *c;
 	struct h2_walk *w;
-	__u32 zero = 0;
 	__u64 *busy;
 
 	a = bpf_map_lookup_elem(&h2_tls_calls, &id);
@@ -1043,16 +1059,9 @@ static __always_inline int h2_tls_exit(int dir, long ret)
 	}
 	if (c->state == H2_NO)
 		return 0;
-	busy = bpf_map_lookup_elem(&h2_busy, &zero);
-	s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
-	if (!busy || !s)
+	if (!h2_begin(st, &busy, &s))
 		return 0;
-	if (__sync_lock_test_and_set(busy, 1)) {
-		st->busy++;
-		return 0;
-	}
 	w = &s->w;
-	__builtin_memset(w, 0, sizeof(*w));
 	w->ub = args.buf;
 	start = c->d[dir].lastoff;
 	end = start + ret;
@@ -1089,27 +1098,6 @@ int BPF_KRETPROBE(h2_ssl_read_ret, int ret)
 SEC("uprobe/SSL_free")
 int BPF_KPROBE(h2_ssl_free, void *ssl)
 {
-	__u64 key = h2_tls_key((__u64)ssl, bpf_get_current_pid_tgid());
-	struct h2_stats *st = h2_st();
-	struct h2_scratch *s;
-	struct h2_close *e;
-	struct h2_conn *c;
-	__u32 two = 2;
-
-	c = bpf_map_lookup_elem(&h2_conns, &key);
-	if (!c)
-		return 0;
-	if (c->opened && (s = bpf_map_lookup_elem(&h2_scratchbuf, &two))) {
-		e = (struct h2_close *)s->rec.buf;
-		h2_fill_rec(&e->h, c, H2_REC_CLOSE, 0, true);
-		e->total[0] = c->role != H2_ROLE_UNKNOWN ? c->d[0].seen : 0;
-		e->total[1] = c->role != H2_ROLE_UNKNOWN ? c->d[1].seen : 0;
-		seq_commit(&s->rec, sizeof(*e), H2_REC_CLOSE);
-		if (st) {
-			st->conns_closed++;
-			st->records++;
-		}
-	}
-	bpf_map_delete_elem(&h2_conns, &key);
+	h2_close_conn(h2_tls_key((__u64)ssl, bpf_get_current_pid_tgid()), 2, true);
 	return 0;
 }

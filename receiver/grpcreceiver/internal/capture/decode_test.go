@@ -85,6 +85,13 @@ func TestDecodeOpenClose(t *testing.T) {
 	assert.Equal(t, "10.0.0.1", rec.opens[7].Local.Addr.String())
 	assert.Equal(t, "2001:db8::1", rec.opens[7].Remote.Addr.String())
 
+	// TLS: no socket, the endpoints unknown.
+	ot := append([]byte(nil), o...)
+	ot[84] = 0
+	require.NoError(t, d.Record(ot))
+	assert.False(t, rec.opens[7].Local.Addr.IsValid())
+	assert.False(t, rec.opens[7].Remote.Addr.IsValid())
+
 	c := append(header(KindClose, 0, 0), make([]byte, 16)...)
 	le.PutUint64(c[40:], 123)
 	le.PutUint64(c[48:], 456)
@@ -110,7 +117,11 @@ func TestDecodeMalformed(t *testing.T) {
 		"data past end": good[:len(good)-1],
 		"short open":    header(KindOpen, 0, 0),
 		"short close":   header(KindClose, 0, 0),
-		"bad family":    append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...),
+		"bad family": func() []byte {
+			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...)
+			o[84] = 7
+			return o
+		}(),
 		"bad role": func() []byte {
 			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...)
 			o[84], o[85] = afInet, 9
