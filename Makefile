@@ -42,7 +42,7 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger loki ebpf-exporter unit e2e test-kernels
+test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc unit e2e test-kernels
 
 # EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
 # kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
@@ -68,6 +68,13 @@ $(COLLECTOR): $(BUILDER) builder-config.yaml go.mod go.sum $(GO_SOURCES)
 	$(BUILDER) --config builder-config.yaml
 	mkdir -p bin
 	cp build/otelcol-seq/otelcol-seq $(COLLECTOR)
+
+# grpcio (PyPI) in a venv outside the clone, for the grpc receiver's tests
+# against a second gRPC implementation (they call the script themselves too).
+PYGRPC_CACHE ?= $(HOME)/.cache/otelcol-seq/python
+.PHONY: python-grpc
+python-grpc:
+	PYGRPC_CACHE=$(PYGRPC_CACHE) scripts/python-grpc.sh >/dev/null
 
 # Jaeger v2 (memory storage) for test/e2e/jaeger_test.go; built once, minutes.
 # `scripts/jaeger.sh start` / `stop` run it on 127.0.0.1 (UI on :16686).
@@ -161,6 +168,14 @@ BENCH_FLAGS ?=
 .PHONY: bench
 bench: deps
 	$(GO) run ./tools/seqbench $(BENCH_FLAGS)
+
+# The grpc receiver's cost on a real gRPC load (root; a few minutes, tools
+# built once into ~/.cache/otelcol-seq/bench-grpc): grpc-go's helloworld
+# server driven by ghz v0.120.0, without and with the receiver, direct and
+# through HAProxy, interleaved rounds. Not part of make test; see BENCHMARKS.md.
+.PHONY: bench-grpc
+bench-grpc: deps $(COLLECTOR)
+	scripts/bench-grpc.sh
 
 # ebpf_exporter-format objects: the test fixtures (testdata/ebpf_exporter)
 # and the ready-to-use programs (programs/), each <name>.bpf.c compiled to

@@ -50,7 +50,7 @@ func Preflight() error {
 	}{
 		{"memory-mappable BPF arrays (BPF_F_MMAPABLE, Linux 5.5)", func() error { return features.HaveMapFlag(features.BPF_F_MMAPABLE) }},
 		{"the BPF ring buffer, the reader's doorbell (Linux 5.8)", func() error { return features.HaveMapType(ebpf.RingBuf) }},
-		{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", probeAtomics},
+		{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", ProbeAtomics},
 	} {
 		if err := c.probe(); err != nil {
 			return fmt.Errorf("this kernel lacks %s, which the seq receiver needs: %w", c.what, err)
@@ -92,10 +92,10 @@ func ExitHasGroupDead() (bool, error) {
 	return len(proto.Params) >= 3, nil
 }
 
-// probeAtomics loads a tiny program with the atomic instructions the
+// ProbeAtomics loads a tiny program with the atomic instructions the
 // producers use: fetch-add claims tickets, compare-and-exchange owns a
 // slot, exchange publishes it.
-func probeAtomics() error {
+func ProbeAtomics() error {
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:    ebpf.SocketFilter,
 		License: "GPL",

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
@@ -162,8 +162,7 @@ type Sequencer struct {
 	ctl       []byte
 	slots     []byte // the whole mapping (page-rounded); sequencer only
 	ringLen   int    // the ring's bytes: slots × 128
-	doorbell  *ringbuf.Reader
-	rec       ringbuf.Record
+	doorbell  *ringmap.Doorbell
 	closers   []func() error // the sources' readers
 }
 
@@ -348,30 +347,20 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 		}
 		s.links = append(s.links, l)
 	}
-	if s.ctl, err = mmap(s.coll.Maps["seq_control"], 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+	if s.ctl, err = ringmap.Mmap(s.coll.Maps["seq_control"], 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
 		return nil, err
 	}
 	s.ringLen = ringBytes
 	if tr != TransportSequencer {
 		return s, nil
 	}
-	if s.slots, err = mmap(s.coll.Maps["seq_slots"], s.ringLen, unix.PROT_READ); err != nil {
+	if s.slots, err = ringmap.Mmap(s.coll.Maps["seq_slots"], s.ringLen, unix.PROT_READ); err != nil {
 		return nil, err
 	}
-	if s.doorbell, err = ringbuf.NewReader(s.coll.Maps["seq_doorbell"]); err != nil {
-		return nil, fmt.Errorf("open doorbell ring buffer: %w", err)
+	if s.doorbell, err = ringmap.NewDoorbell(s.coll.Maps["seq_doorbell"]); err != nil {
+		return nil, err
 	}
 	return s, nil
-}
-
-func mmap(m *ebpf.Map, size int, prot int) ([]byte, error) {
-	page := os.Getpagesize()
-	size = (size + page - 1) / page * page
-	b, err := unix.Mmap(m.FD(), 0, size, prot, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mmap %s: %w", m, err)
-	}
-	return b, nil
 }
 
 // Control is the mapped struct seq_ctl (head and parked flag).
@@ -390,28 +379,13 @@ func (s *Sequencer) Slots() []byte {
 // Wait blocks until a producer rings the doorbell or the timeout passes. The
 // caller must have set the parked flag (and re-checked the head) first.
 // It returns true when woken by a producer.
-func (s *Sequencer) Wait(timeout time.Duration) (bool, error) {
-	s.doorbell.SetDeadline(time.Now().Add(timeout))
-	err := s.doorbell.ReadInto(&s.rec)
-	switch {
-	case err == nil:
-		// Drain the other doorbell records that piled up, without blocking.
-		s.doorbell.SetDeadline(time.Unix(0, 1))
-		for s.doorbell.ReadInto(&s.rec) == nil {
-		}
-		return true, nil
-	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
-		return false, nil
-	default:
-		return false, err
-	}
-}
+func (s *Sequencer) Wait(timeout time.Duration) (bool, error) { return s.doorbell.Wait(timeout) }
 
 // Interrupt makes a blocked Wait return at once, or the next one if none is
 // blocked; it may be called from any goroutine (used by Shutdown).
 func (s *Sequencer) Interrupt() {
 	if s.doorbell != nil {
-		_ = s.doorbell.Flush()
+		s.doorbell.Interrupt()
 	}
 }
 

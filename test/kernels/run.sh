@@ -22,6 +22,7 @@ PACKAGES=(
 	./receiver/seqreceiver
 	./receiver/ebpfexporterreceiver/internal/ebpfexporter
 	./receiver/bpftracereceiver/internal/bpftrace
+	./receiver/grpcreceiver/internal/capture
 )
 
 # Inside the guests (TCG, several times slower than the host) the fork storms are

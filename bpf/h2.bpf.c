@@ -1,0 +1,1103 @@
+//go:build ignore
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * The grpc receiver's capture: the HTTP/2 framing of every TCP connection on
+ * the host, from tracepoints only (no kprobes, no uprobes, no change to the
+ * applications), written into the receiver's own sequencer ring (seq.h,
+ * seq_ring.h) as the records of h2.h.
+ *
+ * Where the bytes are seen, two program sets; the loader attaches one:
+ *   sock_*  tp_btf on sock:sock_send_length / sock:sock_recv_length (found
+ *           in the kernel's BTF: Linux 6.3+): they fire for socket I/O only
+ *           and pass the struct sock;
+ *   sys_*   tracepoint syscalls/sys_exit_{write,writev,sendto,sendmsg,read,
+ *           readv,recvfrom,recvmsg} on older kernels: the fd is walked to its
+ *           struct sock (task->files->fdt->fd[fd]->private_data->sk).
+ * Both read the system call's arguments (fd, buffer or iovec array) from the
+ * task's saved user registers (bpf_task_pt_regs, x86-64), after the call,
+ * when the bytes are in the user buffer either way. The byte stream offsets
+ * are the kernel's own: tcp_sock.write_seq and copied_seq at the end of the
+ * call, minus its return value, relative to their values when the
+ * connection was established (sock:inet_sock_set_state). Caveat: two threads
+ * writing (or reading) one socket at the same time can see each other's
+ * bytes in those counters; an overlap is skipped, a hole is a gap.
+ *
+ * Per connection (LRU hash keyed by the struct sock's address): unknown ->
+ * HTTP/2 (the client preface, or a SETTINGS frame, at offset 0; a plausible
+ * frame header for a connection that predates the capture) or not HTTP/2
+ * (then every later call is one lookup). An HTTP/2 direction walks its frames
+ * with bpf_loop (Linux 5.17+), keeping the offset of the next frame header,
+ * the end of the payload to copy and the first 4 bytes of a header split
+ * across calls; it copies every frame header, the payloads the tracker needs
+ * (HEADERS, CONTINUATION, PUSH_PROMISE, SETTINGS, RST_STREAM, GOAWAY; cut at
+ * h2_hdr_cap) and the client preface, never a DATA, PING or WINDOW_UPDATE
+ * payload. Everything skipped, cut or lost is counted in h2_counters.
+ */
+#include "vmlinux.h"
+#include "bpf_helpers.h"
+#include "bpf_tracing.h"
+#include "bpf_core_read.h"
+#include "seq.h"
+#include "seq_ring.h"
+#include "h2.h"
+
+char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses above */
+
+#define AF_INET 2
+#define AF_INET6 10
+#define MSG_PEEK 2
+#define RCV_SHUTDOWN 1
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+/* x86-64 system call numbers. */
+#define NR_READ 0
+#define NR_WRITE 1
+#define NR_READV 19
+#define NR_WRITEV 20
+#define NR_SENDTO 44
+#define NR_RECVFROM 45
+#define NR_SENDMSG 46
+#define NR_RECVMSG 47
+
+/* HTTP/2 frame types (RFC 9113). */
+#define F_HEADERS 1
+#define F_RST_STREAM 3
+#define F_SETTINGS 4
+#define F_PUSH_PROMISE 5
+#define F_GOAWAY 7
+#define F_CONTINUATION 9
+
+#define H2_PREFACE_LEN 24
+#define H2_FRAME_HDR 9
+/* Most bytes one bpf_probe_read_user() copies. */
+#define H2_CHUNK 1024
+/* Most steps (frame headers, copies, skips, iovecs) one call's walk takes. */
+#define H2_STEPS 8192
+/* A connection that predates the capture (or whose state was evicted) gets
+ * offsets from here on: never mistaken for the start of a stream. */
+#define H2_PREDATE_BASE (1ULL << 40)
+/* Calls on a predating connection looked at for a frame header before it is
+ * taken for not HTTP/2. */
+#define H2_TRIES 8
+
+/* Set by the loader. */
+volatile const __u32 h2_hdr_cap = 16384; /* most payload bytes copied per frame */
+volatile const __u32 h2_max_iov = 1024;  /* most iovecs walked per call */
+
+/* Never read: put the record structs into BTF (the Go layout test reads them). */
+const struct h2_open *const h2_open_btf = 0;
+const struct h2_close *const h2_close_btf = 0;
+const struct h2_seg *const h2_seg_btf = 0;
+
+/* The next connection id (starts at 1). */
+__u64 h2_next_id = 0;
+
+enum h2_state {
+	H2_UNKNOWN = 0,
+	H2_YES = 1,
+	H2_NO = 2,
+};
+
+/* One direction of a connection. */
+struct h2_dirst {
+	__u64 nf;       /* stream offset of the next frame header */
+	__u64 copy_end; /* bytes below this offset are copied (a payload the tracker needs, the preface) */
+	__u64 seen;     /* end of the bytes looked at */
+	__u64 lastoff;  /* the stream offset of lastseq */
+	__u32 lastseq;  /* a TCP sequence number of this direction */
+	__u32 hdr;      /* the first 4 bytes of the frame header at nf, as far as read */
+	__u8 desync;    /* frame boundaries lost: looking for a frame header at a call's start */
+	__u8 based;     /* lastseq and lastoff are set */
+	__u8 _pad[6];
+};
+
+struct h2_conn {
+	__u64 id;
+	__u64 est_ns;
+	struct h2_dirst d[2];
+	__u64 state; /* enum h2_state; left H2_UNKNOWN by one compare-and-swap (64-bit: BPF's atomics) */
+	__u8 role;   /* enum h2_role */
+	__u8 opened; /* H2_REC_OPEN written */
+	__u8 tries;
+	__u8 _pad[5];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); /* replaced by the loader */
+	__type(key, __u64);         /* struct sock * */
+	__type(value, struct h2_conn);
+} h2_conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct h2_stats);
+} h2_counters SEC(".maps");
+
+/* 1 while a data program stages on this CPU: one preempted in the middle
+ * must not have its record overwritten by another. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} h2_busy SEC(".maps");
+
+enum h2_stop {
+	STOP_NONE = 0,
+	STOP_SHORT = 1, /* the iovecs ended before the call's bytes (never expected) */
+	STOP_FAULT = 2, /* user memory unreadable */
+	STOP_MAP = 3,   /* a map lookup failed (never expected) */
+};
+
+struct h2_walk {
+	__u64 pos, end;        /* the cursor and the call's end, stream offsets */
+	__u64 seg_lo, seg_hi;  /* the user segment under the cursor, stream offsets */
+	__u64 ub;              /* its user address */
+	__u64 iov;             /* user struct iovec array (0: one buffer) */
+	__u64 rseg_end;        /* stream end of the record's open segment */
+	struct h2_dirst d;
+	__u32 iov_i, iov_n;
+	__u32 rec_len;         /* bytes staged */
+	__u32 rseg;            /* scratch offset of the open segment's header (0: none) */
+	__u16 nseg;
+	__u8 stop;
+	__u8 _pad[5];
+	__u64 copied, skipped, frames, cut, cut_bytes, records;
+	struct h2_rec hdr;     /* the head of every record of this call */
+};
+
+/* A record is staged in rec (the sequencer's scratch layout, for
+ * seq_commit); pad lets a bounded copy run past the record's logical end.
+ * The walk's state lives here too, not on the stack: the verifier does not
+ * track what a map value holds, so the bpf_loop callback's states converge
+ * at once instead of exploding (the stack version fails to load with
+ * "The sequence of 8193 jumps is too complex"). */
+struct h2_scratch {
+	struct seq_scratch rec;
+	__u8 pad[H2_CHUNK + 64];
+	struct h2_walk w;
+};
+
+/* Three per CPU: 0 for the data programs (process context), 1 for the state
+ * changes (often softirq, which may interrupt a data program), 2 for SSL_free. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 3);
+	__type(key, __u32);
+	__type(value, struct h2_scratch);
+} h2_scratchbuf SEC(".maps");
+
+static __always_inline struct h2_stats *h2_st(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&h2_counters, &zero);
+}
+
+static __always_inline void h2_fill_rec(struct h2_rec *h, struct h2_conn *c, __u8 kind, __u8 dir, bool task)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	h->conn = c->id;
+	h->time_ns = bpf_ktime_get_boot_ns();
+	h->kind = kind;
+	h->dir = dir;
+	h->nseg = 0;
+	h->flags = 0;
+	if (task) {
+		struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+		h->start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
+		h->pid = pid_tgid >> 32;
+		h->tid = (__u32)pid_tgid;
+	} else {
+		h->start_ns = 0;
+		h->pid = 0;
+		h->tid = 0;
+		h->flags = H2_F_SOFTIRQ;
+	}
+}
+
+/* The stream offset of TCP sequence number seq in direction d. */
+static __always_inline __u64 h2_off(struct h2_dirst *d, __u32 seq)
+{
+	__s32 delta = (__s32)(seq - d->lastseq);
+	__u64 off = d->lastoff + (__s64)delta;
+
+	if (delta > 0) {
+		d->lastseq = seq;
+		d->lastoff = off;
+	}
+	return off;
+}
+
+static __always_inline __u32 h2_tcp_seq(struct sock *sk, int dir)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+
+	return dir == H2_EGRESS ? BPF_CORE_READ(tp, write_seq) : BPF_CORE_READ(tp, copied_seq);
+}
+
+static __always_inline bool h2_is_tcp(struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	return (family == AF_INET || family == AF_INET6) && BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
+}
+
+static __always_inline __u64 h2_new_id(void)
+{
+	return __sync_fetch_and_add(&h2_next_id, 1) + 1;
+}
+
+/* ---- Connection life: sock:inet_sock_set_state ---- */
+
+static __always_inline void h2_established(struct sock *sk, int oldstate)
+{
+	struct h2_conn c = {};
+	struct h2_stats *st = h2_st();
+	__u64 key = (__u64)sk;
+	int cs;
+
+	c.id = h2_new_id();
+	c.est_ns = bpf_ktime_get_boot_ns();
+	c.role = oldstate == TCP_SYN_SENT ? H2_ROLE_CLIENT : oldstate == TCP_SYN_RECV ? H2_ROLE_SERVER : H2_ROLE_UNKNOWN;
+	for (int i = 0; i < 2; i++) {
+		c.d[i].lastseq = h2_tcp_seq(sk, i);
+		c.d[i].based = 1;
+	}
+	if (c.role == H2_ROLE_UNKNOWN) {
+		/* Not from a handshake: leave the offsets to the first call. */
+		c.d[0].based = 0;
+		c.d[1].based = 0;
+	} else {
+		/* The client-to-server direction starts with the 24-byte preface. */
+		cs = c.role == H2_ROLE_CLIENT ? H2_EGRESS : H2_INGRESS;
+		c.d[cs].nf = H2_PREFACE_LEN;
+		c.d[cs].copy_end = H2_PREFACE_LEN;
+	}
+	bpf_map_update_elem(&h2_conns, &key, &c, BPF_ANY);
+	if (st)
+		st->conns_established++;
+}
+
+/* Writes the connection's H2_REC_CLOSE (if its open was written) and forgets
+ * it. idx: the staging buffer of the calling context. */
+static __always_inline void h2_close_conn(__u64 key, __u32 idx, bool task)
+{
+	struct h2_stats *st = h2_st();
+	struct h2_scratch *s;
+	struct h2_close *e;
+	struct h2_conn *c;
+
+	c = bpf_map_lookup_elem(&h2_conns, &key);
+	if (!c)
+		return;
+	if (c->opened && (s = bpf_map_lookup_elem(&h2_scratchbuf, &idx))) {
+		e = (struct h2_close *)s->rec.buf;
+		h2_fill_rec(&e->h, c, H2_REC_CLOSE, 0, task);
+		e->total[0] = 0;
+		e->total[1] = 0;
+		/* The end of the bytes the calls moved (not the sequence
+		 * numbers: they count the FIN too). */
+		if (c->role != H2_ROLE_UNKNOWN) {
+			e->total[0] = c->d[0].seen;
+			e->total[1] = c->d[1].seen;
+		}
+		seq_commit(&s->rec, sizeof(*e), H2_REC_CLOSE);
+		if (st) {
+			st->conns_closed++;
+			st->records++;
+		}
+	}
+	bpf_map_delete_elem(&h2_conns, &key);
+}
+
+static __always_inline void h2_closed(struct sock *sk)
+{
+	h2_close_conn((__u64)sk, 1, false);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(h2_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	struct sock *s = (struct sock *)sk;
+
+	if (newstate != TCP_ESTABLISHED && newstate != TCP_CLOSE)
+		return 0;
+	if (BPF_CORE_READ(s, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	if (newstate == TCP_ESTABLISHED)
+		h2_established(s, oldstate);
+	else
+		h2_closed(s);
+	return 0;
+}
+
+/* ---- The frame walk ---- */
+
+static __always_inline void h2_flush(struct h2_walk *w, struct h2_scratch *s)
+{
+	struct h2_rec *h = (struct h2_rec *)s->rec.buf;
+	__u32 len = w->rec_len;
+
+	if (!w->nseg)
+		return;
+	*h = w->hdr;
+	h->nseg = w->nseg;
+	if (len > SEQ_SCRATCH)
+		len = SEQ_SCRATCH;
+	seq_commit(&s->rec, len, H2_REC_DATA);
+	w->records++;
+	w->rec_len = sizeof(struct h2_rec);
+	w->rseg = 0;
+	w->nseg = 0;
+}
+
+static __always_inline bool h2_needed(__u32 type)
+{
+	return type == F_HEADERS || type == F_CONTINUATION || type == F_PUSH_PROMISE || type == F_SETTINGS ||
+	       type == F_RST_STREAM || type == F_GOAWAY;
+}
+
+/* Copies n bytes at the cursor into the record; hdr: they are (part of) the frame header at d.nf. */
+static __always_inline long h2_copy(struct h2_walk *w, __u64 n, bool hdr)
+{
+	struct h2_scratch *s;
+	struct h2_seg *g;
+	__u32 zero = 0, at, room;
+	__u64 off;
+	bool fresh;
+
+	s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
+	if (!s) {
+		w->stop = STOP_MAP;
+		return 1;
+	}
+	fresh = !w->rseg || w->rseg_end != w->pos;
+	if (w->rec_len + (fresh ? 24 + 1 : 1) > SEQ_SCRATCH) {
+		h2_flush(w, s);
+		fresh = true;
+	}
+	if (fresh) {
+		at = (w->rec_len + 7) & ~7U;
+		asm volatile("" : "+r"(at));
+		if (at > SEQ_SCRATCH - 24) {
+			w->stop = STOP_MAP;
+			return 1;
+		}
+		g = (struct h2_seg *)&s->rec.buf[at];
+		g->off = w->pos;
+		g->len = 0;
+		g->_pad = 0;
+		w->rseg = at;
+		w->rec_len = at + sizeof(*g);
+		w->nseg++;
+	}
+	room = SEQ_SCRATCH - w->rec_len;
+	if (n > room)
+		n = room;
+	if (n > H2_CHUNK)
+		n = H2_CHUNK;
+	off = w->rec_len;
+	if (off > SEQ_SCRATCH || n == 0) {
+		w->stop = STOP_MAP;
+		return 1;
+	}
+	asm volatile("" : "+r"(n));
+	if (n > H2_CHUNK)
+		return 1;
+	if (bpf_probe_read_user(&s->rec.buf[off], n, (void *)(w->ub + (w->pos - w->seg_lo)))) {
+		w->stop = STOP_FAULT;
+		return 1;
+	}
+	if (hdr) {
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			__u64 j = w->d.nf + k - w->pos;
+
+			if (j < n && j < 4)
+				w->d.hdr |= (__u32)s->rec.buf[off + j] << (24 - 8 * k);
+		}
+	}
+	at = w->rseg;
+	asm volatile("" : "+r"(at));
+	if (at > SEQ_SCRATCH - 24) {
+		w->stop = STOP_MAP;
+		return 1;
+	}
+	g = (struct h2_seg *)&s->rec.buf[at];
+	g->len += n;
+	w->rec_len += n;
+	w->pos += n;
+	w->rseg_end = w->pos;
+	w->copied += n;
+	if (hdr && w->pos == w->d.nf + H2_FRAME_HDR) {
+		__u32 len = w->d.hdr >> 8, type = w->d.hdr & 0xff;
+		__u64 payload = w->d.nf + H2_FRAME_HDR;
+
+		w->frames++;
+		w->d.copy_end = payload;
+		if (h2_needed(type)) {
+			if (len > h2_hdr_cap) {
+				w->cut++;
+				w->cut_bytes += len - h2_hdr_cap;
+				w->d.copy_end = payload + h2_hdr_cap;
+			} else {
+				w->d.copy_end = payload + len;
+			}
+		}
+		w->d.nf = payload + len;
+		w->d.hdr = 0;
+	}
+	return 0;
+}
+
+static __always_inline long h2_step1(struct h2_walk *w)
+{
+	__u64 lim, n;
+
+	if (w->pos >= w->end)
+		return 1;
+	if (w->pos >= w->seg_hi) {
+		struct iovec v;
+
+		if (!w->iov || w->iov_i >= w->iov_n) {
+			w->stop = STOP_SHORT;
+			return 1;
+		}
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)(w->iov + (__u64)w->iov_i * sizeof(v)))) {
+			w->stop = STOP_FAULT;
+			return 1;
+		}
+		w->iov_i++;
+		w->ub = (__u64)v.iov_base;
+		w->seg_lo = w->seg_hi;
+		w->seg_hi = w->seg_lo + v.iov_len;
+		if (w->seg_hi > w->end)
+			w->seg_hi = w->end;
+		return 0;
+	}
+	lim = w->seg_hi;
+	if (w->pos < w->d.copy_end) {
+		if (lim > w->d.copy_end)
+			lim = w->d.copy_end;
+		return h2_copy(w, lim - w->pos, false);
+	}
+	if (w->pos < w->d.nf) {
+		if (lim > w->d.nf)
+			lim = w->d.nf;
+		w->skipped += lim - w->pos;
+		w->pos = lim;
+		return 0;
+	}
+	n = w->d.nf + H2_FRAME_HDR - w->pos;
+	if (n > lim - w->pos)
+		n = lim - w->pos;
+	return h2_copy(w, n, true);
+}
+
+/*
+ * One step of the walk; the record is committed from the callbacks only
+ * (a commit after bpf_loop() in the program itself trips the 6.18
+ * verifier: EFAULT).
+ */
+static long h2_step(__u32 i, void *ctx)
+{
+	struct h2_scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
+	if (!s)
+		return 1;
+	if (!h2_step1(&s->w))
+		return 0;
+	h2_flush(&s->w, s);
+	return 1;
+}
+
+/* Commits what a walk that ran out of steps staged. */
+static long h2_flush_cb(__u32 i, void *ctx)
+{
+	struct h2_scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
+	if (s)
+		h2_flush(&s->w, s);
+	return 1;
+}
+
+/* ---- Detection ---- */
+
+static const char h2_preface[H2_PREFACE_LEN] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/* Whether 9 bytes look like an HTTP/2 frame header a connection could be in the middle of. */
+static __always_inline bool h2_plausible(const __u8 *b)
+{
+	__u32 len = (__u32)b[0] << 16 | (__u32)b[1] << 8 | b[2];
+	__u8 type = b[3];
+	__u32 stream = ((__u32)b[5] << 24 | (__u32)b[6] << 16 | (__u32)b[7] << 8 | b[8]);
+
+	if (len > (1 << 20) || type > F_CONTINUATION || stream & 0x80000000)
+		return false;
+	switch (type) {
+	case F_SETTINGS:
+		return stream == 0 && len % 6 == 0;
+	case 6: /* PING */
+		return stream == 0 && len == 8;
+	case F_GOAWAY:
+		return stream == 0;
+	case 8: /* WINDOW_UPDATE */
+		return len == 4;
+	case F_RST_STREAM:
+		return stream != 0 && len == 4;
+	default:
+		return stream != 0;
+	}
+}
+
+/* The first bytes of a call: its first user segment, up to 24 bytes. */
+struct h2_head {
+	__u8 b[H2_PREFACE_LEN];
+	__u32 n;
+};
+
+static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, struct h2_scratch *s)
+{
+	struct h2_open *o = (struct h2_open *)s->rec.buf;
+	__u16 family;
+
+	__builtin_memset(o, 0, sizeof(*o));
+	h2_fill_rec(&o->h, c, H2_REC_OPEN, 0, true);
+	o->est_ns = c->est_ns;
+	o->role = c->role;
+	if (!sk) {
+		/* TLS: no socket at hand; the endpoints stay unknown (family 0). */
+		seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
+		c->opened = 1;
+		return;
+	}
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	o->family = family;
+	o->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	o->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (family == AF_INET) {
+		__u32 l = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		__u32 r = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+
+		__builtin_memcpy(o->laddr, &l, 4);
+		__builtin_memcpy(o->raddr, &r, 4);
+	} else {
+		BPF_CORE_READ_INTO(&o->laddr, sk, __sk_common.skc_v6_rcv_saddr);
+		BPF_CORE_READ_INTO(&o->raddr, sk, __sk_common.skc_v6_daddr);
+	}
+	seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
+	c->opened = 1;
+}
+
+/* Whether the call's first bytes are the client preface (as far as they go, at least 4). */
+static __always_inline bool h2_is_preface(struct h2_head *hd)
+{
+	bool yes = hd->n >= 4;
+
+#pragma unroll
+	for (int i = 0; i < H2_PREFACE_LEN; i++)
+		if (i < hd->n && hd->b[i] != h2_preface[i])
+			yes = false;
+	return yes;
+}
+
+/*
+ * Decides, from the call's first bytes at stream offset start, whether the
+ * connection speaks HTTP/2. The two directions of a connection may decide at
+ * once on two CPUs: the state leaves H2_UNKNOWN by one compare-and-swap, and
+ * only its winner writes the H2_REC_OPEN (*open). Returns true when the
+ * connection is HTTP/2 and the walk should go on.
+ */
+static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, struct h2_head *hd, struct h2_stats *st,
+				      bool *open)
+{
+	bool cs = (dir == H2_EGRESS) == (c->role == H2_ROLE_CLIENT);
+	bool yes = false, decided = true;
+	__u64 was;
+
+	*open = false;
+	if (c->role != H2_ROLE_UNKNOWN && start == 0) {
+		if (cs) {
+			/* The client preface; a short first read matches on what it has. */
+			yes = h2_is_preface(hd);
+		} else {
+			/* The server's first frame is SETTINGS on stream 0. */
+			yes = hd->n >= H2_FRAME_HDR && hd->b[3] == F_SETTINGS && hd->b[5] == 0 && hd->b[6] == 0 &&
+			      hd->b[7] == 0 && hd->b[8] == 0;
+		}
+	} else {
+		/* Mid-stream: a plausible frame header at the call's start. */
+		yes = hd->n >= H2_FRAME_HDR && h2_plausible(hd->b);
+		decided = yes || ++c->tries >= H2_TRIES;
+	}
+	if (!decided)
+		return false;
+	was = __sync_val_compare_and_swap(&c->state, H2_UNKNOWN, yes ? H2_YES : H2_NO);
+	if (was != H2_UNKNOWN)
+		return was == H2_YES; /* the other direction decided first */
+	if (yes) {
+		st->conns_h2++;
+		*open = true;
+	} else {
+		st->conns_not_h2++;
+	}
+	return yes;
+}
+
+/* ---- A send or receive on a socket ---- */
+
+/*
+ * The part of a call common to sockets and TLS: start..end are the call's
+ * stream offsets, w (in s) holds its buffer (ub) or iovec array (iov, iov_n).
+ * Detection, the gap check, the walk, the counters.
+ */
+static __always_inline void h2_call(struct h2_conn *c, struct sock *sk, int dir, __u64 start, __u64 end, long ret,
+				    struct h2_scratch *s, struct h2_walk *w, struct h2_stats *st, bool tls)
+{
+	struct h2_head hd;
+	__u64 a1, a2;
+
+	/* The first user segment: detection and resynchronisation look at its start. */
+	w->seg_lo = start;
+	w->seg_hi = start;
+	if (w->iov) {
+		struct iovec v = {};
+
+		for (__u32 i = 0; i < 4 && i < w->iov_n; i++) {
+			if (bpf_probe_read_user(&v, sizeof(v), (void *)(w->iov + i * sizeof(v))))
+				break;
+			if (v.iov_len)
+				break;
+		}
+		a1 = (__u64)v.iov_base;
+		a2 = v.iov_len;
+	} else {
+		a1 = w->ub;
+		a2 = ret;
+		w->seg_hi = start + ret;
+	}
+	if (a2 > (__u64)ret)
+		a2 = ret;
+	hd.n = a2 > H2_PREFACE_LEN ? H2_PREFACE_LEN : a2;
+	if (hd.n < H2_PREFACE_LEN) {
+		__builtin_memset(hd.b, 0, sizeof(hd.b));
+		if (hd.n >= H2_FRAME_HDR) {
+			if (bpf_probe_read_user(hd.b, H2_FRAME_HDR, (void *)a1))
+				hd.n = 0;
+		} else if (hd.n >= 4) {
+			if (bpf_probe_read_user(hd.b, 4, (void *)a1))
+				hd.n = 0;
+		} else {
+			hd.n = 0;
+		}
+	} else if (bpf_probe_read_user(hd.b, H2_PREFACE_LEN, (void *)a1)) {
+		hd.n = 0;
+	}
+
+	if (tls && c->state == H2_UNKNOWN && c->role == H2_ROLE_UNKNOWN && start == 0 && h2_is_preface(&hd)) {
+		/* TLS: seen from the session's first byte; the preface says who is the client. */
+		c->role = dir == H2_EGRESS ? H2_ROLE_CLIENT : H2_ROLE_SERVER;
+		c->d[dir].nf = c->d[dir].copy_end = H2_PREFACE_LEN;
+	}
+	if (c->state == H2_UNKNOWN) {
+		bool open;
+
+		if (!h2_detect(c, dir, start, &hd, st, &open))
+			return;
+		if (c->role == H2_ROLE_UNKNOWN || start != 0) {
+			/* Mid-stream: the walk starts at this call's frame header. */
+			c->d[dir].desync = 0;
+			c->d[dir].nf = c->d[dir].copy_end = c->d[dir].seen = start;
+		}
+		if (open) {
+			h2_emit_open(c, sk, s);
+			st->records++;
+		}
+	}
+
+	w->d = c->d[dir];
+	/* Bytes between the last call and this one that were never seen (a
+	 * lost event, sendfile, splice, io_uring): harmless inside a payload
+	 * that is skipped anyway, else the frame boundaries are lost. */
+	if (!w->d.desync && start > w->d.seen && (w->d.copy_end > w->d.seen || start > w->d.nf)) {
+		w->d.desync = 1;
+		st->desync++;
+	}
+	if (w->d.desync) {
+		if (hd.n >= H2_FRAME_HDR && h2_plausible(hd.b) && start >= w->d.seen) {
+			w->d.desync = 0;
+			w->d.nf = w->d.copy_end = start;
+			w->d.hdr = 0;
+			st->resync++;
+		} else {
+			st->desync_bytes += ret;
+			w->d.seen = end;
+			c->d[dir] = w->d;
+			return;
+		}
+	}
+	/* An overlap with bytes already looked at (concurrent callers): skip it. */
+	w->pos = start > w->d.seen ? start : w->d.seen;
+	if (w->pos >= end)
+		return;
+	w->end = end;
+	w->rec_len = sizeof(struct h2_rec);
+	h2_fill_rec(&w->hdr, c, H2_REC_DATA, dir, true);
+
+	bpf_loop(H2_STEPS, h2_step, NULL, 0);
+	if (w->nseg)
+		bpf_loop(1, h2_flush_cb, NULL, 0);
+
+	if (w->pos < w->end) {
+		if (w->stop == STOP_FAULT)
+			st->read_fault++;
+		else if (w->stop == STOP_NONE)
+			st->loop_bound++;
+		st->desync++;
+		st->desync_bytes += w->end - w->pos;
+		w->d.desync = 1;
+	}
+	w->d.seen = w->end;
+	c->d[dir] = w->d;
+	st->frames += w->frames;
+	st->bytes_copied += w->copied;
+	st->bytes_skipped += w->skipped;
+	st->headers_cut += w->cut;
+	st->bytes_cut += w->cut_bytes;
+	st->records += w->records;
+}
+
+/*
+ * Takes this CPU's staging buffer for a data call (its walk state cleared),
+ * or counts the call busy: a program preempted mid-call holds it.
+ */
+static __always_inline bool h2_begin(struct h2_stats *st, __u64 **busy, struct h2_scratch **s)
+{
+	__u32 zero = 0;
+
+	*busy = bpf_map_lookup_elem(&h2_busy, &zero);
+	*s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
+	if (!*busy || !*s)
+		return false;
+	if (__sync_lock_test_and_set(*busy, 1)) {
+		st->busy++;
+		return false;
+	}
+	__builtin_memset(&(*s)->w, 0, sizeof((*s)->w));
+	return true;
+}
+
+static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags, struct pt_regs *regs, bool sys)
+{
+	__u64 key = (__u64)sk, nr, a1, a2, start, end;
+	struct h2_stats *st = h2_st();
+	struct h2_scratch *s;
+	struct h2_conn *c;
+	struct h2_walk *w;
+	__u64 *busy;
+
+	if (!st || ret <= 0)
+		return 0;
+	st->sock_calls++;
+	c = bpf_map_lookup_elem(&h2_conns, &key);
+	if (!c) {
+		struct h2_conn n = {};
+
+		if (!h2_is_tcp(sk)) {
+			st->not_tcp++;
+			return 0;
+		}
+		n.id = h2_new_id();
+		bpf_map_update_elem(&h2_conns, &key, &n, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&h2_conns, &key);
+		if (!c)
+			return 0;
+		st->conns_predating++;
+	}
+	if (c->state == H2_NO)
+		return 0;
+
+	nr = BPF_CORE_READ(regs, orig_ax);
+	a1 = BPF_CORE_READ(regs, si);
+	a2 = BPF_CORE_READ(regs, dx);
+	if (sys) {
+		if (nr == NR_RECVFROM)
+			flags = BPF_CORE_READ(regs, r10);
+		else if (nr == NR_RECVMSG)
+			flags = a2;
+	}
+	if (flags & MSG_PEEK && dir == H2_INGRESS) {
+		st->peek++;
+		return 0;
+	}
+	if (!h2_begin(st, &busy, &s))
+		return 0;
+	w = &s->w;
+	switch (nr) {
+	case NR_WRITE:
+	case NR_SENDTO:
+		if (dir != H2_EGRESS)
+			goto unsupported;
+		w->ub = a1;
+		break;
+	case NR_READ:
+	case NR_RECVFROM:
+		if (dir != H2_INGRESS)
+			goto unsupported;
+		w->ub = a1;
+		break;
+	case NR_WRITEV:
+	case NR_READV:
+		if ((nr == NR_WRITEV) != (dir == H2_EGRESS))
+			goto unsupported;
+		w->iov = a1;
+		w->iov_n = a2;
+		break;
+	case NR_SENDMSG:
+	case NR_RECVMSG: {
+		struct user_msghdr m;
+
+		if ((nr == NR_SENDMSG) != (dir == H2_EGRESS))
+			goto unsupported;
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)a1)) {
+			st->read_fault++;
+			goto out;
+		}
+		w->iov = (__u64)m.msg_iov;
+		w->iov_n = m.msg_iovlen;
+		break;
+	}
+	default:
+		goto unsupported;
+	}
+	if (w->iov && w->iov_n > h2_max_iov) {
+		st->iov_cut++;
+		w->iov_n = h2_max_iov;
+	}
+
+	/* Stream offsets from the kernel's sequence numbers. */
+	if (!c->d[dir].based) {
+		struct h2_dirst *d = &c->d[dir];
+
+		d->lastseq = h2_tcp_seq(sk, dir) - (__u32)ret;
+		d->lastoff = H2_PREDATE_BASE;
+		d->nf = d->copy_end = d->seen = H2_PREDATE_BASE;
+		d->desync = 1;
+		d->based = 1;
+	}
+	end = h2_off(&c->d[dir], h2_tcp_seq(sk, dir));
+	start = end - ret;
+	/* A read that consumed the peer's FIN: copied_seq counts it too. */
+	if (dir == H2_INGRESS && start == c->d[dir].seen + 1 &&
+	    BPF_CORE_READ_BITFIELD_PROBED(sk, sk_shutdown) & RCV_SHUTDOWN) {
+		start--;
+		end--;
+		c->d[dir].lastoff--;
+	}
+
+	h2_call(c, sk, dir, start, end, ret, s, w, st, false);
+out:
+	__sync_lock_test_and_set(busy, 0);
+	return 0;
+
+unsupported:
+	st->unsupported++;
+	goto out;
+}
+
+static __always_inline struct pt_regs *h2_regs(void)
+{
+	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+}
+
+/* Linux 6.3+: the socket layer's own tracepoints. */
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(h2_sock_send, struct sock *sk, int ret, int flags)
+{
+	return h2_io(sk, H2_EGRESS, ret, flags, h2_regs(), false);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(h2_sock_recv, struct sock *sk, int ret, int flags)
+{
+	return h2_io(sk, H2_INGRESS, ret, flags, h2_regs(), false);
+}
+
+/* Older kernels: the system calls' exits, the fd walked to its socket. */
+static __always_inline int h2_sys(long ret, int dir)
+{
+	struct task_struct *task;
+	struct pt_regs *regs;
+	struct h2_stats *st;
+	struct file **fds;
+	struct file *f;
+	struct socket *so;
+	struct sock *sk;
+	__u32 fd, max;
+	umode_t mode;
+
+	if (ret <= 0)
+		return 0;
+	regs = h2_regs();
+	fd = BPF_CORE_READ(regs, di);
+	task = (struct task_struct *)bpf_get_current_task();
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	st = h2_st();
+	if (!st)
+		return 0;
+	if (fd >= max || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f) {
+		st->fd_unreadable++;
+		return 0;
+	}
+	mode = BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & S_IFMT) != S_IFSOCK) {
+		st->not_socket++;
+		return 0;
+	}
+	so = BPF_CORE_READ(f, private_data);
+	sk = BPF_CORE_READ(so, sk);
+	if (!sk) {
+		st->fd_unreadable++;
+		return 0;
+	}
+	return h2_io(sk, dir, ret, 0, regs, true);
+}
+
+#define H2_SYS_EXIT(name, dir)                                        \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                    \
+	int h2_sys_##name(struct trace_event_raw_sys_exit *ctx)       \
+	{                                                             \
+		return h2_sys(ctx->ret, dir);                         \
+	}
+
+H2_SYS_EXIT(write, H2_EGRESS)
+H2_SYS_EXIT(writev, H2_EGRESS)
+H2_SYS_EXIT(sendto, H2_EGRESS)
+H2_SYS_EXIT(sendmsg, H2_EGRESS)
+H2_SYS_EXIT(read, H2_INGRESS)
+H2_SYS_EXIT(readv, H2_INGRESS)
+H2_SYS_EXIT(recvfrom, H2_INGRESS)
+H2_SYS_EXIT(recvmsg, H2_INGRESS)
+
+/*
+ * TLS, opt-in: OpenSSL's SSL_write / SSL_read (uprobe on entry for the
+ * buffer, uretprobe for the length; never used on Go binaries), SSL_free
+ * ends the connection. The plaintext is one HTTP/2 byte stream per SSL
+ * object: offsets are running byte counts per direction, from the first call
+ * seen (offset 0: the preface tells the client; otherwise mid-stream). The
+ * connection is keyed by the SSL pointer and the process (a user address
+ * never has bit 63 set, unlike a struct sock's).
+ */
+struct h2_tls_args {
+	__u64 ssl;
+	__u64 buf;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct h2_tls_args);
+} h2_tls_calls SEC(".maps");
+
+static __always_inline __u64 h2_tls_key(__u64 ssl, __u64 pid_tgid)
+{
+	return (ssl & ((1ULL << 47) - 1)) | (((pid_tgid >> 32) & 0xffff) << 47);
+}
+
+static __always_inline int h2_tls_enter(void *ssl, const void *buf)
+{
+	struct h2_tls_args a = {.ssl = (__u64)ssl, .buf = (__u64)buf};
+	__u64 id = bpf_get_current_pid_tgid();
+
+	bpf_map_update_elem(&h2_tls_calls, &id, &a, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int h2_tls_exit(int dir, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid(), key, start, end;
+	struct h2_stats *st = h2_st();
+	struct h2_tls_args *a, args;
+	struct h2_scratch *s;
+	struct h2_conn *c;
+	struct h2_walk *w;
+	__u64 *busy;
+
+	a = bpf_map_lookup_elem(&h2_tls_calls, &id);
+	if (!a)
+		return 0;
+	args = *a;
+	bpf_map_delete_elem(&h2_tls_calls, &id);
+	if (!st || ret <= 0)
+		return 0;
+	st->tls_calls++;
+	key = h2_tls_key(args.ssl, id);
+	c = bpf_map_lookup_elem(&h2_conns, &key);
+	if (!c) {
+		struct h2_conn n = {};
+
+		n.id = h2_new_id();
+		n.d[0].based = n.d[1].based = 1;
+		bpf_map_update_elem(&h2_conns, &key, &n, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&h2_conns, &key);
+		if (!c)
+			return 0;
+		st->conns_tls++;
+	}
+	if (c->state == H2_NO)
+		return 0;
+	if (!h2_begin(st, &busy, &s))
+		return 0;
+	w = &s->w;
+	w->ub = args.buf;
+	start = c->d[dir].lastoff;
+	end = start + ret;
+	c->d[dir].lastoff = end;
+	h2_call(c, 0, dir, start, end, ret, s, w, st, true);
+	__sync_lock_test_and_set(busy, 0);
+	return 0;
+}
+
+SEC("uprobe/SSL_write")
+int BPF_KPROBE(h2_ssl_write, void *ssl, const void *buf, int num)
+{
+	return h2_tls_enter(ssl, buf);
+}
+
+SEC("uretprobe/SSL_write")
+int BPF_KRETPROBE(h2_ssl_write_ret, int ret)
+{
+	return h2_tls_exit(H2_EGRESS, ret);
+}
+
+SEC("uprobe/SSL_read")
+int BPF_KPROBE(h2_ssl_read, void *ssl, void *buf, int num)
+{
+	return h2_tls_enter(ssl, buf);
+}
+
+SEC("uretprobe/SSL_read")
+int BPF_KRETPROBE(h2_ssl_read_ret, int ret)
+{
+	return h2_tls_exit(H2_INGRESS, ret);
+}
+
+SEC("uprobe/SSL_free")
+int BPF_KPROBE(h2_ssl_free, void *ssl)
+{
+	h2_close_conn(h2_tls_key((__u64)ssl, bpf_get_current_pid_tgid()), 2, true);
+	return 0;
+}

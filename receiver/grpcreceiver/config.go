@@ -1,0 +1,145 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package grpcreceiver
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+)
+
+// Hook names where the kernel programs see the bytes (capture.Hook, kept
+// here as strings so the config builds on every platform).
+const (
+	HookAuto     = "auto"
+	HookSocket   = "socket"
+	HookSyscalls = "syscalls"
+)
+
+// Limits of the settings, shared by Validate and the docs.
+const (
+	minRingSlots      = 256
+	maxRingSlots      = 1 << 22 // 512 MiB of ring
+	minConnections    = 16
+	maxConnections    = 1 << 20
+	maxStreams        = 1 << 16
+	minHeaderBlock    = 1024
+	maxHeaderBlock    = 1 << 20 // capture.MaxHeaderCap
+	minIdleTimeout    = time.Second
+	maxMaxBatch       = 65536
+	defaultRingSlots  = 1 << 16 // 8 MiB
+	defaultMaxBatch   = 1024
+	defaultServiceNm  = "grpc-calls"
+	defaultHeaderCap  = 16 << 10
+	defaultIdleWindow = 5 * time.Minute
+)
+
+// Config is the grpc receiver's configuration. `grpc: {}` uses the defaults.
+type Config struct {
+	// Hook is where the kernel programs see the bytes: socket (the
+	// sock:sock_send_length / sock_recv_length tracepoints, Linux 6.3+),
+	// syscalls (the exits of write, writev, sendto, sendmsg, read, readv,
+	// recvfrom, recvmsg, any kernel) or auto (socket where the kernel has it).
+	Hook string `mapstructure:"hook"`
+
+	// RingSlots is the number of 128-byte slots of the capture ring (a power
+	// of two). Records the reader falls a whole ring behind on are lost,
+	// counted, and the calls they carried are flagged with a gap.
+	RingSlots int `mapstructure:"ring_slots"`
+
+	// MaxConnections bounds the TCP connections followed at once, in the
+	// kernel (every TCP connection, LRU) and in the tracker (HTTP/2 ones).
+	MaxConnections int `mapstructure:"max_connections"`
+
+	// MaxStreamsPerConnection bounds the open streams tracked per connection.
+	MaxStreamsPerConnection int `mapstructure:"max_streams_per_connection"`
+
+	// MaxHeaderBlock is the most bytes of one frame's header block (HEADERS,
+	// CONTINUATION, PUSH_PROMISE payload) copied in the kernel and decoded;
+	// a larger block is cut, counted, and its call's method may be unknown.
+	MaxHeaderBlock int `mapstructure:"max_header_block"`
+
+	// IdleTimeout ends connections and streams with no bytes for this long
+	// (their calls are emitted with what was seen).
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+
+	// Ports, if set, keeps only calls whose local or remote port is listed.
+	Ports []uint16 `mapstructure:"ports"`
+
+	// MaxBatch is the most spans handed to the pipeline in one call.
+	MaxBatch int `mapstructure:"max_batch"`
+
+	// ServiceName is the resource's service.name.
+	ServiceName string `mapstructure:"service_name"`
+
+	// TLS also captures the plaintext of TLS connections made with OpenSSL
+	// (uprobes on SSL_write, SSL_read, SSL_free; opt-in: a uprobe hit costs
+	// microseconds). Go's crypto/tls is not covered yet.
+	TLS TLSConfig `mapstructure:"tls"`
+
+	_ struct{}
+}
+
+// TLSConfig configures the OpenSSL probes.
+type TLSConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// LibSSLPaths are libssl files to probe besides those mapped by the
+	// processes running at start and the usual locations (a libssl of a
+	// container or a program started later at another path).
+	LibSSLPaths []string `mapstructure:"libssl_paths"`
+}
+
+func createDefaultConfig() *Config {
+	return &Config{
+		Hook:                    HookAuto,
+		RingSlots:               defaultRingSlots,
+		MaxConnections:          h2.DefaultMaxConns,
+		MaxStreamsPerConnection: h2.DefaultMaxStreamsPerConn,
+		MaxHeaderBlock:          defaultHeaderCap,
+		IdleTimeout:             defaultIdleWindow,
+		MaxBatch:                defaultMaxBatch,
+		ServiceName:             defaultServiceNm,
+	}
+}
+
+// Validate checks every setting and names the fix.
+func (c *Config) Validate() error {
+	var errs []error
+	if !slices.Contains([]string{HookAuto, HookSocket, HookSyscalls}, c.Hook) {
+		errs = append(errs, fmt.Errorf("hook %q: must be auto, socket or syscalls", c.Hook))
+	}
+	if c.RingSlots < minRingSlots || c.RingSlots > maxRingSlots || c.RingSlots&(c.RingSlots-1) != 0 {
+		errs = append(errs, fmt.Errorf("ring_slots %d: must be a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))
+	}
+	if c.MaxConnections < minConnections || c.MaxConnections > maxConnections {
+		errs = append(errs, fmt.Errorf("max_connections %d: must be from %d to %d", c.MaxConnections, minConnections, maxConnections))
+	}
+	if c.MaxStreamsPerConnection < 1 || c.MaxStreamsPerConnection > maxStreams {
+		errs = append(errs, fmt.Errorf("max_streams_per_connection %d: must be from 1 to %d", c.MaxStreamsPerConnection, maxStreams))
+	}
+	if c.MaxHeaderBlock < minHeaderBlock || c.MaxHeaderBlock > maxHeaderBlock {
+		errs = append(errs, fmt.Errorf("max_header_block %d: must be from %d to %d bytes", c.MaxHeaderBlock, minHeaderBlock, maxHeaderBlock))
+	}
+	if c.IdleTimeout < minIdleTimeout {
+		errs = append(errs, fmt.Errorf("idle_timeout %s: must be at least %s", c.IdleTimeout, minIdleTimeout))
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > maxMaxBatch {
+		errs = append(errs, fmt.Errorf("max_batch %d: must be from 1 to %d", c.MaxBatch, maxMaxBatch))
+	}
+	for _, p := range c.Ports {
+		if p == 0 {
+			errs = append(errs, errors.New("ports: 0 is not a port"))
+		}
+	}
+	if c.ServiceName == "" {
+		errs = append(errs, errors.New("service_name: must not be empty"))
+	}
+	if len(c.TLS.LibSSLPaths) > 0 && !c.TLS.Enabled {
+		errs = append(errs, errors.New("tls::libssl_paths: set tls::enabled: true as well, or remove them"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,63 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package grpcreceiver
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+)
+
+func loadConfig(t *testing.T, name string) *Config {
+	return testutil.LoadConfig(t, NewFactory(), name).(*Config)
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg := loadConfig(t, "")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, createDefaultConfig(), cfg)
+	assert.Equal(t, HookAuto, cfg.Hook)
+}
+
+func TestConfigCustom(t *testing.T) {
+	cfg := loadConfig(t, "custom")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, &Config{
+		Hook: HookSyscalls, RingSlots: 4096, MaxConnections: 1024, MaxStreamsPerConnection: 100, MaxHeaderBlock: 4096,
+		IdleTimeout: 30 * time.Second, Ports: []uint16{50051, 8443}, MaxBatch: 64, ServiceName: "mesh",
+	}, cfg)
+}
+
+func TestConfigTLS(t *testing.T) {
+	cfg := loadConfig(t, "tls")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, TLSConfig{Enabled: true, LibSSLPaths: []string{"/opt/app/lib/libssl.so.3"}}, cfg.TLS)
+	cfg.TLS.Enabled = false
+	require.ErrorContains(t, cfg.Validate(), "tls::libssl_paths")
+}
+
+func TestConfigInvalid(t *testing.T) {
+	for name, mod := range map[string]func(*Config){
+		"hook":        func(c *Config) { c.Hook = "kprobe" },
+		"ring_slots":  func(c *Config) { c.RingSlots = 1000 },
+		"connections": func(c *Config) { c.MaxConnections = 1 },
+		"streams":     func(c *Config) { c.MaxStreamsPerConnection = 0 },
+		"header":      func(c *Config) { c.MaxHeaderBlock = 1 << 21 },
+		"idle":        func(c *Config) { c.IdleTimeout = time.Millisecond },
+		"batch":       func(c *Config) { c.MaxBatch = 0 },
+		"port":        func(c *Config) { c.Ports = []uint16{0} },
+		"service":     func(c *Config) { c.ServiceName = "" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := createDefaultConfig()
+			mod(c)
+			assert.Error(t, c.Validate())
+		})
+	}
+}

@@ -1,0 +1,456 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+)
+
+// Hook says where the programs see the bytes.
+type Hook string
+
+// The hooks.
+const (
+	// HookAuto: HookSocket where the kernel has the tracepoints, else HookSyscalls.
+	HookAuto Hook = "auto"
+	// HookSocket: tp_btf on sock:sock_send_length and sock:sock_recv_length
+	// (Linux 6.3+); they fire on socket I/O only and pass the socket.
+	HookSocket Hook = "socket"
+	// HookSyscalls: syscalls/sys_exit_{write,writev,sendto,sendmsg,read,readv,
+	// recvfrom,recvmsg}, the fd walked to its socket (any kernel).
+	HookSyscalls Hook = "syscalls"
+)
+
+// Hooks lists the accepted hook names.
+var Hooks = []Hook{HookAuto, HookSocket, HookSyscalls}
+
+// Limits of the programs (bpf/h2.bpf.c).
+const (
+	// MaxHeaderCap bounds Options.HeaderCap: the payload bytes copied of one
+	// HEADERS, CONTINUATION, PUSH_PROMISE, SETTINGS, RST_STREAM or GOAWAY frame.
+	MaxHeaderCap = 1 << 20
+	slotSize     = 128
+)
+
+// Options configure Open.
+type Options struct {
+	Hook      Hook // "" is auto
+	RingSlots int  // 128-byte slots, a power of two
+	MaxConns  int  // connections the kernel tracks at once (LRU)
+	HeaderCap int  // payload bytes copied per header-carrying frame (the rest counted cut)
+	MaxIov    int  // iovecs walked per call (0: 1024)
+	// TLS also captures the plaintext of OpenSSL connections: uprobes on
+	// SSL_write, SSL_read (entry and return) and SSL_free in every libssl
+	// found mapped by a running process, in LibSSL, or at the usual paths.
+	TLS    bool
+	LibSSL []string
+}
+
+// Capture is the loaded, attached programs and their mapped ring.
+type Capture struct {
+	hook     Hook
+	why      string
+	coll     *ebpf.Collection
+	progs    []*ebpf.Program
+	links    []link.Link
+	ctl      []byte
+	slots    []byte
+	ringLen  int
+	doorbell *ringmap.Doorbell
+	reader   *ring.Reader
+	libssl   []string
+}
+
+var socketTracepoints = []string{"sock_send_length", "sock_recv_length"}
+
+var syscallExits = []string{"write", "writev", "sendto", "sendmsg", "read", "readv", "recvfrom", "recvmsg"}
+
+// Preflight checks what the programs need and picks the hook for want. It
+// names every missing privilege or kernel feature and the fix; why says
+// which hook and why.
+func Preflight(want Hook) (hook Hook, why string, err error) {
+	if missing := sequencer.MissingCapabilities(); len(missing) > 0 {
+		return "", "", fmt.Errorf("the grpc receiver needs the capabilities CAP_BPF and CAP_PERFMON (or root); missing %s: run the collector as root or grant them with `setcap cap_bpf,cap_perfmon+ep <collector binary>`", strings.Join(missing, " and "))
+	}
+	if _, err := os.Stat(sequencer.BTFPath); err != nil {
+		return "", "", fmt.Errorf("kernel BTF not found at %s (%v): the grpc receiver needs a kernel built with CONFIG_DEBUG_INFO_BTF=y", sequencer.BTFPath, err)
+	}
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return "", "", fmt.Errorf("read kernel BTF: %w", err)
+	}
+	has := func(tp string) bool {
+		var td *btf.Typedef
+		return spec.TypeByName("btf_trace_"+tp, &td) == nil
+	}
+	if !has("inet_sock_set_state") {
+		return "", "", errors.New("kernel BTF has no sock:inet_sock_set_state tracepoint (Linux 4.16+, with BTF): the grpc receiver cannot follow TCP connections on this kernel")
+	}
+	for _, c := range []struct {
+		what  string
+		probe func() error
+	}{
+		{"memory-mappable BPF arrays (BPF_F_MMAPABLE, Linux 5.5)", func() error { return features.HaveMapFlag(features.BPF_F_MMAPABLE) }},
+		{"the BPF ring buffer, the reader's doorbell (Linux 5.8)", func() error { return features.HaveMapType(ebpf.RingBuf) }},
+		{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", sequencer.ProbeAtomics},
+		{"the bpf_loop helper, the frame walk's loop (Linux 5.17)", func() error { return features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) }},
+		{"the bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)", func() error { return features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs) }},
+	} {
+		if err := c.probe(); err != nil {
+			return "", "", fmt.Errorf("this kernel lacks %s, which the grpc receiver needs: %w", c.what, err)
+		}
+	}
+	socketOK := has(socketTracepoints[0]) && has(socketTracepoints[1])
+	switch want {
+	case HookSocket:
+		if !socketOK {
+			return "", "", errors.New("hook socket: this kernel has no sock:sock_send_length/sock_recv_length tracepoints (Linux 6.3+); set hook: syscalls (or auto)")
+		}
+		return HookSocket, "configured", nil
+	case HookSyscalls:
+		return HookSyscalls, "configured", checkSyscallTracepoints()
+	case "", HookAuto:
+		if socketOK {
+			return HookSocket, "the kernel has sock:sock_send_length and sock:sock_recv_length (Linux 6.3+)", nil
+		}
+		return HookSyscalls, "the kernel lacks sock:sock_send_length (Linux 6.3+): using the system call exits and the fd walk", checkSyscallTracepoints()
+	}
+	return "", "", fmt.Errorf("unknown hook %q (want %v)", want, Hooks)
+}
+
+// checkSyscallTracepoints finds the syscall exit tracepoints in tracefs.
+func checkSyscallTracepoints() error {
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(dir + "/events/syscalls/sys_exit_write"); err == nil {
+			return nil
+		}
+	}
+	return errors.New("the syscalls/sys_exit_* tracepoints are not found in tracefs: mount it (`mount -t tracefs nodev /sys/kernel/tracing`) and use a kernel with CONFIG_FTRACE_SYSCALLS=y, or a Linux 6.3+ kernel (hook: socket)")
+}
+
+// Open checks the kernel, loads and attaches the programs and maps the ring.
+// On any error nothing stays loaded.
+func Open(o Options) (_ *Capture, err error) {
+	if o.RingSlots <= 0 || o.RingSlots&(o.RingSlots-1) != 0 {
+		return nil, fmt.Errorf("ring size %d slots is not a power of two", o.RingSlots)
+	}
+	if o.MaxConns <= 0 {
+		return nil, fmt.Errorf("max connections %d: must be positive", o.MaxConns)
+	}
+	if o.HeaderCap <= 0 || o.HeaderCap > MaxHeaderCap {
+		return nil, fmt.Errorf("header cap %d out of range 1..%d", o.HeaderCap, MaxHeaderCap)
+	}
+	if o.MaxIov <= 0 {
+		o.MaxIov = 1024
+	}
+	hook, why, err := Preflight(o.Hook)
+	if err != nil {
+		return nil, err
+	}
+	_ = rlimit.RemoveMemlock()
+
+	spec, err := loadH2()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
+	}
+	var progs []string
+	if hook == HookSocket {
+		progs = []string{"h2_sock_send", "h2_sock_recv"}
+	} else {
+		for _, s := range syscallExits {
+			progs = append(progs, "h2_sys_"+s)
+		}
+	}
+	progs = append(progs, "h2_state")
+	if o.TLS {
+		progs = append(progs, tlsPrograms...)
+	} else {
+		delete(spec.Maps, "h2_tls_calls")
+	}
+	for name := range spec.Programs {
+		if !contains(progs, name) {
+			delete(spec.Programs, name)
+		}
+	}
+	delete(spec.Maps, "seq_scratchbuf") // seq_ring.h's; h2 stages in h2_scratchbuf
+	spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
+	spec.Maps["h2_conns"].MaxEntries = uint32(o.MaxConns)
+	for name, v := range map[string]any{
+		"seq_ring_mask": uint64(o.RingSlots - 1),
+		"h2_hdr_cap":    uint32(o.HeaderCap),
+		"h2_max_iov":    uint32(o.MaxIov),
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+
+	c := &Capture{hook: hook, why: why}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	if c.coll, err = ebpf.NewCollection(spec); err != nil {
+		lopts := ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 24}}
+		if again, err2 := ebpf.NewCollectionWithOptions(spec, lopts); err2 != nil {
+			err = err2
+		} else {
+			again.Close()
+		}
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("load the grpc receiver's BPF programs: permission denied; it needs CAP_BPF and CAP_PERFMON (or root): %w", err)
+		}
+		return nil, fmt.Errorf("load the grpc receiver's BPF programs: %w", err)
+	}
+	for _, name := range progs {
+		c.progs = append(c.progs, c.coll.Programs[name])
+	}
+	// The ring first, then the hooks: nothing is written before it can be read.
+	c.ringLen = o.RingSlots * slotSize
+	if c.ctl, err = ringmap.Mmap(c.coll.Maps["seq_control"], 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+		return nil, err
+	}
+	if c.slots, err = ringmap.Mmap(c.coll.Maps["seq_slots"], c.ringLen, unix.PROT_READ); err != nil {
+		return nil, err
+	}
+	if c.doorbell, err = ringmap.NewDoorbell(c.coll.Maps["seq_doorbell"]); err != nil {
+		return nil, err
+	}
+	if c.reader, err = ring.NewReader(c.ctl[:128], c.slots[:c.ringLen], ring.StartAt(0)); err != nil {
+		return nil, err
+	}
+	// Connections first (h2_state), so that a connection established from now
+	// on has its offsets from the handshake.
+	state := c.coll.Programs["h2_state"]
+	l, err := link.AttachTracing(link.TracingOptions{Program: state, AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		return nil, fmt.Errorf("attach sock:inet_sock_set_state: %w", err)
+	}
+	c.links = append(c.links, l)
+	if o.TLS {
+		if err := c.attachTLS(o.LibSSL); err != nil {
+			return nil, err
+		}
+	}
+	if hook == HookSocket {
+		for i, name := range []string{"h2_sock_send", "h2_sock_recv"} {
+			l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[name], AttachType: ebpf.AttachTraceRawTp})
+			if err != nil {
+				return nil, fmt.Errorf("attach sock:%s: %w", socketTracepoints[i], err)
+			}
+			c.links = append(c.links, l)
+		}
+		return c, nil
+	}
+	for _, s := range syscallExits {
+		l, err := link.Tracepoint("syscalls", "sys_exit_"+s, c.coll.Programs["h2_sys_"+s], nil)
+		if err != nil {
+			return nil, fmt.Errorf("attach syscalls:sys_exit_%s: %w", s, err)
+		}
+		c.links = append(c.links, l)
+	}
+	return c, nil
+}
+
+var tlsPrograms = []string{"h2_ssl_write", "h2_ssl_write_ret", "h2_ssl_read", "h2_ssl_read_ret", "h2_ssl_free"}
+
+// attachTLS attaches the OpenSSL probes to every libssl file: those mapped by
+// running processes, the extra paths, and the usual locations; one file
+// reached by several paths is attached once.
+func (c *Capture) attachTLS(extra []string) error {
+	paths := append(LibSSLInUse(), extra...)
+	paths = append(paths, "/usr/lib/x86_64-linux-gnu/libssl.so.3", "/usr/lib/x86_64-linux-gnu/libssl.so.1.1", "/usr/lib64/libssl.so.3")
+	seen := map[[2]uint64]bool{}
+	for _, p := range paths {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil {
+			continue
+		}
+		id := [2]uint64{st.Dev, st.Ino}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ex, err := link.OpenExecutable(p)
+		if err != nil {
+			return fmt.Errorf("tls: open %s: %w", p, err)
+		}
+		for _, a := range []struct {
+			sym, prog string
+			ret       bool
+		}{
+			{"SSL_write", "h2_ssl_write", false}, {"SSL_write", "h2_ssl_write_ret", true},
+			{"SSL_read", "h2_ssl_read", false}, {"SSL_read", "h2_ssl_read_ret", true},
+			{"SSL_free", "h2_ssl_free", false},
+		} {
+			attach := ex.Uprobe
+			if a.ret {
+				attach = ex.Uretprobe
+			}
+			l, err := attach(a.sym, c.coll.Programs[a.prog], nil)
+			if err != nil {
+				return fmt.Errorf("tls: attach %s in %s: %w", a.sym, p, err)
+			}
+			c.links = append(c.links, l)
+		}
+		c.libssl = append(c.libssl, p)
+	}
+	if len(c.libssl) == 0 {
+		return fmt.Errorf("tls: no libssl found (looked in the running processes' maps and at %v): install OpenSSL or name it in tls::libssl_paths", paths)
+	}
+	return nil
+}
+
+// LibSSL lists the libssl files the TLS probes are attached to.
+func (c *Capture) LibSSL() []string { return c.libssl }
+
+// LibSSLInUse lists the libssl files mapped by running processes (/proc/*/maps).
+func LibSSLInUse() []string {
+	var out []string
+	seen := map[string]bool{}
+	maps, _ := filepath.Glob("/proc/[0-9]*/maps")
+	for _, m := range maps {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			i := strings.Index(line, "/")
+			if i < 0 || !strings.Contains(line[i:], "/libssl.so") {
+				continue
+			}
+			p := line[i:]
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, filepath.Join("/proc", filepath.Base(filepath.Dir(m)), "root", p))
+			}
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Hook is the hook in use, and Why says why it was chosen.
+func (c *Capture) Hook() Hook { return c.hook }
+
+// Why says why the hook was chosen.
+func (c *Capture) Why() string { return c.why }
+
+// Reader is the ring's reader, from ticket 0: for the one reading goroutine.
+func (c *Capture) Reader() *ring.Reader { return c.reader }
+
+// Wait blocks until a producer rings the doorbell or the timeout passes; the
+// caller sets the parked flag and looks at the head again first.
+func (c *Capture) Wait(timeout time.Duration) (bool, error) { return c.doorbell.Wait(timeout) }
+
+// Interrupt makes a blocked Wait return; any goroutine.
+func (c *Capture) Interrupt() {
+	if c.doorbell != nil {
+		c.doorbell.Interrupt()
+	}
+}
+
+// Counters reads the kernel's per-CPU counters, summed.
+func (c *Capture) Counters() (Counters, error) {
+	var per []h2H2Stats
+	var out Counters
+	if err := c.coll.Maps["h2_counters"].Lookup(uint32(0), &per); err != nil {
+		return out, fmt.Errorf("read h2_counters: %w", err)
+	}
+	for _, p := range per {
+		out.add(p)
+	}
+	var seq []h2SeqStats
+	if err := c.coll.Maps["seq_counters"].Lookup(uint32(0), &seq); err != nil {
+		return out, fmt.Errorf("read seq_counters: %w", err)
+	}
+	for _, p := range seq {
+		out.Overrun += p.Overrun
+		out.NoSlot += p.NoSlot
+		out.DoorbellFailed += p.DoorbellFailed
+		for _, t := range p.Tickets {
+			out.Tickets += t
+		}
+	}
+	// Runs the kernel skipped: the same program already running on that CPU
+	// (preempted in the middle, on a preemptible kernel). Their bytes are
+	// missed; the next call on that connection finds the hole.
+	for _, p := range c.progs {
+		if st, err := p.Stats(); err == nil {
+			out.ProgMisses += st.RecursionMisses
+		}
+	}
+	return out, nil
+}
+
+// ProgramIDs lists the kernel ids of the loaded programs (for leak checks).
+func (c *Capture) ProgramIDs() []ebpf.ProgramID {
+	var ids []ebpf.ProgramID
+	for _, p := range c.progs {
+		if info, err := p.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// Detach stops the producers; what is in the ring stays readable.
+func (c *Capture) Detach() error {
+	var errs []error
+	for _, l := range c.links {
+		errs = append(errs, l.Close())
+	}
+	c.links = nil
+	return errors.Join(errs...)
+}
+
+// Close detaches, unmaps and closes everything.
+func (c *Capture) Close() error {
+	errs := []error{c.Detach()}
+	if c.doorbell != nil {
+		errs = append(errs, c.doorbell.Close())
+		c.doorbell = nil
+	}
+	for _, b := range [][]byte{c.ctl, c.slots} {
+		if b != nil {
+			errs = append(errs, unix.Munmap(b))
+		}
+	}
+	c.ctl, c.slots, c.reader = nil, nil, nil
+	if c.coll != nil {
+		c.coll.Close()
+		c.coll = nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,412 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package capture
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+)
+
+// recorder keeps every decoded record.
+type recorder struct {
+	opens  map[h2.ConnID]h2.ConnOpen
+	chunks map[h2.ConnID]*[2][]h2.Chunk
+	closes map[h2.ConnID]h2.ConnClose
+	lost   uint64
+}
+
+func newRecorder() *recorder {
+	return &recorder{opens: map[h2.ConnID]h2.ConnOpen{}, chunks: map[h2.ConnID]*[2][]h2.Chunk{}, closes: map[h2.ConnID]h2.ConnClose{}}
+}
+
+func (r *recorder) ConnOpen(o *h2.ConnOpen) { r.opens[o.Conn] = *o }
+func (r *recorder) Chunk(c *h2.Chunk) {
+	d := r.chunks[c.Conn]
+	if d == nil {
+		d = &[2][]h2.Chunk{}
+		r.chunks[c.Conn] = d
+	}
+	cp := *c
+	cp.Data = append([]byte(nil), c.Data...)
+	d[c.Dir] = append(d[c.Dir], cp)
+}
+func (r *recorder) ConnClose(c *h2.ConnClose) { r.closes[c.Conn] = *c }
+func (r *recorder) Lost(l *h2.Lost)           { r.lost += l.Count }
+
+// frameStats walks one direction's frames over the captured chunks from
+// offset start, checking the contract: every frame header and every needed
+// payload captured, no other payload byte. Up to maxGaps times a frame
+// header may be missing (calls the kernel lost: a preempted program on a
+// preemptible kernel, counted as busy or prog_recursion_misses); the walk
+// then goes on at the next captured call, as the programs do.
+type frameStats struct {
+	frames  map[uint8]int
+	headers map[uint32]int // HEADERS frames per stream
+	end     uint64
+	gaps    int
+}
+
+func walkFrames(t *testing.T, chunks []h2.Chunk, start uint64, maxGaps int) frameStats {
+	t.Helper()
+	sort.Slice(chunks, func(i, j int) bool { return chunks[i].Offset < chunks[j].Offset })
+	// covered returns the bytes [off, off+n) if captured.
+	covered := func(off, n uint64) ([]byte, bool) {
+		var out []byte
+		for _, c := range chunks {
+			cEnd := c.Offset + uint64(len(c.Data))
+			if off >= c.Offset && off < cEnd {
+				take := min(n, cEnd-off)
+				out = append(out, c.Data[off-c.Offset:off-c.Offset+take]...)
+				off += take
+				n -= take
+				if n == 0 {
+					return out, true
+				}
+			}
+		}
+		return out, n == 0
+	}
+	overlaps := func(off, n uint64) bool {
+		for _, c := range chunks {
+			if c.Offset < off+n && off < c.Offset+uint64(len(c.Data)) {
+				return true
+			}
+		}
+		return false
+	}
+	last := uint64(0)
+	for _, c := range chunks {
+		last = max(last, c.Offset+uint64(len(c.Data)))
+	}
+	fs := frameStats{frames: map[uint8]int{}, headers: map[uint32]int{}}
+	pos := start
+	for pos < last {
+		hdr, ok := covered(pos, 9)
+		if !ok && fs.gaps < maxGaps {
+			fs.gaps++
+			next := last
+			for _, c := range chunks {
+				if c.Offset > pos {
+					next = min(next, c.Offset)
+				}
+			}
+			t.Logf("gap at %d: going on at %d", pos, next)
+			pos = next
+			continue
+		}
+		if !ok {
+			for _, c := range chunks {
+				if c.Offset+uint64(len(c.Data))+200 > pos && c.Offset < pos+200 {
+					t.Logf("chunk conn %d dir %d off %d len %d time %d tid %d data %x", c.Conn, c.Dir, c.Offset, len(c.Data), c.TimeNs, c.Proc.TID, c.Data[:min(len(c.Data), 12)])
+				}
+			}
+		}
+		require.True(t, ok, "frame header at %d not captured", pos)
+		n := uint64(hdr[0])<<16 | uint64(hdr[1])<<8 | uint64(hdr[2])
+		typ := hdr[3]
+		sid := binary.BigEndian.Uint32(hdr[5:]) & 0x7fffffff
+		fs.frames[typ]++
+		switch typ {
+		case 1, 3, 4, 5, 7, 9:
+			_, ok := covered(pos+9, n)
+			require.True(t, ok, "payload of frame type %d at %d (%d bytes) not captured", typ, pos, n)
+			if typ == 1 {
+				fs.headers[sid]++
+			}
+		default:
+			require.False(t, overlaps(pos+9, n), "payload of frame type %d at %d (%d bytes) was captured", typ, pos, n)
+		}
+		pos += 9 + n
+	}
+	fs.end = pos
+	return fs
+}
+
+// drain reads the ring until it is idle.
+func drain(c *Capture, dec *Decoder) {
+	for {
+		_, st := c.Reader().Read(4096, dec.Item)
+		if st == ring.Idle {
+			return
+		}
+	}
+}
+
+func TestCaptureGRPCGo(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, hook := range hooksHere(t) {
+		t.Run(string(hook), func(t *testing.T) { testCaptureGRPCGo(t, hook) })
+	}
+}
+
+func testCaptureGRPCGo(t *testing.T, hook Hook) {
+	c, err := Open(Options{Hook: hook, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384})
+	require.NoError(t, err)
+	defer c.Close()
+
+	srv, err := grpctest.Start()
+	require.NoError(t, err)
+	cc, client, err := grpctest.Dial(srv.Addr)
+	require.NoError(t, err)
+
+	const calls, workers = 400, 8
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < calls; i += workers {
+				assert.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, cc.Close())
+	srv.Stop()
+
+	// An HTTP/1.1 connection beside it: found not HTTP/2, never reported.
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello")) }))
+	resp, err := http.Get(web.URL)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	web.CloseClientConnections()
+	web.Close()
+	http.DefaultClient.CloseIdleConnections()
+
+	rec := newRecorder()
+	dec := NewDecoder(rec)
+	// Both sockets reach TCP_CLOSE soon after the close on loopback.
+	require.Eventually(t, func() bool {
+		drain(c, dec)
+		n := 0
+		for id := range rec.opens {
+			if _, ok := rec.closes[id]; ok {
+				n++
+			}
+		}
+		return n >= 2
+	}, 20*time.Second, 50*time.Millisecond)
+
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	t.Logf("hook %s: %+v decoder %+v", hook, cnt, dec.Stats())
+	require.Zero(t, rec.lost)
+	require.Zero(t, dec.Stats().Malformed)
+	// Calls whose bytes the kernel could not capture: a program preempted
+	// mid-run (PREEMPT_RT, or a loaded preemptible kernel) makes the next run
+	// on that CPU skip (busy) or the kernel skip the program (recursion).
+	// Each is counted; the rest must be exact.
+	lostCalls := int(cnt.Busy + cnt.ProgMisses)
+	require.LessOrEqual(t, cnt.Desync, uint64(lostCalls), "every gap explained by a counted loss")
+
+	// Find the client and the server socket of this connection.
+	var client0, server0 h2.ConnOpen
+	for _, o := range rec.opens {
+		if o.Remote.Port == port(t, srv.Addr) && o.Role == h2.RoleClient {
+			client0 = o
+		}
+		if o.Local.Port == port(t, srv.Addr) && o.Role == h2.RoleServer {
+			server0 = o
+		}
+	}
+	require.NotZero(t, client0.Conn, "client connection not captured: %+v", rec.opens)
+	require.NotZero(t, server0.Conn, "server connection not captured: %+v", rec.opens)
+	assert.Equal(t, client0.Local, server0.Remote)
+	assert.NotZero(t, client0.Proc.PID)
+
+	for _, side := range []struct {
+		o        h2.ConnOpen
+		requests h2.Dir
+	}{{client0, h2.Egress}, {server0, h2.Ingress}} {
+		ch := rec.chunks[side.o.Conn]
+		require.NotNil(t, ch)
+		// The request direction starts with the preface at offset 0.
+		req := ch[side.requests]
+		require.NotEmpty(t, req)
+		sort.Slice(req, func(i, j int) bool { return req[i].Offset < req[j].Offset })
+		require.Equal(t, uint64(0), req[0].Offset)
+		require.GreaterOrEqual(t, len(req[0].Data), 24)
+		assert.Equal(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", string(req[0].Data[:24]))
+		fs := walkFrames(t, req, 24, lostCalls)
+		resp := walkFrames(t, ch[1-side.requests], 0, lostCalls)
+		if fs.gaps+resp.gaps > 0 {
+			continue // counts and totals cannot be exact across a lost call
+		}
+		assert.Len(t, fs.headers, calls, "request HEADERS on %d streams", len(fs.headers))
+		assert.GreaterOrEqual(t, fs.frames[0], calls, "DATA frames")
+		assert.GreaterOrEqual(t, resp.frames[4], 1, "SETTINGS")
+		assert.Len(t, resp.headers, calls, "response HEADERS on %d streams", len(resp.headers))
+		for sid, n := range resp.headers {
+			assert.Equal(t, 2, n, "stream %d: response headers and trailers", sid)
+		}
+		cl := rec.closes[side.o.Conn]
+		assert.Equal(t, fs.end, cl.Total[side.requests], "request bytes")
+		assert.Equal(t, resp.end, cl.Total[1-side.requests], "response bytes")
+	}
+	for _, o := range rec.opens {
+		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Local.Port, "HTTP/1.1 server reported")
+		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Remote.Port, "HTTP/1.1 client reported")
+	}
+	assert.GreaterOrEqual(t, cnt.ConnsNotH2, uint64(2), "the HTTP/1.1 client and server sockets")
+	assert.Zero(t, cnt.Overrun)
+}
+
+func port(t *testing.T, addr string) uint16 {
+	t.Helper()
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			var p int
+			for _, ch := range addr[i+1:] {
+				p = p*10 + int(ch-'0')
+			}
+			return uint16(p)
+		}
+	}
+	t.Fatalf("no port in %q", addr)
+	return 0
+}
+
+// A connection established before the capture (a collector restart): both
+// sockets are picked up at the first call that starts with a frame header,
+// as RoleUnknown, with offsets far from 0, and from there every frame
+// header and header block is captured and no DATA payload byte.
+func TestCapturePredatingConnection(t *testing.T) {
+	testutil.RequireRoot(t)
+	srv, err := grpctest.Start()
+	require.NoError(t, err)
+	cc, client, err := grpctest.Dial(srv.Addr)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 10 {
+		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
+	}
+
+	c, err := Open(Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384})
+	require.NoError(t, err)
+	defer c.Close()
+	for range 100 {
+		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
+	}
+	require.NoError(t, cc.Close())
+	srv.Stop()
+
+	rec := newRecorder()
+	dec := NewDecoder(rec)
+	drain(c, dec)
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	t.Logf("%+v", cnt)
+	require.GreaterOrEqual(t, cnt.ConnsPredating, uint64(2))
+	p := port(t, srv.Addr)
+	n := 0
+	for id, o := range rec.opens {
+		if o.Local.Port != p && o.Remote.Port != p {
+			continue
+		}
+		n++
+		assert.Equal(t, h2.RoleUnknown, o.Role)
+		ch := rec.chunks[id]
+		require.NotNil(t, ch)
+		for dir := range 2 {
+			if len(ch[dir]) == 0 {
+				continue
+			}
+			first := ch[dir][0].Offset
+			for _, x := range ch[dir] {
+				first = min(first, x.Offset)
+			}
+			assert.GreaterOrEqual(t, first, uint64(1)<<40, "offsets of a predating connection")
+			fs := walkFrames(t, ch[dir], first, int(cnt.Busy+cnt.ProgMisses))
+			assert.NotEmpty(t, fs.headers, "conn %d dir %d: HEADERS after the pickup", id, dir)
+		}
+	}
+	assert.Equal(t, 2, n, "the client and the server socket")
+}
+
+// TLS (opt-in): curl (libcurl with OpenSSL 3, HTTP/2 by ALPN) against a
+// grpc-go server over TLS. The OpenSSL probes see curl's plaintext: one
+// connection, the client, the preface at offset 0, one request HEADERS per
+// call on one TLS session; the socket hook sees only ciphertext there and
+// takes both TCP sockets for not HTTP/2.
+func TestCaptureTLSOpenSSL(t *testing.T) {
+	testutil.RequireRoot(t)
+	curl, err := exec.LookPath("curl")
+	require.NoError(t, err, "curl (with OpenSSL) is needed for the TLS test: apt-get install curl")
+	c, err := Open(Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384, TLS: true})
+	require.NoError(t, err)
+	defer c.Close()
+	t.Logf("libssl: %v", c.LibSSL())
+
+	srv, err := grpctest.StartTLS()
+	require.NoError(t, err)
+	defer srv.Stop()
+	const calls = 5
+	body := filepath.Join(t.TempDir(), "req")
+	require.NoError(t, os.WriteFile(body, []byte{0, 0, 0, 0, 0}, 0o644)) // one empty SimpleRequest
+	args := []string{"-sk", "--http2", "-o", "/dev/null", "-w", "%{http_version} "}
+	for i := range calls {
+		if i > 0 {
+			args = append(args, "--next", "-sk", "--http2", "-o", "/dev/null", "-w", "%{http_version} ")
+		}
+		args = append(args, "-X", "POST", "-H", "content-type: application/grpc", "-H", "te: trailers",
+			"--data-binary", "@"+body, "https://"+srv.Addr+grpctest.UnaryMethod)
+	}
+	out, err := exec.Command(curl, args...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, strings.Repeat("2 ", calls), string(out), "curl used HTTP/2")
+
+	rec := newRecorder()
+	dec := NewDecoder(rec)
+	drain(c, dec)
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	t.Logf("%+v", cnt)
+	var tlsConns []h2.ConnOpen
+	for _, o := range rec.opens {
+		if !o.Local.Addr.IsValid() {
+			tlsConns = append(tlsConns, o)
+		}
+	}
+	require.Len(t, tlsConns, 1, "one TLS session: %+v", rec.opens)
+	o := tlsConns[0]
+	assert.Equal(t, h2.RoleClient, o.Role)
+	ch := rec.chunks[o.Conn]
+	require.NotNil(t, ch)
+	req := ch[h2.Egress]
+	require.NotEmpty(t, req)
+	sort.Slice(req, func(i, j int) bool { return req[i].Offset < req[j].Offset })
+	require.Equal(t, uint64(0), req[0].Offset)
+	assert.Equal(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", string(req[0].Data[:24]))
+	fs := walkFrames(t, req, 24, 0)
+	assert.Len(t, fs.headers, calls)
+	resp := walkFrames(t, ch[h2.Ingress], 0, 0)
+	assert.Len(t, resp.headers, calls)
+	for _, o := range rec.opens {
+		assert.NotEqual(t, port(t, srv.Addr), o.Remote.Port, "a ciphertext socket taken for HTTP/2")
+	}
+}

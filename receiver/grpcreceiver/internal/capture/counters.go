@@ -1,0 +1,97 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package capture
+
+// Counters are the programs' own counts (struct h2_stats, summed over CPUs)
+// and the ring producers' (struct seq_stats).
+type Counters struct {
+	SockCalls        uint64 // socket send/recv calls seen
+	NotTCP           uint64 // ... on sockets that are not TCP over IPv4/IPv6
+	NotSocket        uint64 // hook syscalls: read/write calls on other fds
+	FdUnreadable     uint64 // hook syscalls: the fd table walk failed
+	Unsupported      uint64 // calls on tracked connections from sendmmsg, sendfile, splice, io_uring, the kernel
+	Peek             uint64 // MSG_PEEK reads skipped
+	ConnsEstablished uint64
+	ConnsPredating   uint64 // first seen mid-stream (established before the capture, or evicted)
+	ConnsH2          uint64
+	ConnsNotH2       uint64
+	ConnsClosed      uint64
+	Frames           uint64
+	BytesCopied      uint64
+	BytesSkipped     uint64 // payloads not copied (DATA, PING, WINDOW_UPDATE)
+	HeadersCut       uint64 // frames cut at the header cap
+	BytesCut         uint64
+	Desync           uint64 // a direction lost its frame boundaries
+	Resync           uint64 // ... and found them again
+	DesyncBytes      uint64 // bytes skipped out of sync
+	LoopBound        uint64 // calls with more frames than the walk's bound
+	ReadFault        uint64 // user memory unreadable
+	Busy             uint64 // calls skipped: the CPU's staging buffer in use
+	Records          uint64 // records committed
+	IovCut           uint64 // iovec arrays longer than the bound
+	TLSCalls         uint64 // SSL_write / SSL_read calls seen (tls)
+	ConnsTLS         uint64 // TLS connections (SSL objects) seen
+
+	Tickets        uint64 // ring tickets claimed
+	Overrun        uint64 // slots skipped: the ring lapped its reader
+	NoSlot         uint64
+	DoorbellFailed uint64
+
+	// ProgMisses are program runs the kernel skipped because the same program
+	// was already running on that CPU (preempted mid-run): their calls' bytes
+	// are missed, and the connection's next call finds the hole (desync).
+	ProgMisses uint64
+}
+
+func (c *Counters) add(p h2H2Stats) {
+	c.SockCalls += p.SockCalls
+	c.NotTCP += p.NotTcp
+	c.NotSocket += p.NotSocket
+	c.FdUnreadable += p.FdUnreadable
+	c.Unsupported += p.Unsupported
+	c.Peek += p.Peek
+	c.ConnsEstablished += p.ConnsEstablished
+	c.ConnsPredating += p.ConnsPredating
+	c.ConnsH2 += p.ConnsH2
+	c.ConnsNotH2 += p.ConnsNotH2
+	c.ConnsClosed += p.ConnsClosed
+	c.Frames += p.Frames
+	c.BytesCopied += p.BytesCopied
+	c.BytesSkipped += p.BytesSkipped
+	c.HeadersCut += p.HeadersCut
+	c.BytesCut += p.BytesCut
+	c.Desync += p.Desync
+	c.Resync += p.Resync
+	c.DesyncBytes += p.DesyncBytes
+	c.LoopBound += p.LoopBound
+	c.ReadFault += p.ReadFault
+	c.Busy += p.Busy
+	c.Records += p.Records
+	c.IovCut += p.IovCut
+	c.TLSCalls += p.TlsCalls
+	c.ConnsTLS += p.ConnsTls
+}
+
+// Named lists the counters by a stable snake_case name, for self-telemetry.
+func (c Counters) Named() []NamedCounter {
+	return []NamedCounter{
+		{"sock_calls", c.SockCalls}, {"not_tcp", c.NotTCP}, {"not_socket", c.NotSocket},
+		{"fd_unreadable", c.FdUnreadable}, {"unsupported_call", c.Unsupported}, {"peek", c.Peek},
+		{"conns_established", c.ConnsEstablished}, {"conns_predating", c.ConnsPredating},
+		{"conns_http2", c.ConnsH2}, {"conns_not_http2", c.ConnsNotH2}, {"conns_closed", c.ConnsClosed},
+		{"frames", c.Frames}, {"bytes_copied", c.BytesCopied}, {"bytes_skipped", c.BytesSkipped},
+		{"headers_cut", c.HeadersCut}, {"bytes_cut", c.BytesCut}, {"desync", c.Desync},
+		{"resync", c.Resync}, {"desync_bytes", c.DesyncBytes}, {"loop_bound", c.LoopBound},
+		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
+		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS},
+		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
+		{"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
+	}
+}
+
+// NamedCounter is one counter of Counters.Named.
+type NamedCounter struct {
+	Name  string
+	Value uint64
+}

@@ -1,0 +1,147 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package capture
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+)
+
+var le = binary.LittleEndian
+
+// header builds a struct h2_rec.
+func header(kind, dir uint8, nseg uint16) []byte {
+	b := make([]byte, RecHeaderSize)
+	le.PutUint64(b[0:], 7)    // conn
+	le.PutUint64(b[8:], 1000) // time
+	le.PutUint64(b[16:], 555) // start_ns
+	le.PutUint32(b[24:], 42)  // pid
+	le.PutUint32(b[28:], 43)  // tid
+	b[32], b[33] = kind, dir
+	le.PutUint16(b[34:], nseg)
+	return b
+}
+
+func dataRecord(dir uint8, segs ...h2.Chunk) []byte {
+	b := header(KindData, dir, uint16(len(segs)))
+	for _, s := range segs {
+		for len(b)%8 != 0 {
+			b = append(b, 0xee)
+		}
+		var g [SegHeaderSize]byte
+		le.PutUint64(g[0:], s.Offset)
+		le.PutUint32(g[8:], uint32(len(s.Data)))
+		b = append(append(b, g[:]...), s.Data...)
+	}
+	return b
+}
+
+func TestDecodeData(t *testing.T) {
+	rec := newRecorder()
+	d := NewDecoder(rec)
+	b := dataRecord(1, h2.Chunk{Offset: 24, Data: []byte{0, 0, 4, 4, 0, 0, 0, 0, 0}}, h2.Chunk{Offset: 100, Data: []byte("abc")})
+	d.Item(&ring.Item{Kind: ring.Record, Data: b})
+	got := rec.chunks[7][h2.Ingress]
+	require.Len(t, got, 2)
+	assert.Equal(t, h2.Chunk{Conn: 7, Dir: h2.Ingress, Offset: 24, Data: []byte{0, 0, 4, 4, 0, 0, 0, 0, 0}, TimeNs: 1000, Proc: h2.Proc{PID: 42, TID: 43, StartNs: 555}}, got[0])
+	assert.Equal(t, uint64(100), got[1].Offset)
+	assert.Equal(t, "abc", string(got[1].Data))
+	assert.Equal(t, DecodeStats{Records: 1, Chunks: 2, Bytes: 12}, d.Stats())
+}
+
+func TestDecodeOpenClose(t *testing.T) {
+	rec := newRecorder()
+	d := NewDecoder(rec)
+	o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...)
+	le.PutUint64(o[40:], 900) // established
+	copy(o[48:], []byte{127, 0, 0, 1})
+	copy(o[64:], []byte{127, 0, 0, 2})
+	le.PutUint16(o[80:], 5000)
+	le.PutUint16(o[82:], 443)
+	o[84], o[85] = afInet, uint8(h2.RoleClient)
+	d.Item(&ring.Item{Kind: ring.Record, Data: o})
+	require.Contains(t, rec.opens, h2.ConnID(7))
+	assert.Equal(t, h2.ConnOpen{
+		Conn: 7, TimeNs: 900, Proc: h2.Proc{PID: 42, TID: 43, StartNs: 555},
+		Local:  h2.Endpoint{Addr: netip.MustParseAddr("127.0.0.1"), Port: 5000},
+		Remote: h2.Endpoint{Addr: netip.MustParseAddr("127.0.0.2"), Port: 443},
+		Role:   h2.RoleClient,
+	}, rec.opens[7])
+
+	// IPv6, v4-mapped addresses unmapped.
+	o6 := append([]byte(nil), o...)
+	o6[84] = afInet6
+	copy(o6[48:64], netip.MustParseAddr("::ffff:10.0.0.1").AsSlice())
+	copy(o6[64:80], netip.MustParseAddr("2001:db8::1").AsSlice())
+	require.NoError(t, d.Record(o6))
+	assert.Equal(t, "10.0.0.1", rec.opens[7].Local.Addr.String())
+	assert.Equal(t, "2001:db8::1", rec.opens[7].Remote.Addr.String())
+
+	// TLS: no socket, the endpoints unknown.
+	ot := append([]byte(nil), o...)
+	ot[84] = 0
+	require.NoError(t, d.Record(ot))
+	assert.False(t, rec.opens[7].Local.Addr.IsValid())
+	assert.False(t, rec.opens[7].Remote.Addr.IsValid())
+
+	c := append(header(KindClose, 0, 0), make([]byte, 16)...)
+	le.PutUint64(c[40:], 123)
+	le.PutUint64(c[48:], 456)
+	require.NoError(t, d.Record(c))
+	assert.Equal(t, h2.ConnClose{Conn: 7, TimeNs: 1000, Total: [2]uint64{123, 456}}, rec.closes[7])
+}
+
+func TestDecodeGapIsLost(t *testing.T) {
+	rec := newRecorder()
+	d := NewDecoder(rec)
+	d.Item(&ring.Item{Kind: ring.Gap, Lost: 5, Reason: ring.Lapped})
+	assert.Equal(t, uint64(5), rec.lost)
+	assert.Equal(t, uint64(5), d.Stats().Lost)
+}
+
+func TestDecodeMalformed(t *testing.T) {
+	good := dataRecord(0, h2.Chunk{Offset: 0, Data: []byte("0123456789")})
+	for name, b := range map[string][]byte{
+		"short":         good[:10],
+		"unknown kind":  append(header(9, 0, 0), 0),
+		"bad dir":       dataRecord(2),
+		"segment past":  dataRecord(0, h2.Chunk{})[:RecHeaderSize+4],
+		"data past end": good[:len(good)-1],
+		"short open":    header(KindOpen, 0, 0),
+		"short close":   header(KindClose, 0, 0),
+		"bad family": func() []byte {
+			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...)
+			o[84] = 7
+			return o
+		}(),
+		"bad role": func() []byte {
+			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...)
+			o[84], o[85] = afInet, 9
+			return o
+		}(),
+		"more segs claimed": func() []byte { b := append([]byte(nil), good...); le.PutUint16(b[34:], 2); return b }(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := NewDecoder(newRecorder())
+			d.Item(&ring.Item{Kind: ring.Record, Data: b})
+			assert.Equal(t, uint64(1), d.Stats().Malformed)
+		})
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(dataRecord(0, h2.Chunk{Offset: 3, Data: []byte("xyz")}))
+	f.Add(header(KindClose, 0, 0))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d := NewDecoder(newRecorder())
+		_ = d.Record(b)
+	})
+}

@@ -1,0 +1,11 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+// Package capture loads the grpc receiver's BPF programs (bpf/h2.bpf.c),
+// attaches them to the socket or system call tracepoints and to
+// sock:inet_sock_set_state, maps their sequencer ring and decodes its
+// records into the HTTP/2 tracker's input (package h2). The decoder is pure
+// Go; loading needs root.
+package capture
+
+//go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror -D__TARGET_ARCH_x86" -target bpfel -type h2_stats h2 ../../../../bpf/h2.bpf.c -- -I../../../../bpf -I../../../../bpf/headers

@@ -1,0 +1,353 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package grpcreceiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
+)
+
+// bootIDPath is the kernel's boot id, the base of the span ids.
+var bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// How the reader paces itself.
+const (
+	readChunk   = 4096                   // ring items per Read
+	parkTimeout = 100 * time.Millisecond // longest sleep while the ring is empty
+	expireEvery = time.Second            // idle connections and streams looked at
+	// flushAfter: a batch waits at most this long for more spans before it
+	// goes to the pipeline (unless max_batch fills it first), so that a
+	// steady load makes a few hundred ConsumeTraces calls a second, not one
+	// per wake-up.
+	flushAfter = 5 * time.Millisecond
+)
+
+type grpcReceiver struct {
+	cfg  *Config
+	set  receiver.Settings
+	next consumer.Traces
+	obs  *receiverhelper.ObsReport
+	tb   *metadata.TelemetryBuilder
+
+	cap     *capture.Capture
+	dec     *capture.Decoder
+	tracker *h2.Tracker
+	mapper  *spanmap.Mapper
+	ports   []uint16
+
+	// The batch being filled by the tracker's emit, since batchAt.
+	td      ptrace.Traces
+	spans   ptrace.SpanSlice
+	batchAt time.Time
+
+	mu       sync.Mutex // guards the snapshots the telemetry callbacks read
+	kernel   capture.Counters
+	tstats   h2.Stats
+	dstats   capture.DecodeStats
+	dropped  atomic.Int64
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
+	c := cfg.(*Config)
+	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{ReceiverID: set.ID, Transport: "ebpf", ReceiverCreateSettings: set})
+	if err != nil {
+		return nil, err
+	}
+	r := &grpcReceiver{cfg: c, set: set, next: next, obs: obs, ports: slices.Clone(c.Ports)}
+	b, err := os.ReadFile(bootIDPath)
+	if err != nil {
+		return nil, fmt.Errorf("grpc receiver: read the boot id (span ids and the links to process spans are derived from it): %w", err)
+	}
+	r.mapper = spanmap.New(spanmap.Config{BootID: strings.TrimSpace(string(b))})
+	return r, nil
+}
+
+// bootNow is CLOCK_BOOTTIME, the clock of bpf_ktime_get_boot_ns.
+func bootNow() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	return uint64(ts.Nano())
+}
+
+// Start loads and attaches the capture and starts the reader.
+func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
+	c, err := capture.Open(capture.Options{
+		Hook:      capture.Hook(r.cfg.Hook),
+		RingSlots: r.cfg.RingSlots,
+		MaxConns:  r.cfg.MaxConnections,
+		HeaderCap: r.cfg.MaxHeaderBlock,
+		TLS:       r.cfg.TLS.Enabled,
+		LibSSL:    r.cfg.TLS.LibSSLPaths,
+	})
+	if err != nil {
+		return fmt.Errorf("grpc receiver: %w", err)
+	}
+	r.cap = c
+	r.set.Logger.Info("grpc receiver: capturing HTTP/2", zap.String("hook", string(c.Hook())), zap.String("why", c.Why()),
+		zap.Strings("tls_libssl", c.LibSSL()))
+	offset := time.Now().UnixNano() - int64(bootNow())
+	r.tracker = h2.NewTracker(h2.Config{
+		MaxConns:          r.cfg.MaxConnections,
+		MaxStreamsPerConn: r.cfg.MaxStreamsPerConnection,
+		MaxHeaderBlock:    r.cfg.MaxHeaderBlock,
+		IdleTimeout:       r.cfg.IdleTimeout,
+	}, r.emit, h2.OffsetClock(offset))
+	r.dec = capture.NewDecoder(r.tracker)
+	if err := r.startTelemetry(); err != nil {
+		_ = c.Close()
+		r.cap = nil
+		return err
+	}
+	r.stop, r.done = make(chan struct{}), make(chan struct{})
+	go r.run()
+	return nil
+}
+
+// emit maps a finished call into the current batch (the call is reused after).
+func (r *grpcReceiver) emit(c *h2.Call) {
+	if len(r.ports) > 0 && !slices.Contains(r.ports, c.Local.Port) && !slices.Contains(r.ports, c.Remote.Port) {
+		return
+	}
+	if r.spans == (ptrace.SpanSlice{}) {
+		r.td, r.spans = newTraces(r.cfg.ServiceName)
+		r.batchAt = time.Now()
+	}
+	r.mapper.Append(r.spans, c)
+	if r.spans.Len() >= r.cfg.MaxBatch {
+		r.flush()
+	}
+}
+
+// flush hands the batch to the pipeline: obsreport around it, a refusal
+// counted (not retried).
+func (r *grpcReceiver) flush() {
+	if r.spans == (ptrace.SpanSlice{}) || r.spans.Len() == 0 {
+		return
+	}
+	td, n := r.td, r.spans.Len()
+	r.td, r.spans = ptrace.Traces{}, ptrace.SpanSlice{}
+	ctx := context.Background()
+	octx := r.obs.StartTracesOp(ctx)
+	err := r.next.ConsumeTraces(octx, td)
+	r.obs.EndTracesOp(octx, metadata.Type.String(), n, err)
+	if err != nil {
+		r.dropped.Add(int64(n))
+		r.tb.ReceiverGrpcSpansDropped.Add(ctx, int64(n))
+		r.set.Logger.Warn("grpc receiver: the pipeline refused spans; dropped (not retried)", zap.Int("spans", n), zap.Error(err))
+	}
+}
+
+func (r *grpcReceiver) run() {
+	defer close(r.done)
+	rd := r.cap.Reader()
+	lastExpire := time.Now()
+	for {
+		_, st := rd.Read(readChunk, r.dec.Item)
+		if time.Since(lastExpire) >= expireEvery {
+			r.tracker.Expire(bootNow())
+			lastExpire = time.Now()
+			r.snapshot()
+		}
+		if st == ring.Full {
+			continue
+		}
+		pending := r.spans != (ptrace.SpanSlice{})
+		if pending && time.Since(r.batchAt) >= flushAfter {
+			r.flush()
+			pending = false
+		}
+		select {
+		case <-r.stop:
+			r.flush()
+			return
+		default:
+		}
+		if st == ring.Pending {
+			// A producer is between its ticket and its publish: yield, briefly.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		wait := parkTimeout
+		if pending {
+			wait = max(flushAfter-time.Since(r.batchAt), time.Millisecond)
+		}
+		rd.SetParked()
+		if rd.Head() != rd.Next() {
+			rd.ClearParked()
+			continue
+		}
+		if _, err := r.cap.Wait(wait); err != nil {
+			r.set.Logger.Error("grpc receiver: doorbell", zap.Error(err))
+			time.Sleep(wait)
+		}
+		rd.ClearParked()
+	}
+}
+
+// snapshot copies the counters the telemetry callbacks report.
+func (r *grpcReceiver) snapshot() {
+	k, err := r.cap.Counters()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.kernel = k
+	}
+	r.tstats = r.tracker.Stats()
+	r.dstats = r.dec.Stats()
+}
+
+// Shutdown stops the producers, reads what they left, emits the calls that
+// finished and releases everything.
+func (r *grpcReceiver) Shutdown(context.Context) error {
+	if r.cap == nil {
+		return nil
+	}
+	var errs []error
+	errs = append(errs, r.cap.Detach())
+	r.stopOnce.Do(func() { close(r.stop) })
+	r.cap.Interrupt()
+	<-r.done
+	// What the producers wrote before they were detached.
+	for {
+		if _, st := r.cap.Reader().Read(readChunk, r.dec.Item); st != ring.Full {
+			break
+		}
+	}
+	r.flush()
+	r.snapshot()
+	if r.tb != nil {
+		r.tb.Shutdown()
+	}
+	errs = append(errs, r.cap.Close())
+	r.cap = nil
+	k, t, d := r.kernel, r.tstats, r.dstats
+	r.set.Logger.Info("grpc receiver: stopped",
+		zap.Uint64("calls", t.CallsEmitted), zap.Uint64("records", d.Records), zap.Uint64("records_lost", d.Lost),
+		zap.Uint64("kernel_desync", k.Desync), zap.Uint64("bytes_copied", k.BytesCopied), zap.Int64("spans_dropped", r.dropped.Load()))
+	return errors.Join(errs...)
+}
+
+// counterAttrs caches one attribute set per counter name.
+type counterAttrs map[string]metric.MeasurementOption
+
+func (c counterAttrs) get(name string) metric.MeasurementOption {
+	o, ok := c[name]
+	if !ok {
+		o = metric.WithAttributeSet(attribute.NewSet(attribute.String("counter", name)))
+		c[name] = o
+	}
+	return o
+}
+
+func (r *grpcReceiver) startTelemetry() (err error) {
+	if r.tb, err = metadata.NewTelemetryBuilder(r.set.TelemetrySettings); err != nil {
+		return err
+	}
+	kAttrs, tAttrs := counterAttrs{}, counterAttrs{}
+	var amu sync.Mutex
+	return errors.Join(
+		r.tb.RegisterReceiverGrpcKernelCallback(func(_ context.Context, o metric.Int64Observer) error {
+			r.mu.Lock()
+			k := r.kernel
+			r.mu.Unlock()
+			amu.Lock()
+			defer amu.Unlock()
+			for _, c := range k.Named() {
+				o.Observe(int64(c.Value), kAttrs.get(c.Name))
+			}
+			return nil
+		}),
+		r.tb.RegisterReceiverGrpcTrackerCallback(func(_ context.Context, o metric.Int64Observer) error {
+			r.mu.Lock()
+			t := r.tstats
+			r.mu.Unlock()
+			amu.Lock()
+			defer amu.Unlock()
+			for _, c := range trackerCounters(t) {
+				o.Observe(int64(c.Value), tAttrs.get(c.Name))
+			}
+			return nil
+		}),
+		r.tb.RegisterReceiverGrpcConnectionsLiveCallback(func(_ context.Context, o metric.Int64Observer) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			o.Observe(int64(r.tstats.ConnsLive))
+			return nil
+		}),
+		r.tb.RegisterReceiverGrpcRecordsLostCallback(func(_ context.Context, o metric.Int64Observer) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			o.Observe(int64(r.dstats.Lost + r.dstats.Malformed))
+			return nil
+		}),
+	)
+}
+
+// trackerCounters lists h2.Stats by snake_case field name (the Gaps array as
+// gap_<reason>), without ConnsLive (a gauge of its own).
+func trackerCounters(s h2.Stats) []capture.NamedCounter {
+	var out []capture.NamedCounter
+	v := reflect.ValueOf(s)
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Name == "ConnsLive" || !f.IsExported() {
+			continue
+		}
+		switch fv := v.Field(i); fv.Kind() {
+		case reflect.Uint64:
+			out = append(out, capture.NamedCounter{Name: snake(f.Name), Value: fv.Uint()})
+		case reflect.Array:
+			for j := range fv.Len() {
+				out = append(out, capture.NamedCounter{Name: "gap_" + h2.GapReason(j).String(), Value: fv.Index(j).Uint()})
+			}
+		}
+	}
+	return out
+}
+
+// snake turns a Go field name into snake_case (HPACKErrors -> hpack_errors).
+func snake(s string) string {
+	var b strings.Builder
+	rs := []rune(s)
+	for i, c := range rs {
+		if unicode.IsUpper(c) {
+			if i > 0 && (unicode.IsLower(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]))) {
+				b.WriteByte('_')
+			}
+			c = unicode.ToLower(c)
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,218 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package grpcreceiver
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"google.golang.org/grpc/codes"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
+)
+
+// startReceiver runs the grpc receiver into a sink.
+func startReceiver(t *testing.T, mod func(*Config)) (*consumertest.TracesSink, func()) {
+	t.Helper()
+	cfg := createDefaultConfig()
+	if mod != nil {
+		mod(cfg)
+	}
+	require.NoError(t, cfg.Validate())
+	sink := new(consumertest.TracesSink)
+	r, err := NewFactory().CreateTraces(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
+	return sink, func() { require.NoError(t, r.Shutdown(context.Background())) }
+}
+
+// spansOf lists the sink's spans on the server's port.
+func spansOf(sink *consumertest.TracesSink, port int64) []ptrace.Span {
+	var out []ptrace.Span
+	for _, td := range sink.AllTraces() {
+		for i := range td.ResourceSpans().Len() {
+			ss := td.ResourceSpans().At(i).ScopeSpans()
+			for j := range ss.Len() {
+				for k := range ss.At(j).Spans().Len() {
+					s := ss.At(j).Spans().At(k)
+					if v, ok := s.Attributes().Get("server.port"); ok && v.Int() == port {
+						out = append(out, s)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func attr(s ptrace.Span, k string) string {
+	v, _ := s.Attributes().Get(k)
+	return v.AsString()
+}
+
+func TestReceiverGRPCGo(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, hook := range []string{HookSocket, HookSyscalls} {
+		t.Run(hook, func(t *testing.T) { testReceiverGRPCGo(t, hook) })
+	}
+}
+
+func testReceiverGRPCGo(t *testing.T, hook string) {
+	sink, stop := startReceiver(t, func(c *Config) { c.Hook = hook })
+	defer stop()
+
+	srv, err := grpctest.Start()
+	require.NoError(t, err)
+	defer srv.Stop()
+	cc, client, err := grpctest.Dial(srv.Addr)
+	require.NoError(t, err)
+	defer cc.Close()
+	port := int64(port(t, srv.Addr))
+	ctx := context.Background()
+
+	// Thousands of unary calls, 8 at a time on the one connection.
+	const calls, workers = 2000, 8
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < calls; i += workers {
+				assert.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
+			}
+		}()
+	}
+	// A server-streaming call: 5 responses, 100 ms apart (>= 500 ms long).
+	streamStart := time.Now()
+	require.NoError(t, grpctest.Stream(ctx, client, 5, 100*time.Millisecond))
+	streamTook := time.Since(streamStart)
+	wg.Wait()
+	// Errors: the server answers NOT_FOUND and INTERNAL.
+	require.Error(t, grpctest.Unary(ctx, client, codes.NotFound, "no such thing"))
+	require.Error(t, grpctest.Unary(ctx, client, codes.Internal, "boom"))
+	// A cancellation: the client gives up on a long stream.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- grpctest.Stream(cctx, client, 100, 100*time.Millisecond) }()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	require.Error(t, <-done)
+
+	want := 2*calls + 2*1 + 2*2 + 2
+	require.Eventually(t, func() bool { return len(spansOf(sink, port)) >= want }, 30*time.Second, 50*time.Millisecond,
+		"spans seen: %d of %d", len(spansOf(sink, port)), want)
+
+	type key struct {
+		method, code string
+		kind         ptrace.SpanKind
+	}
+	counts := map[key]int{}
+	streams := map[ptrace.SpanKind]map[string]bool{ptrace.SpanKindClient: {}, ptrace.SpanKindServer: {}}
+	var streamSpans, cancelled []ptrace.Span
+	for _, s := range spansOf(sink, port) {
+		k := key{attr(s, "rpc.method"), attr(s, "rpc.response.status_code"), s.Kind()}
+		counts[k]++
+		if k.method == grpctest.Service+"/UnaryCall" && k.code == "OK" {
+			sid := attr(s, spanmap.AttrStreamID)
+			assert.False(t, streams[s.Kind()][sid], "stream %s twice", sid)
+			streams[s.Kind()][sid] = true
+		}
+		if k.method == grpctest.Service+"/StreamingOutputCall" {
+			if k.code == "OK" {
+				streamSpans = append(streamSpans, s)
+			} else {
+				cancelled = append(cancelled, s)
+			}
+		}
+	}
+	t.Logf("spans by method, status and kind: %v", counts)
+	for _, kind := range []ptrace.SpanKind{ptrace.SpanKindClient, ptrace.SpanKindServer} {
+		assert.Equal(t, calls, counts[key{grpctest.Service + "/UnaryCall", "OK", kind}], "unary OK %s", kind)
+		assert.Equal(t, 1, counts[key{grpctest.Service + "/UnaryCall", "NOT_FOUND", kind}], "NOT_FOUND %s", kind)
+		assert.Equal(t, 1, counts[key{grpctest.Service + "/UnaryCall", "INTERNAL", kind}], "INTERNAL %s", kind)
+	}
+	// The stream's spans last as long as the stream: at least its five
+	// 100 ms waits, at most what the client measured around it.
+	require.Len(t, streamSpans, 2)
+	for _, s := range streamSpans {
+		d := s.EndTimestamp().AsTime().Sub(s.StartTimestamp().AsTime())
+		assert.GreaterOrEqual(t, d, 500*time.Millisecond, "%s span", s.Kind())
+		assert.LessOrEqual(t, d, streamTook, "%s span", s.Kind())
+	}
+	require.Len(t, cancelled, 2)
+	for _, s := range cancelled {
+		assert.Equal(t, "CANCELLED", attr(s, "rpc.response.status_code"), "%s", s.Kind())
+		assert.Contains(t, attr(s, spanmap.AttrFlags), "cancelled")
+	}
+	// Both ends of a call share its trace; the server's span is the client's child.
+	byTrace := map[[16]byte][]ptrace.Span{}
+	for _, s := range spansOf(sink, port) {
+		byTrace[s.TraceID()] = append(byTrace[s.TraceID()], s)
+	}
+	assert.Len(t, byTrace, want/2)
+	for _, pair := range byTrace {
+		if assert.Len(t, pair, 2) {
+			c, s := pair[0], pair[1]
+			if c.Kind() == ptrace.SpanKindServer {
+				c, s = s, c
+			}
+			assert.Equal(t, c.SpanID(), s.ParentSpanID())
+		}
+	}
+}
+
+func port(t *testing.T, addr string) uint16 {
+	t.Helper()
+	ap, err := netipParse(addr)
+	require.NoError(t, err)
+	return ap
+}
+
+// TLS (opt-in): curl over OpenSSL against a grpc-go TLS server: one CLIENT
+// span per call, with the method and the status. The server (Go crypto/tls)
+// is not seen: its socket carries ciphertext.
+func TestReceiverTLSOpenSSL(t *testing.T) {
+	testutil.RequireRoot(t)
+	curl, err := exec.LookPath("curl")
+	require.NoError(t, err, "curl (with OpenSSL) is needed for the TLS test: apt-get install curl")
+	sink, stop := startReceiver(t, func(c *Config) { c.TLS.Enabled = true })
+	defer stop()
+	srv, err := grpctest.StartTLS()
+	require.NoError(t, err)
+	defer srv.Stop()
+	const calls = 20
+	body := filepath.Join(t.TempDir(), "req")
+	require.NoError(t, os.WriteFile(body, []byte{0, 0, 0, 0, 0}, 0o644))
+	var args []string
+	for i := range calls {
+		if i > 0 {
+			args = append(args, "--next")
+		}
+		args = append(args, "-sk", "--http2", "-o", "/dev/null", "-X", "POST", "-H", "content-type: application/grpc",
+			"-H", "te: trailers", "--data-binary", "@"+body, "https://"+srv.Addr+grpctest.UnaryMethod)
+	}
+	out, err := exec.Command(curl, args...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	port := int64(mustPort(t, srv.Addr))
+	method := grpctest.Service + "/UnaryCall"
+	require.Eventually(t, func() bool { return len(spansOf(sink, port)) >= calls }, 30*time.Second, 50*time.Millisecond,
+		"spans: %v", countSpans(spansOf(sink, port), method))
+	assert.Equal(t, map[string]int{"Client OK": calls}, countSpans(spansOf(sink, port), method))
+}
