@@ -26,6 +26,14 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
+// ErrSyscallHookRefused is why Open fails where the kernel refuses BPF
+// programs on system call tracepoints (EPERM as root; seen on Debian's 6.1
+// PREEMPT_RT kernel, whose stock build allows them) and so the syscalls hook
+// cannot attach.
+var ErrSyscallHookRefused = errors.New("this kernel refuses BPF programs on system call tracepoints " +
+	"(seen on PREEMPT_RT kernels before 6.3); the socket hook needs sock:sock_send_length (Linux 6.3+): " +
+	"the grpc receiver cannot capture on this kernel; remove it from the pipelines or run a kernel with either")
+
 // Hook says where the programs see the bytes.
 type Hook string
 
@@ -265,6 +273,9 @@ func Open(o Options) (_ *Capture, err error) {
 	}
 	for _, s := range syscallExits {
 		l, err := link.Tracepoint("syscalls", "sys_exit_"+s, c.coll.Programs["h2_sys_"+s], nil)
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("attach syscalls:sys_exit_%s: %w: %w", s, err, ErrSyscallHookRefused)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("attach syscalls:sys_exit_%s: %w", s, err)
 		}

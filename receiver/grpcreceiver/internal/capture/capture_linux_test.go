@@ -306,8 +306,7 @@ func TestCapturePredatingConnection(t *testing.T) {
 		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
 	}
 
-	c, err := Open(Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384})
-	require.NoError(t, err)
+	c := openHere(t, Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384})
 	defer c.Close()
 	for range 100 {
 		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
@@ -357,8 +356,7 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 	testutil.RequireRoot(t)
 	curl, err := exec.LookPath("curl")
 	require.NoError(t, err, "curl (with OpenSSL) is needed for the TLS test: apt-get install curl")
-	c, err := Open(Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384, TLS: true})
-	require.NoError(t, err)
+	c := openHere(t, Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384, TLS: true})
 	defer c.Close()
 	t.Logf("libssl: %v", c.LibSSL())
 
