@@ -27,7 +27,7 @@ import (
 )
 
 // ErrSyscallHookRefused is why Open fails where the kernel refuses BPF
-// programs on system call tracepoints (EPERM as root; seen on Debian's 6.1
+// programs on system call tracepoints (EACCES as root; seen on Debian's 6.1
 // PREEMPT_RT kernel, whose stock build allows them) and so the syscalls hook
 // cannot attach.
 var ErrSyscallHookRefused = errors.New("this kernel refuses BPF programs on system call tracepoints " +
@@ -273,7 +273,8 @@ func Open(o Options) (_ *Capture, err error) {
 	}
 	for _, s := range syscallExits {
 		l, err := link.Tracepoint("syscalls", "sys_exit_"+s, c.coll.Programs["h2_sys_"+s], nil)
-		if errors.Is(err, unix.EPERM) {
+		// EACCES, as root; cilium/ebpf's perf link error keeps only its text.
+		if err != nil && (errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permission denied")) {
 			return nil, fmt.Errorf("attach syscalls:sys_exit_%s: %w: %w", s, err, ErrSyscallHookRefused)
 		}
 		if err != nil {
