@@ -417,10 +417,8 @@ func TestAgentBackendDown(t *testing.T) {
 	// comes after is refused and counted).
 	time.Sleep(2 * time.Second)
 	marker(markers[0])
-	// The restart comes while the queues still have room: a restart with a
-	// full persistent queue once carried fewer records over than it held
-	// (under investigation; see the README), which this test would report
-	// as loss.
+	// The restart comes once the queues are full or nearly (40000 items;
+	// their files are far from file_storage::max_size, see config/agent.yaml).
 	time.Sleep(8 * time.Second)
 	// A collector restart during the outage: the queues are on disk.
 	first, log1 := stopRun(c, nil)
@@ -446,7 +444,7 @@ func TestAgentBackendDown(t *testing.T) {
 
 	// The markers' spans in Jaeger, their exec records in the logs backend.
 	// The first marker ran while the queues had room; a later one may have
-	// found a queue full (the storm fills 140000 items in well under the
+	// found a queue full (the storm fills 40000 items in well under the
 	// outage), and then its span or record was refused, and counted so.
 	var missedLogs, missedSpans []string
 	for i, mk := range markers {
