@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -196,7 +197,7 @@ func Open(o Options) (_ *Capture, err error) {
 		delete(spec.Maps, "h2_tls_calls")
 	}
 	for name := range spec.Programs {
-		if !contains(progs, name) {
+		if !slices.Contains(progs, name) {
 			delete(spec.Programs, name)
 		}
 	}
@@ -360,15 +361,6 @@ func LibSSLInUse() []string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Hook is the hook in use, and Why says why it was chosen.
