@@ -48,6 +48,16 @@ const (
 	// steady load makes a few hundred ConsumeTraces calls a second, not one
 	// per wake-up.
 	flushAfter = 5 * time.Millisecond
+	// gatherFor: while records keep coming, the reader sleeps this long on a
+	// runtime timer and then reads what piled up, instead of parking on the
+	// doorbell. A parked reader is rung by the next commit (a ring buffer
+	// wake-up the traced application pays for) and blocks in epoll_wait, a
+	// system call, which keeps the Go runtime's sysmon thread polling every
+	// 20 µs: measured at 6 k RPS, those polls were 12 % of the collector's
+	// CPU and the doorbell's epoll another 6 %. It parks only once a read
+	// finds nothing. Unless a quarter of the ring came in one read: then it
+	// reads on at once.
+	gatherFor = flushAfter
 )
 
 type grpcReceiver struct {
@@ -172,8 +182,10 @@ func (r *grpcReceiver) run() {
 	defer close(r.done)
 	rd := r.cap.Reader()
 	lastExpire := time.Now()
+	nap := time.NewTimer(time.Hour)
+	nap.Stop()
 	for {
-		_, st := rd.Read(readChunk, r.dec.Item)
+		n, st := rd.Read(readChunk, r.dec.Item)
 		if time.Since(lastExpire) >= expireEvery {
 			r.tracker.Expire(bootNow())
 			lastExpire = time.Now()
@@ -198,18 +210,31 @@ func (r *grpcReceiver) run() {
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		wait := parkTimeout
-		if pending {
-			wait = max(flushAfter-time.Since(r.batchAt), time.Millisecond)
+		if n > 0 || pending {
+			// Busy: gather (see gatherFor), on a timer, not the doorbell.
+			if 4*n >= r.cfg.RingSlots {
+				continue
+			}
+			wait := gatherFor
+			if pending {
+				wait = min(wait, max(flushAfter-time.Since(r.batchAt), 100*time.Microsecond))
+			}
+			nap.Reset(wait)
+			select {
+			case <-r.stop:
+				nap.Stop()
+			case <-nap.C:
+			}
+			continue
 		}
 		rd.SetParked()
 		if rd.Head() != rd.Next() {
 			rd.ClearParked()
 			continue
 		}
-		if _, err := r.cap.Wait(wait); err != nil {
+		if _, err := r.cap.Wait(parkTimeout); err != nil {
 			r.set.Logger.Error("grpc receiver: doorbell", zap.Error(err))
-			time.Sleep(wait)
+			time.Sleep(parkTimeout)
 		}
 		rd.ClearParked()
 	}

@@ -400,6 +400,7 @@ func (c *Capture) Counters() (Counters, error) {
 	for _, p := range seq {
 		out.Overrun += p.Overrun
 		out.NoSlot += p.NoSlot
+		out.Doorbells += p.Doorbells
 		out.DoorbellFailed += p.DoorbellFailed
 		for _, t := range p.Tickets {
 			out.Tickets += t

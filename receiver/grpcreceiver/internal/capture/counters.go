@@ -36,6 +36,7 @@ type Counters struct {
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
 	NoSlot         uint64
+	Doorbells      uint64 // wake-ups sent to the parked reader (each paid by the application that committed)
 	DoorbellFailed uint64
 
 	// ProgMisses are program runs the kernel skipped because the same program
@@ -86,7 +87,7 @@ func (c Counters) Named() []NamedCounter {
 		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
 		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
-		{"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
+		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}
 }
 
