@@ -53,11 +53,63 @@ type Mapper struct {
 	proc  procid.IDs
 	known map[string]struct{}
 	buf   []byte
+	// Per-call work that depends only on the process or the address,
+	// remembered: a process's span ids (two SHA-256 each) and an address's
+	// text. Bounded by cacheMax entries each, forgotten all at once.
+	procs map[procKey]procIDs
+	addrs map[netip.Addr]string
+}
+
+// cacheMax bounds the Mapper's caches.
+const cacheMax = 4096
+
+// numAttrs is the most attributes a span gets (capacity reserved up front).
+const numAttrs = 20
+
+type procKey struct {
+	pid   uint32
+	start uint64
+}
+
+type procIDs struct {
+	span  pcommon.SpanID
+	trace pcommon.TraceID
+}
+
+// procIDs returns the ids of the span of process (pid, start) that the
+// seq receiver emits.
+func (m *Mapper) procIDs(pid uint32, start uint64) procIDs {
+	k := procKey{pid, start}
+	if ids, ok := m.procs[k]; ok {
+		return ids
+	}
+	if len(m.procs) >= cacheMax {
+		clear(m.procs)
+	}
+	ids := procIDs{span: m.proc.SpanID(pid, start), trace: m.proc.TraceID(pid, start)}
+	m.procs[k] = ids
+	return ids
+}
+
+// addrString is a.Unmap().String(), remembered.
+func (m *Mapper) addrString(a netip.Addr) string {
+	if s, ok := m.addrs[a]; ok {
+		return s
+	}
+	if len(m.addrs) >= cacheMax {
+		clear(m.addrs)
+	}
+	s := a.Unmap().String()
+	m.addrs[a] = s
+	return s
 }
 
 // New returns a Mapper.
 func New(cfg Config) *Mapper {
-	m := &Mapper{cfg: cfg, boot: []byte(cfg.BootID), proc: procid.New(cfg.BootID)}
+	m := &Mapper{
+		cfg: cfg, boot: []byte(cfg.BootID), proc: procid.New(cfg.BootID),
+		procs: map[procKey]procIDs{}, addrs: map[netip.Addr]string{},
+	}
 	if len(cfg.KnownMethods) > 0 {
 		m.known = make(map[string]struct{}, len(cfg.KnownMethods))
 		for _, k := range cfg.KnownMethods {
@@ -182,6 +234,7 @@ func (m *Mapper) Append(spans ptrace.SpanSlice, c *h2.Call) ptrace.Span {
 		s.SetKind(ptrace.SpanKindClient)
 	}
 	a := s.Attributes()
+	a.EnsureCapacity(numAttrs)
 	if c.Protocol == h2.ProtoHTTP {
 		m.httpAttrs(s, c)
 	} else {
@@ -193,7 +246,7 @@ func (m *Mapper) Append(spans ptrace.SpanSlice, c *h2.Call) ptrace.Span {
 	}
 	host, port := authority(c.Authority)
 	if host == "" && server.Addr.IsValid() {
-		host, port = server.Addr.Unmap().String(), int(server.Port)
+		host, port = m.addrString(server.Addr), int(server.Port)
 	}
 	if host != "" {
 		a.PutStr(string(semconv.ServerAddressKey), host)
@@ -202,7 +255,7 @@ func (m *Mapper) Append(spans ptrace.SpanSlice, c *h2.Call) ptrace.Span {
 		}
 	}
 	if peer.Addr.IsValid() {
-		a.PutStr(string(semconv.NetworkPeerAddressKey), peer.Addr.Unmap().String())
+		a.PutStr(string(semconv.NetworkPeerAddressKey), m.addrString(peer.Addr))
 		a.PutInt(string(semconv.NetworkPeerPortKey), int64(peer.Port))
 	}
 	a.PutStr(string(semconv.NetworkTransportKey), semconv.NetworkTransportTCP.Value.AsString())
@@ -225,13 +278,14 @@ func (m *Mapper) Append(spans ptrace.SpanSlice, c *h2.Call) ptrace.Span {
 	}
 	if c.Proc.PID != 0 {
 		l := s.Links().AppendEmpty()
-		l.SetSpanID(m.proc.SpanID(c.Proc.PID, c.Proc.StartNs))
+		ids := m.procIDs(c.Proc.PID, c.Proc.StartNs)
+		l.SetSpanID(ids.span)
 		tid, ok := pcommon.TraceID{}, false
 		if m.cfg.ProcessTraceID != nil {
 			tid, ok = m.cfg.ProcessTraceID(c.Proc.PID, c.Proc.StartNs)
 		}
 		if !ok {
-			tid = m.proc.TraceID(c.Proc.PID, c.Proc.StartNs)
+			tid = ids.trace
 		}
 		l.SetTraceID(tid)
 	}

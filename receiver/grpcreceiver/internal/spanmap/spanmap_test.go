@@ -239,3 +239,36 @@ func TestLocalAddrs(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, addrs)
 }
+
+// BenchmarkAppend maps the two ends of one call, as the receiver does for
+// every call between two processes of this host.
+func BenchmarkAppend(b *testing.B) {
+	m := New(Config{BootID: boot})
+	c, s := pair()
+	b.ReportAllocs()
+	for b.Loop() {
+		ss := ptrace.NewSpanSlice()
+		m.Append(ss, &c)
+		m.Append(ss, &s)
+	}
+}
+
+// The remembered process ids and address strings stay bounded and right.
+func TestCachesBoundedAndRight(t *testing.T) {
+	m := New(Config{BootID: boot})
+	c, _ := pair()
+	for i := range cacheMax + 10 {
+		c.Proc = h2.Proc{PID: uint32(1000 + i), StartNs: uint64(i)}
+		c.Remote.Addr = netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})
+		sp := span(t, m, &c)
+		require.LessOrEqual(t, len(m.procs), cacheMax)
+		require.LessOrEqual(t, len(m.addrs), cacheMax)
+		if i%1000 == 0 || i >= cacheMax {
+			l := sp.Links().At(0)
+			require.Equal(t, procid.SpanID(boot, c.Proc.PID, c.Proc.StartNs), l.SpanID())
+			require.Equal(t, procid.TraceID(boot, c.Proc.PID, c.Proc.StartNs), l.TraceID())
+			v, _ := sp.Attributes().Get("network.peer.address")
+			require.Equal(t, c.Remote.Addr.String(), v.Str())
+		}
+	}
+}
