@@ -26,9 +26,9 @@
  * HTTP/2 (the client preface, or a SETTINGS frame, at offset 0; a plausible
  * frame header for a connection that predates the capture) or not HTTP/2
  * (then every later call is one lookup). An HTTP/2 direction walks its frames
- * with bpf_loop (Linux 5.17+), keeping the offset of the next frame header,
- * the end of the payload to copy and the first 4 bytes of a header split
- * across calls; it copies every frame header, the payloads the tracker needs
+ * with bpf_loop (Linux 5.17+; before, a bounded loop of global functions),
+ * keeping the offset of the next frame header, the end of the payload to
+ * copy and the first 4 bytes of a header split across calls; it copies every frame header, the payloads the tracker needs
  * (HEADERS, CONTINUATION, PUSH_PROMISE, SETTINGS, RST_STREAM, GOAWAY; cut at
  * h2_hdr_cap) and the client preface, never a DATA, PING or WINDOW_UPDATE
  * payload. Everything skipped, cut or lost is counted in h2_counters.
@@ -84,6 +84,7 @@ char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses 
 /* Set by the loader. */
 volatile const __u32 h2_hdr_cap = 16384; /* most payload bytes copied per frame */
 volatile const __u32 h2_max_iov = 1024;  /* most iovecs walked per call */
+volatile const __u32 h2_have_loop = 1;   /* 0: the kernel has no bpf_loop (Linux 5.17); see h2_step_bounded */
 
 /* Never read: put the record structs into BTF (the Go layout test reads them). */
 const struct h2_open *const h2_open_btf = 0;
@@ -532,6 +533,27 @@ static long h2_flush_cb(__u32 i, void *ctx)
 	return 1;
 }
 
+/*
+ * Kernels without bpf_loop (before 5.17; the loader clears h2_have_loop):
+ * the same steps, from a bounded loop in the program. They are global
+ * functions (Linux 5.6+), which the verifier checks once each, on their
+ * own, instead of once per iteration of the loop that calls them: the loop
+ * itself is a handful of instructions per step. H2_STEPS_BOUNDED steps per
+ * call; a call with more frames than that is cut (loop_bound), as with
+ * bpf_loop's H2_STEPS.
+ */
+#define H2_STEPS_BOUNDED 1024
+
+__noinline int h2_step_bounded(void)
+{
+	return h2_step(0, 0);
+}
+
+__noinline int h2_flush_bounded(void)
+{
+	return h2_flush_cb(0, 0);
+}
+
 /* ---- Detection ---- */
 
 static const char h2_preface[H2_PREFACE_LEN] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -755,9 +777,17 @@ static __always_inline void h2_call(struct h2_conn *c, struct sock *sk, int dir,
 	w->rec_len = sizeof(struct h2_rec);
 	h2_fill_rec(&w->hdr, c, H2_REC_DATA, dir, true);
 
-	bpf_loop(H2_STEPS, h2_step, NULL, 0);
-	if (w->nseg)
-		bpf_loop(1, h2_flush_cb, NULL, 0);
+	if (h2_have_loop) {
+		bpf_loop(H2_STEPS, h2_step, NULL, 0);
+		if (w->nseg)
+			bpf_loop(1, h2_flush_cb, NULL, 0);
+	} else {
+		for (int i = 0; i < H2_STEPS_BOUNDED; i++)
+			if (h2_step_bounded())
+				break;
+		if (w->nseg)
+			h2_flush_bounded();
+	}
 
 	if (w->pos < w->end) {
 		if (w->stop == STOP_FAULT)

@@ -58,6 +58,10 @@ const (
 	// MaxHeaderCap bounds Options.HeaderCap: the payload bytes copied of one
 	// HEADERS, CONTINUATION, PUSH_PROMISE, SETTINGS, RST_STREAM or GOAWAY frame.
 	MaxHeaderCap = 1 << 20
+	// BoundedSteps is H2_STEPS_BOUNDED: the walk's steps per call (a frame
+	// header, a payload copied or skipped, an iovec) where the kernel has no
+	// bpf_loop; with it, 8192.
+	BoundedSteps = 1024
 	slotSize     = 128
 )
 
@@ -73,6 +77,9 @@ type Options struct {
 	// found mapped by a running process, in LibSSL, or at the usual paths.
 	TLS    bool
 	LibSSL []string
+	// BoundedLoop walks the frames in the bounded loop that kernels without
+	// bpf_loop (before 5.17) get, on any kernel (for tests).
+	BoundedLoop bool
 }
 
 // Capture is the loaded, attached programs and their mapped ring.
@@ -122,7 +129,6 @@ func Preflight(want Hook) (hook Hook, why string, err error) {
 		{"memory-mappable BPF arrays (BPF_F_MMAPABLE, Linux 5.5)", func() error { return features.HaveMapFlag(features.BPF_F_MMAPABLE) }},
 		{"the BPF ring buffer, the reader's doorbell (Linux 5.8)", func() error { return features.HaveMapType(ebpf.RingBuf) }},
 		{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", sequencer.ProbeAtomics},
-		{"the bpf_loop helper, the frame walk's loop (Linux 5.17)", func() error { return features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) }},
 		{"the bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)", func() error { return features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs) }},
 	} {
 		if err := c.probe(); err != nil {
@@ -212,6 +218,23 @@ func Open(o Options) (_ *Capture, err error) {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
+	}
+
+	// Kernels before 5.17 have no bpf_loop: the walk then runs in a bounded
+	// loop of global functions (h2_step_bounded), fewer steps per call.
+	haveLoop := !o.BoundedLoop && features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) == nil
+	if !haveLoop {
+		why += fmt.Sprintf("; the frame walk runs in a bounded loop of %d steps per call (no bpf_loop: Linux 5.17)", BoundedSteps)
+		if o.BoundedLoop {
+			why = strings.Replace(why, "no bpf_loop: Linux 5.17", "forced", 1)
+		}
+	}
+	var loop uint32
+	if haveLoop {
+		loop = 1
+	}
+	if err := spec.Variables["h2_have_loop"].Set(loop); err != nil {
+		return nil, fmt.Errorf("set h2_have_loop: %w", err)
 	}
 
 	c := &Capture{hook: hook, why: why}

@@ -158,14 +158,19 @@ func drain(c *Capture, dec *Decoder) {
 func TestCaptureGRPCGo(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, hook := range hooksHere(t) {
-		t.Run(string(hook), func(t *testing.T) { testCaptureGRPCGo(t, hook) })
+		t.Run(string(hook), func(t *testing.T) { testCaptureGRPCGo(t, hook, false) })
+		// The walk kernels without bpf_loop (5.15, 5.16) get, on this kernel.
+		t.Run(string(hook)+"_bounded_loop", func(t *testing.T) { testCaptureGRPCGo(t, hook, true) })
 	}
 }
 
-func testCaptureGRPCGo(t *testing.T, hook Hook) {
-	c, err := Open(Options{Hook: hook, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384})
+func testCaptureGRPCGo(t *testing.T, hook Hook, bounded bool) {
+	c, err := Open(Options{Hook: hook, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384, BoundedLoop: bounded})
 	require.NoError(t, err)
 	defer c.Close()
+	if bounded {
+		require.Contains(t, c.Why(), "bounded loop of 1024 steps per call (forced)")
+	}
 
 	srv, err := grpctest.Start()
 	require.NoError(t, err)

@@ -190,6 +190,7 @@ const (
 	h2ProgH2SysWrite    = "h2_sys_write"
 	h2ProgH2SysWritev   = "h2_sys_writev"
 	h2VarH2CloseBtf     = "h2_close_btf"
+	h2VarH2HaveLoop     = "h2_have_loop"
 	h2VarH2HdrCap       = "h2_hdr_cap"
 	h2VarH2MaxIov       = "h2_max_iov"
 	h2VarH2NextId       = "h2_next_id"
@@ -279,6 +280,7 @@ type h2MapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2VariableSpecs struct {
 	H2CloseBtf  *ebpf.VariableSpec `ebpf:"h2_close_btf"`
+	H2HaveLoop  *ebpf.VariableSpec `ebpf:"h2_have_loop"`
 	H2HdrCap    *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
 	H2MaxIov    *ebpf.VariableSpec `ebpf:"h2_max_iov"`
 	H2NextId    *ebpf.VariableSpec `ebpf:"h2_next_id"`
@@ -339,6 +341,7 @@ func (m *h2Maps) Close() error {
 // It can be passed to loadH2Objects or ebpf.CollectionSpec.LoadAndAssign.
 type h2Variables struct {
 	H2CloseBtf  *ebpf.Variable `ebpf:"h2_close_btf"`
+	H2HaveLoop  *ebpf.Variable `ebpf:"h2_have_loop"`
 	H2HdrCap    *ebpf.Variable `ebpf:"h2_hdr_cap"`
 	H2MaxIov    *ebpf.Variable `ebpf:"h2_max_iov"`
 	H2NextId    *ebpf.Variable `ebpf:"h2_next_id"`
