@@ -72,6 +72,9 @@ char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses 
 #define H2_FRAME_HDR 9
 /* Most bytes one bpf_probe_read_user() copies. */
 #define H2_CHUNK 1024
+/* Frame headers are read from a window of the user buffer, read once per
+ * H2_WIN bytes, not one bpf_probe_read_user() per frame. */
+#define H2_WIN 512
 /* Most steps (frame headers, copies, skips, iovecs) one call's walk takes. */
 #define H2_STEPS 8192
 /* A connection that predates the capture (or whose state was evicted) gets
@@ -168,6 +171,7 @@ struct h2_walk {
 	__u8 stop;
 	__u8 _pad[5];
 	__u64 copied, skipped, frames, cut, cut_bytes, records;
+	__u64 win_lo, win_hi;  /* the stream offsets h2_scratch.win holds (within one user segment) */
 	struct h2_rec hdr;     /* the head of every record of this call */
 };
 
@@ -181,6 +185,7 @@ struct h2_scratch {
 	struct seq_scratch rec;
 	__u8 pad[H2_CHUNK + 64];
 	struct h2_walk w;
+	__u8 win[H2_WIN];
 };
 
 /* Three per CPU: 0 for the data programs (process context), 1 for the state
@@ -412,7 +417,43 @@ static __always_inline long h2_copy(struct h2_walk *w, __u64 n, bool hdr)
 	asm volatile("" : "+r"(n));
 	if (n > H2_CHUNK)
 		return 1;
-	if (bpf_probe_read_user(&s->rec.buf[off], n, (void *)(w->ub + (w->pos - w->seg_lo)))) {
+	if (hdr) {
+		/* At most the 9 bytes of a frame header: from the window. */
+		__u64 j;
+
+		if (n > H2_FRAME_HDR)
+			n = H2_FRAME_HDR;
+		if (w->pos < w->win_lo || w->pos + n > w->win_hi) {
+			__u64 wn = w->seg_hi - w->pos;
+
+			if (wn > H2_WIN)
+				wn = H2_WIN;
+			asm volatile("" : "+r"(wn));
+			if (wn < n || wn > H2_WIN) {
+				w->stop = STOP_MAP;
+				return 1;
+			}
+			if (bpf_probe_read_user(s->win, wn, (void *)(w->ub + (w->pos - w->seg_lo)))) {
+				w->stop = STOP_FAULT;
+				return 1;
+			}
+			w->win_lo = w->pos;
+			w->win_hi = w->pos + wn;
+		}
+		j = w->pos - w->win_lo;
+#pragma unroll
+		for (int k = 0; k < H2_FRAME_HDR; k++) {
+			__u64 jk = j + k;
+
+			if (k >= n)
+				break;
+			if (jk >= H2_WIN || off + k >= sizeof(s->rec.buf) + sizeof(s->pad)) {
+				w->stop = STOP_MAP;
+				return 1;
+			}
+			s->rec.buf[off + k] = s->win[jk];
+		}
+	} else if (bpf_probe_read_user(&s->rec.buf[off], n, (void *)(w->ub + (w->pos - w->seg_lo)))) {
 		w->stop = STOP_FAULT;
 		return 1;
 	}

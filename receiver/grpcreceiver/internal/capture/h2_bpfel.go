@@ -74,6 +74,8 @@ type h2H2Scratch struct {
 		Cut      uint64
 		CutBytes uint64
 		Records  uint64
+		WinLo    uint64
+		WinHi    uint64
 		Hdr      struct {
 			_       structs.HostLayout
 			Conn    uint64
@@ -87,6 +89,7 @@ type h2H2Scratch struct {
 			Flags   uint32
 		}
 	}
+	Win [512]uint8
 }
 
 type h2H2Stats struct {
