@@ -978,9 +978,17 @@ static __always_inline int h2_sys(struct pt_regs *regs, long ret, int dir)
 	return h2_io(sk, dir, ret, 0, regs, true);
 }
 
+/*
+ * The record of syscalls:sys_exit_* is struct syscall_trace_exit (int nr),
+ * not raw_syscalls:sys_exit's trace_event_raw_sys_exit (long id). Their ret
+ * is at the same offset (16) where struct trace_entry is 8 bytes, but the
+ * PREEMPT_RT patches make it 12 (preempt_lazy_count): CO-RE then put the
+ * raw record's ret at 24, past the end of the 24-byte record, and the kernel
+ * refused the attach (EACCES: the program reads beyond the event's fields).
+ */
 #define H2_SYS_EXIT(name, dir)                                              \
 	SEC("tracepoint/syscalls/sys_exit_" #name)                          \
-	int h2_sys_##name(struct trace_event_raw_sys_exit *ctx)             \
+	int h2_sys_##name(struct syscall_trace_exit *ctx)                   \
 	{                                                                   \
 		long ret = ctx->ret;                                        \
                                                                             \

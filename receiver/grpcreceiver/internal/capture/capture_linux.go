@@ -27,12 +27,13 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
-// ErrSyscallHookRefused is why Open fails where the kernel refuses BPF
-// programs on the syscalls:sys_exit_* tracepoints (EACCES as root; seen on
-// Debian's 6.1 PREEMPT_RT kernel, whose stock build allows them) and the
+// ErrSyscallHookRefused is why Open fails where the kernel refuses to attach
+// BPF programs to the syscalls:sys_exit_* tracepoints (EACCES as root, e.g. a
+// security module's policy on perf events, or a program reading past the
+// event's record, as ours did on PREEMPT_RT kernels: bpf/h2.bpf.c) and the
 // syscalls hook was asked for. Auto falls back to HookRawSyscalls by itself.
 var ErrSyscallHookRefused = errors.New("this kernel refuses BPF programs on the syscalls:sys_exit_* tracepoints " +
-	"(seen on PREEMPT_RT kernels before 6.3): set hook: raw_syscalls (raw_syscalls:sys_exit, which such kernels take) " +
+	"(permission denied as root): set hook: raw_syscalls (raw_syscalls:sys_exit, a raw tracepoint, not a perf event) " +
 	"or hook: auto (which falls back to it)")
 
 // Hook says where the programs see the bytes.

@@ -22,8 +22,9 @@ var loadOpts = Options{RingSlots: 1024, MaxConns: 1024, HeaderCap: 16384}
 // hooksHere lists the hooks this kernel takes, in auto's order: socket where
 // the kernel has sock_send_length (6.3+), else asking for it must fail with
 // an error that names the fix; syscalls unless the kernel refuses BPF on its
-// tracepoints (PREEMPT_RT 6.1), where asking for it must fail with
-// ErrSyscallHookRefused, which names the fix; raw_syscalls always.
+// tracepoints (no kernel of the matrix does since the programs read the
+// right record; PREEMPT_RT 6.1 did before), where asking for it must fail
+// with ErrSyscallHookRefused, which names the fix; raw_syscalls always.
 func hooksHere(t *testing.T) []Hook {
 	t.Helper()
 	var hooks []Hook
@@ -75,9 +76,10 @@ func TestLoadHooks(t *testing.T) {
 	}
 }
 
-// Where the kernel refuses the syscalls hook (made up here: the attach
-// fails as it does on PREEMPT_RT 6.1), an explicit syscalls fails with
-// ErrSyscallHookRefused and auto falls back to raw_syscalls.
+// Where the kernel refuses the syscalls hook (made up here: the attach fails
+// as it did on PREEMPT_RT 6.1 while the programs read raw_syscalls' record),
+// an explicit syscalls fails with ErrSyscallHookRefused and auto falls back
+// to raw_syscalls.
 func TestSyscallHookRefused(t *testing.T) {
 	testutil.RequireRoot(t)
 	t.Cleanup(func() { tracepointLink = link.Tracepoint })
