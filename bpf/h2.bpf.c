@@ -6,16 +6,20 @@
  * applications), written into the receiver's own sequencer ring (seq.h,
  * seq_ring.h) as the records of h2.h.
  *
- * Where the bytes are seen, two program sets; the loader attaches one:
+ * Where the bytes are seen, three program sets; the loader attaches one:
  *   sock_*  tp_btf on sock:sock_send_length / sock:sock_recv_length (found
  *           in the kernel's BTF: Linux 6.3+): they fire for socket I/O only
  *           and pass the struct sock;
  *   sys_*   tracepoint syscalls/sys_exit_{write,writev,sendto,sendmsg,read,
  *           readv,recvfrom,recvmsg} on older kernels: the fd is walked to its
- *           struct sock (task->files->fdt->fd[fd]->private_data->sk).
- * Both read the system call's arguments (fd, buffer or iovec array) from the
- * task's saved user registers (bpf_task_pt_regs, x86-64), after the call,
- * when the bytes are in the user buffer either way. The byte stream offsets
+ *           struct sock (task->files->fdt->fd[fd]->private_data->sk);
+ *   raw_sys tp_btf on raw_syscalls:sys_exit, every system call's exit, the
+ *           same eight picked by number and the same fd walk: a raw
+ *           tracepoint, not a perf event, for kernels that refuse BPF on the
+ *           syscalls:* perf tracepoints.
+ * All read the system call's arguments (fd, buffer or iovec array) from the
+ * task's saved user registers (x86-64), after the call, when the bytes are
+ * in the user buffer either way. The byte stream offsets
  * are the kernel's own: tcp_sock.write_seq and copied_seq at the end of the
  * call, minus its return value, relative to their values when the
  * connection was established (sock:inet_sock_set_state). Caveat: two threads
@@ -1005,11 +1009,13 @@ int BPF_PROG(h2_sock_recv, struct sock *sk, int ret, int flags)
 	return h2_io(sk, H2_INGRESS, ret, flags, h2_regs(), false);
 }
 
-/* Older kernels: the system calls' exits, the fd walked to its socket. */
-static __always_inline int h2_sys(long ret, int dir)
+/*
+ * Older kernels: a system call's exit (ret > 0), the fd walked to its socket.
+ * regs: the task's saved user registers, which hold the call's arguments.
+ */
+static __always_inline int h2_sys(struct pt_regs *regs, long ret, int dir)
 {
 	struct task_struct *task;
-	struct pt_regs *regs;
 	struct h2_stats *st;
 	struct file **fds;
 	struct file *f;
@@ -1018,9 +1024,6 @@ static __always_inline int h2_sys(long ret, int dir)
 	__u32 fd, max;
 	umode_t mode;
 
-	if (ret <= 0)
-		return 0;
-	regs = h2_regs();
 	fd = BPF_CORE_READ(regs, di);
 	task = (struct task_struct *)bpf_get_current_task();
 	max = BPF_CORE_READ(task, files, fdt, max_fds);
@@ -1046,11 +1049,21 @@ static __always_inline int h2_sys(long ret, int dir)
 	return h2_io(sk, dir, ret, 0, regs, true);
 }
 
-#define H2_SYS_EXIT(name, dir)                                        \
-	SEC("tracepoint/syscalls/sys_exit_" #name)                    \
-	int h2_sys_##name(struct trace_event_raw_sys_exit *ctx)       \
-	{                                                             \
-		return h2_sys(ctx->ret, dir);                         \
+/*
+ * The record of syscalls:sys_exit_* is struct syscall_trace_exit (int nr),
+ * not raw_syscalls:sys_exit's trace_event_raw_sys_exit (long id). Their ret
+ * is at the same offset (16) where struct trace_entry is 8 bytes, but the
+ * PREEMPT_RT patches make it 12 (preempt_lazy_count): CO-RE then put the
+ * raw record's ret at 24, past the end of the 24-byte record, and the kernel
+ * refused the attach (EACCES: the program reads beyond the event's fields).
+ */
+#define H2_SYS_EXIT(name, dir)                                              \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                          \
+	int h2_sys_##name(struct syscall_trace_exit *ctx)                   \
+	{                                                                   \
+		long ret = ctx->ret;                                        \
+                                                                            \
+		return ret > 0 ? h2_sys(h2_regs(), ret, dir) : 0;           \
 	}
 
 H2_SYS_EXIT(write, H2_EGRESS)
@@ -1061,6 +1074,48 @@ H2_SYS_EXIT(read, H2_INGRESS)
 H2_SYS_EXIT(readv, H2_INGRESS)
 H2_SYS_EXIT(recvfrom, H2_INGRESS)
 H2_SYS_EXIT(recvmsg, H2_INGRESS)
+
+/* thread_info.status: a 32-bit (ia32) system call is running. */
+#define TS_COMPAT 0x0002
+
+/*
+ * Any kernel with BTF, one program: raw_syscalls:sys_exit, which every system
+ * call of every task passes while a program is attached, so the number is
+ * checked first and everything else returns at once. It is a raw tracepoint,
+ * not a perf event: kernels that refuse BPF on the syscalls:* perf
+ * tracepoints take it. The registers are the tracepoint's own argument
+ * (current's saved user registers, as bpf_task_pt_regs would give).
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(h2_raw_sys, struct pt_regs *regs, long ret)
+{
+	int dir;
+
+	switch (regs->orig_ax) {
+	case NR_WRITE:
+	case NR_WRITEV:
+	case NR_SENDTO:
+	case NR_SENDMSG:
+		dir = H2_EGRESS;
+		break;
+	case NR_READ:
+	case NR_READV:
+	case NR_RECVFROM:
+	case NR_RECVMSG:
+		dir = H2_INGRESS;
+		break;
+	default:
+		return 0;
+	}
+	if (ret <= 0)
+		return 0;
+	/* An ia32 call (int 0x80) numbers its calls otherwise (20 is getpid
+	 * there) and passes its arguments in other registers: not followed,
+	 * as the syscalls:* tracepoints never fire for it on x86-64. */
+	if (bpf_get_current_task_btf()->thread_info.status & TS_COMPAT)
+		return 0;
+	return h2_sys(regs, ret, dir);
+}
 
 /*
  * TLS, opt-in: OpenSSL's SSL_write / SSL_read (uprobe on entry for the

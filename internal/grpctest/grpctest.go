@@ -20,6 +20,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"testing"
 	"time"
 
 	"google.golang.org/grpc"
@@ -130,6 +131,23 @@ func Dial(addr string) (*grpc.ClientConn, testgrpc.TestServiceClient, error) {
 	}
 	cc.Connect()
 	return cc, testgrpc.NewTestServiceClient(cc), nil
+}
+
+// StartDialed starts a server and connects a client to it; both are closed
+// when the test ends.
+func StartDialed(tb testing.TB) (*Server, testgrpc.TestServiceClient) {
+	tb.Helper()
+	srv, err := Start()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(srv.Stop)
+	cc, client, err := Dial(srv.Addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cc.Close() })
+	return srv, client
 }
 
 // Unary calls UnaryCall; code != OK asks the server to fail with it.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
@@ -15,10 +16,14 @@ import (
 // Hook names where the kernel programs see the bytes (capture.Hook, kept
 // here as strings so the config builds on every platform).
 const (
-	HookAuto     = "auto"
-	HookSocket   = "socket"
-	HookSyscalls = "syscalls"
+	HookAuto        = "auto"
+	HookSocket      = "socket"
+	HookSyscalls    = "syscalls"
+	HookRawSyscalls = "raw_syscalls"
 )
+
+// hooks are the accepted hook names.
+var hooks = []string{HookAuto, HookSocket, HookSyscalls, HookRawSyscalls}
 
 // Limits of the settings, shared by Validate and the docs.
 const (
@@ -42,8 +47,11 @@ const (
 type Config struct {
 	// Hook is where the kernel programs see the bytes: socket (the
 	// sock:sock_send_length / sock_recv_length tracepoints, Linux 6.3+),
-	// syscalls (the exits of write, writev, sendto, sendmsg, read, readv,
-	// recvfrom, recvmsg, any kernel) or auto (socket where the kernel has it).
+	// syscalls (the syscalls:sys_exit_* tracepoints of write, writev, sendto,
+	// sendmsg, read, readv, recvfrom, recvmsg), raw_syscalls (the same calls
+	// picked from raw_syscalls:sys_exit, a raw tracepoint: for kernels that
+	// refuse BPF on the syscalls:* ones, such as PREEMPT_RT before 6.3) or
+	// auto (socket where the kernel has it, else syscalls, else raw_syscalls).
 	Hook string `mapstructure:"hook"`
 
 	// RingSlots is the number of 128-byte slots of the capture ring (a power
@@ -109,8 +117,8 @@ func createDefaultConfig() *Config {
 // Validate checks every setting and names the fix.
 func (c *Config) Validate() error {
 	var errs []error
-	if !slices.Contains([]string{HookAuto, HookSocket, HookSyscalls}, c.Hook) {
-		errs = append(errs, fmt.Errorf("hook %q: must be auto, socket or syscalls", c.Hook))
+	if !slices.Contains(hooks, c.Hook) {
+		errs = append(errs, fmt.Errorf("hook %q: must be one of %s", c.Hook, strings.Join(hooks, ", ")))
 	}
 	if c.RingSlots < minRingSlots || c.RingSlots > maxRingSlots || c.RingSlots&(c.RingSlots-1) != 0 {
 		errs = append(errs, fmt.Errorf("ring_slots %d: must be a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))

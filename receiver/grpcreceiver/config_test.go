@@ -42,6 +42,19 @@ func TestConfigTLS(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "tls::libssl_paths")
 }
 
+func TestConfigHooks(t *testing.T) {
+	for _, hook := range []string{HookAuto, HookSocket, HookSyscalls, HookRawSyscalls} {
+		c := createDefaultConfig()
+		c.Hook = hook
+		assert.NoError(t, c.Validate(), hook)
+	}
+	cfg := loadConfig(t, "raw")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, HookRawSyscalls, cfg.Hook)
+	cfg.Hook = "kprobe"
+	assert.EqualError(t, cfg.Validate(), `hook "kprobe": must be one of auto, socket, syscalls, raw_syscalls`)
+}
+
 func TestConfigInvalid(t *testing.T) {
 	for name, mod := range map[string]func(*Config){
 		"hook":        func(c *Config) { c.Hook = "kprobe" },

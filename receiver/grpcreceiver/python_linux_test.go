@@ -51,7 +51,7 @@ func countSpans(spans []ptrace.Span, method string) map[string]int {
 func TestReceiverPythonGRPC(t *testing.T) {
 	testutil.RequireRoot(t)
 	py := pythonGRPC(t)
-	for _, hook := range []string{HookSocket, HookSyscalls} {
+	for _, hook := range []string{HookSocket, HookSyscalls, HookRawSyscalls} {
 		t.Run(hook, func(t *testing.T) {
 			sink, stop := startReceiver(t, func(c *Config) { c.Hook = hook })
 			defer stop()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
 )
@@ -67,9 +68,18 @@ func attr(s ptrace.Span, k string) string {
 	return v.AsString()
 }
 
+// The config's hook names are the capture's, in its order.
+func TestConfigHooksAreCaptures(t *testing.T) {
+	var want []string
+	for _, h := range capture.Hooks {
+		want = append(want, string(h))
+	}
+	assert.Equal(t, want, hooks)
+}
+
 func TestReceiverGRPCGo(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, hook := range []string{HookSocket, HookSyscalls} {
+	for _, hook := range []string{HookSocket, HookSyscalls, HookRawSyscalls} {
 		t.Run(hook, func(t *testing.T) { testReceiverGRPCGo(t, hook) })
 	}
 }
@@ -78,12 +88,7 @@ func testReceiverGRPCGo(t *testing.T, hook string) {
 	sink, stop := startReceiver(t, func(c *Config) { c.Hook = hook })
 	defer stop()
 
-	srv, err := grpctest.Start()
-	require.NoError(t, err)
-	defer srv.Stop()
-	cc, client, err := grpctest.Dial(srv.Addr)
-	require.NoError(t, err)
-	defer cc.Close()
+	srv, client := grpctest.StartDialed(t)
 	port := int64(port(t, srv.Addr))
 	ctx := context.Background()
 

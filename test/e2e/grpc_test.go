@@ -66,12 +66,7 @@ func TestGRPCConfigExportsCalls(t *testing.T) {
 	c := startCollector(t, []string{"GRPC_OUTPUT=" + out, "SEQ_OUTPUT=" + procs},
 		"--config", filepath.Join(repoRoot(t), "config", "grpc.yaml"))
 
-	srv, err := grpctest.Start()
-	require.NoError(t, err)
-	defer srv.Stop()
-	cc, client, err := grpctest.Dial(srv.Addr)
-	require.NoError(t, err)
-	defer cc.Close()
+	srv, client := grpctest.StartDialed(t)
 	ctx := context.Background()
 	const calls = 300
 	var wg sync.WaitGroup

@@ -27,20 +27,22 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
-// ErrSyscallHookRefused is why Open fails where the kernel refuses BPF
-// programs on system call tracepoints (EACCES as root; seen on Debian's 6.1
-// PREEMPT_RT kernel, whose stock build allows them) and so the syscalls hook
-// cannot attach.
-var ErrSyscallHookRefused = errors.New("this kernel refuses BPF programs on system call tracepoints " +
-	"(seen on PREEMPT_RT kernels before 6.3); the socket hook needs sock:sock_send_length (Linux 6.3+): " +
-	"the grpc receiver cannot capture on this kernel; remove it from the pipelines or run a kernel with either")
+// ErrSyscallHookRefused is why Open fails where the kernel refuses to attach
+// BPF programs to the syscalls:sys_exit_* tracepoints (EACCES as root, e.g. a
+// security module's policy on perf events, or a program reading past the
+// event's record, as ours did on PREEMPT_RT kernels: bpf/h2.bpf.c) and the
+// syscalls hook was asked for. Auto falls back to HookRawSyscalls by itself.
+var ErrSyscallHookRefused = errors.New("this kernel refuses BPF programs on the syscalls:sys_exit_* tracepoints " +
+	"(permission denied as root): set hook: raw_syscalls (raw_syscalls:sys_exit, a raw tracepoint, not a perf event) " +
+	"or hook: auto (which falls back to it)")
 
 // Hook says where the programs see the bytes.
 type Hook string
 
 // The hooks.
 const (
-	// HookAuto: HookSocket where the kernel has the tracepoints, else HookSyscalls.
+	// HookAuto: HookSocket where the kernel has the tracepoints, else
+	// HookSyscalls, and HookRawSyscalls where the kernel refuses that.
 	HookAuto Hook = "auto"
 	// HookSocket: tp_btf on sock:sock_send_length and sock:sock_recv_length
 	// (Linux 6.3+); they fire on socket I/O only and pass the socket.
@@ -48,10 +50,14 @@ const (
 	// HookSyscalls: syscalls/sys_exit_{write,writev,sendto,sendmsg,read,readv,
 	// recvfrom,recvmsg}, the fd walked to its socket (any kernel).
 	HookSyscalls Hook = "syscalls"
+	// HookRawSyscalls: tp_btf on raw_syscalls:sys_exit, every system call's
+	// exit, the same eight calls picked by number in the program and the
+	// same fd walk; a raw tracepoint, not a perf event (any kernel with BTF).
+	HookRawSyscalls Hook = "raw_syscalls"
 )
 
 // Hooks lists the accepted hook names.
-var Hooks = []Hook{HookAuto, HookSocket, HookSyscalls}
+var Hooks = []Hook{HookAuto, HookSocket, HookSyscalls, HookRawSyscalls}
 
 // Limits of the programs (bpf/h2.bpf.c).
 const (
@@ -99,6 +105,12 @@ type Capture struct {
 
 var socketTracepoints = []string{"sock_send_length", "sock_recv_length"}
 
+// btfHooks are the hooks of BTF raw tracepoints: program and tracepoint.
+var btfHooks = map[Hook][][2]string{
+	HookSocket:      {{"h2_sock_send", "sock:sock_send_length"}, {"h2_sock_recv", "sock:sock_recv_length"}},
+	HookRawSyscalls: {{"h2_raw_sys", "raw_syscalls:sys_exit"}},
+}
+
 var syscallExits = []string{"write", "writev", "sendto", "sendmsg", "read", "readv", "recvfrom", "recvmsg"}
 
 // Preflight checks what the programs need and picks the hook for want. It
@@ -139,11 +151,16 @@ func Preflight(want Hook) (hook Hook, why string, err error) {
 	switch want {
 	case HookSocket:
 		if !socketOK {
-			return "", "", errors.New("hook socket: this kernel has no sock:sock_send_length/sock_recv_length tracepoints (Linux 6.3+); set hook: syscalls (or auto)")
+			return "", "", errors.New("hook socket: this kernel has no sock:sock_send_length/sock_recv_length tracepoints (Linux 6.3+); set hook: syscalls, raw_syscalls (or auto)")
 		}
 		return HookSocket, "configured", nil
 	case HookSyscalls:
 		return HookSyscalls, "configured", checkSyscallTracepoints()
+	case HookRawSyscalls:
+		if !has("sys_exit") {
+			return "", "", errors.New("hook raw_syscalls: kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS); set hook: syscalls or socket (or auto)")
+		}
+		return HookRawSyscalls, "configured", nil
 	case "", HookAuto:
 		if socketOK {
 			return HookSocket, "the kernel has sock:sock_send_length and sock:sock_recv_length (Linux 6.3+)", nil
@@ -160,12 +177,13 @@ func checkSyscallTracepoints() error {
 			return nil
 		}
 	}
-	return errors.New("the syscalls/sys_exit_* tracepoints are not found in tracefs: mount it (`mount -t tracefs nodev /sys/kernel/tracing`) and use a kernel with CONFIG_FTRACE_SYSCALLS=y, or a Linux 6.3+ kernel (hook: socket)")
+	return errors.New("the syscalls/sys_exit_* tracepoints are not found in tracefs: mount it (`mount -t tracefs nodev /sys/kernel/tracing`) and use a kernel with CONFIG_FTRACE_SYSCALLS=y, or a Linux 6.3+ kernel (hook: socket), or set hook: raw_syscalls (no tracefs needed)")
 }
 
 // Open checks the kernel, loads and attaches the programs and maps the ring.
-// On any error nothing stays loaded.
-func Open(o Options) (_ *Capture, err error) {
+// Auto falls back to HookRawSyscalls where the kernel refuses the syscalls
+// hook. On any error nothing stays loaded.
+func Open(o Options) (*Capture, error) {
 	if o.RingSlots <= 0 || o.RingSlots&(o.RingSlots-1) != 0 {
 		return nil, fmt.Errorf("ring size %d slots is not a power of two", o.RingSlots)
 	}
@@ -183,20 +201,47 @@ func Open(o Options) (_ *Capture, err error) {
 		return nil, err
 	}
 	_ = rlimit.RemoveMemlock()
+	return openOrFallBack(o, hook, why)
+}
 
-	spec, err := loadH2()
-	if err != nil {
-		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
+// openOrFallBack opens the hook Preflight picked; for auto (o.Hook) a
+// refused syscalls hook falls back to HookRawSyscalls.
+func openOrFallBack(o Options, hook Hook, why string) (*Capture, error) {
+	c, err := open(o, hook, why)
+	if !errors.Is(err, ErrSyscallHookRefused) || (o.Hook != "" && o.Hook != HookAuto) {
+		return c, err
 	}
+	if _, _, perr := Preflight(HookRawSyscalls); perr != nil {
+		return nil, errors.Join(err, perr)
+	}
+	return open(o, HookRawSyscalls, "the kernel lacks sock:sock_send_length (Linux 6.3+) and refuses BPF programs on the syscalls:sys_exit_* tracepoints: using raw_syscalls:sys_exit and the fd walk")
+}
+
+// hookPrograms names the programs that see the bytes on hook.
+func hookPrograms(hook Hook) []string {
 	var progs []string
-	if hook == HookSocket {
-		progs = []string{"h2_sock_send", "h2_sock_recv"}
-	} else {
+	for _, pt := range btfHooks[hook] {
+		progs = append(progs, pt[0])
+	}
+	if hook == HookSyscalls {
 		for _, s := range syscallExits {
 			progs = append(progs, "h2_sys_"+s)
 		}
 	}
-	progs = append(progs, "h2_state")
+	return progs
+}
+
+// tracepointLink attaches the syscalls hook's programs (a test replaces it
+// to see the refusal where the kernel has none).
+var tracepointLink = link.Tracepoint
+
+// open loads and attaches the programs of hook.
+func open(o Options, hook Hook, why string) (_ *Capture, err error) {
+	spec, err := loadH2()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
+	}
+	progs := append(hookPrograms(hook), "h2_state")
 	if o.TLS {
 		progs = append(progs, tlsPrograms...)
 	} else {
@@ -274,29 +319,24 @@ func Open(o Options) (_ *Capture, err error) {
 	}
 	// Connections first (h2_state), so that a connection established from now
 	// on has its offsets from the handshake.
-	state := c.coll.Programs["h2_state"]
-	l, err := link.AttachTracing(link.TracingOptions{Program: state, AttachType: ebpf.AttachTraceRawTp})
-	if err != nil {
-		return nil, fmt.Errorf("attach sock:inet_sock_set_state: %w", err)
+	if err := c.attachBTF("h2_state", "sock:inet_sock_set_state"); err != nil {
+		return nil, err
 	}
-	c.links = append(c.links, l)
 	if o.TLS {
 		if err := c.attachTLS(o.LibSSL); err != nil {
 			return nil, err
 		}
 	}
-	if hook == HookSocket {
-		for i, name := range []string{"h2_sock_send", "h2_sock_recv"} {
-			l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[name], AttachType: ebpf.AttachTraceRawTp})
-			if err != nil {
-				return nil, fmt.Errorf("attach sock:%s: %w", socketTracepoints[i], err)
-			}
-			c.links = append(c.links, l)
+	for _, pt := range btfHooks[hook] {
+		if err := c.attachBTF(pt[0], pt[1]); err != nil {
+			return nil, err
 		}
+	}
+	if hook != HookSyscalls {
 		return c, nil
 	}
 	for _, s := range syscallExits {
-		l, err := link.Tracepoint("syscalls", "sys_exit_"+s, c.coll.Programs["h2_sys_"+s], nil)
+		l, err := tracepointLink("syscalls", "sys_exit_"+s, c.coll.Programs["h2_sys_"+s], nil)
 		// EACCES, as root; cilium/ebpf's perf link error keeps only its text.
 		if err != nil && (errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permission denied")) {
 			return nil, fmt.Errorf("attach syscalls:sys_exit_%s: %w: %w", s, err, ErrSyscallHookRefused)
@@ -307,6 +347,16 @@ func Open(o Options) (_ *Capture, err error) {
 		c.links = append(c.links, l)
 	}
 	return c, nil
+}
+
+// attachBTF attaches a tp_btf program to its tracepoint.
+func (c *Capture) attachBTF(prog, tracepoint string) error {
+	l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[prog], AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", tracepoint, err)
+	}
+	c.links = append(c.links, l)
+	return nil
 }
 
 var tlsPrograms = []string{"h2_ssl_write", "h2_ssl_write_ret", "h2_ssl_read", "h2_ssl_read_ret", "h2_ssl_free"}

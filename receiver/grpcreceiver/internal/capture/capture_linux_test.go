@@ -302,6 +302,12 @@ func port(t *testing.T, addr string) uint16 {
 // header and header block is captured and no DATA payload byte.
 func TestCapturePredatingConnection(t *testing.T) {
 	testutil.RequireRoot(t)
+	for _, hook := range hooksHere(t) {
+		t.Run(string(hook), func(t *testing.T) { testCapturePredatingConnection(t, hook) })
+	}
+}
+
+func testCapturePredatingConnection(t *testing.T, hook Hook) {
 	srv, err := grpctest.Start()
 	require.NoError(t, err)
 	cc, client, err := grpctest.Dial(srv.Addr)
@@ -311,7 +317,8 @@ func TestCapturePredatingConnection(t *testing.T) {
 		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
 	}
 
-	c := openHere(t, Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384})
+	c, err := Open(Options{Hook: hook, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384})
+	require.NoError(t, err)
 	defer c.Close()
 	for range 100 {
 		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
@@ -361,7 +368,8 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 	testutil.RequireRoot(t)
 	curl, err := exec.LookPath("curl")
 	require.NoError(t, err, "curl (with OpenSSL) is needed for the TLS test: apt-get install curl")
-	c := openHere(t, Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384, TLS: true})
+	c, err := Open(Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384, TLS: true})
+	require.NoError(t, err)
 	defer c.Close()
 	t.Logf("libssl: %v", c.LibSSL())
 

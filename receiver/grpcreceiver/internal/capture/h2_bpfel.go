@@ -176,6 +176,7 @@ const (
 	h2MapSeqDoorbell    = "seq_doorbell"
 	h2MapSeqScratchbuf  = "seq_scratchbuf"
 	h2MapSeqSlots       = "seq_slots"
+	h2ProgH2RawSys      = "h2_raw_sys"
 	h2ProgH2SockRecv    = "h2_sock_recv"
 	h2ProgH2SockSend    = "h2_sock_send"
 	h2ProgH2SslFree     = "h2_ssl_free"
@@ -244,6 +245,7 @@ type h2Specs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2ProgramSpecs struct {
+	H2RawSys      *ebpf.ProgramSpec `ebpf:"h2_raw_sys"`
 	H2SockRecv    *ebpf.ProgramSpec `ebpf:"h2_sock_recv"`
 	H2SockSend    *ebpf.ProgramSpec `ebpf:"h2_sock_send"`
 	H2SslFree     *ebpf.ProgramSpec `ebpf:"h2_ssl_free"`
@@ -357,6 +359,7 @@ type h2Variables struct {
 //
 // It can be passed to loadH2Objects or ebpf.CollectionSpec.LoadAndAssign.
 type h2Programs struct {
+	H2RawSys      *ebpf.Program `ebpf:"h2_raw_sys"`
 	H2SockRecv    *ebpf.Program `ebpf:"h2_sock_recv"`
 	H2SockSend    *ebpf.Program `ebpf:"h2_sock_send"`
 	H2SslFree     *ebpf.Program `ebpf:"h2_ssl_free"`
@@ -377,6 +380,7 @@ type h2Programs struct {
 
 func (p *h2Programs) Close() error {
 	return _H2Close(
+		p.H2RawSys,
 		p.H2SockRecv,
 		p.H2SockSend,
 		p.H2SslFree,
