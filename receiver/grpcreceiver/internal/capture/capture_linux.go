@@ -25,6 +25,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls"
 )
 
 // ErrSyscallHookRefused is why Open fails where the kernel refuses BPF
@@ -68,11 +69,15 @@ type Options struct {
 	MaxConns  int  // connections the kernel tracks at once (LRU)
 	HeaderCap int  // payload bytes copied per header-carrying frame (the rest counted cut)
 	MaxIov    int  // iovecs walked per call (0: 1024)
-	// TLS also captures the plaintext of OpenSSL connections: uprobes on
-	// SSL_write, SSL_read (entry and return) and SSL_free in every libssl
-	// found mapped by a running process, in LibSSL, or at the usual paths.
-	TLS    bool
-	LibSSL []string
+	// TLS also captures the plaintext of TLS sessions. OpenSSL: uprobes on
+	// SSL_write, SSL_read, SSL_write_ex, SSL_read_ex (entry and return) and
+	// SSL_free in every libssl found mapped by a running process, in LibSSL,
+	// or at the usual paths. Go crypto/tls: uprobes at the entry and at every
+	// RET of (*Conn).Write and (*Conn).Read and at the entry of Close, in the
+	// executable of every running process that has them and in GoBinaries.
+	TLS        bool
+	LibSSL     []string
+	GoBinaries []string
 }
 
 // Capture is the loaded, attached programs and their mapped ring.
@@ -88,6 +93,8 @@ type Capture struct {
 	doorbell *ringmap.Doorbell
 	reader   *ring.Reader
 	libssl   []string
+	goBins   []GoBinary
+	goSkip   []string
 }
 
 var socketTracepoints = []string{"sock_send_length", "sock_recv_length"}
@@ -195,6 +202,7 @@ func Open(o Options) (_ *Capture, err error) {
 		progs = append(progs, tlsPrograms...)
 	} else {
 		delete(spec.Maps, "h2_tls_calls")
+		delete(spec.Maps, "h2_go_calls")
 	}
 	for name := range spec.Programs {
 		if !slices.Contains(progs, name) {
@@ -261,6 +269,9 @@ func Open(o Options) (_ *Capture, err error) {
 		if err := c.attachTLS(o.LibSSL); err != nil {
 			return nil, err
 		}
+		if err := c.attachGoTLS(o.GoBinaries); err != nil {
+			return nil, err
+		}
 	}
 	if hook == HookSocket {
 		for i, name := range []string{"h2_sock_send", "h2_sock_recv"} {
@@ -286,7 +297,10 @@ func Open(o Options) (_ *Capture, err error) {
 	return c, nil
 }
 
-var tlsPrograms = []string{"h2_ssl_write", "h2_ssl_write_ret", "h2_ssl_read", "h2_ssl_read_ret", "h2_ssl_free"}
+var tlsPrograms = []string{
+	"h2_ssl_write", "h2_ssl_write_ret", "h2_ssl_read", "h2_ssl_read_ret", "h2_ssl_free",
+	"h2_ssl_write_ex", "h2_ssl_read_ex", "h2_go_write", "h2_go_read", "h2_go_ret", "h2_go_close",
+}
 
 // attachTLS attaches the OpenSSL probes to every libssl file: those mapped by
 // running processes, the extra paths, and the usual locations; one file
@@ -316,12 +330,18 @@ func (c *Capture) attachTLS(extra []string) error {
 			{"SSL_write", "h2_ssl_write", false}, {"SSL_write", "h2_ssl_write_ret", true},
 			{"SSL_read", "h2_ssl_read", false}, {"SSL_read", "h2_ssl_read_ret", true},
 			{"SSL_free", "h2_ssl_free", false},
+			// OpenSSL 1.1.1+ (Python's ssl module, among others, calls these).
+			{"SSL_write_ex", "h2_ssl_write_ex", false}, {"SSL_write_ex", "h2_ssl_write_ret", true},
+			{"SSL_read_ex", "h2_ssl_read_ex", false}, {"SSL_read_ex", "h2_ssl_read_ret", true},
 		} {
 			attach := ex.Uprobe
 			if a.ret {
 				attach = ex.Uretprobe
 			}
 			l, err := attach(a.sym, c.coll.Programs[a.prog], nil)
+			if err != nil && strings.HasSuffix(a.sym, "_ex") && errors.Is(err, link.ErrNoSymbol) {
+				continue // OpenSSL before 1.1.1
+			}
 			if err != nil {
 				return fmt.Errorf("tls: attach %s in %s: %w", a.sym, p, err)
 			}
@@ -337,6 +357,132 @@ func (c *Capture) attachTLS(extra []string) error {
 
 // LibSSL lists the libssl files the TLS probes are attached to.
 func (c *Capture) LibSSL() []string { return c.libssl }
+
+// GoBinary is a Go executable whose crypto/tls is probed.
+type GoBinary struct {
+	Path      string // as configured, or the running process's executable
+	Probes    int    // uprobes attached: 3 entries and one per RET of Write and Read
+	Pclntab   bool   // found through .gopclntab (no symbol table)
+	GoVersion string
+}
+
+// GoBinaries lists the Go executables whose crypto/tls is probed.
+func (c *Capture) GoBinaries() []GoBinary { return c.goBins }
+
+// GoSkipped lists the running Go executables with crypto/tls that could
+// not be probed, each with why (an old Go, another architecture, no
+// symbols, code that did not decode, a refused uprobe).
+func (c *Capture) GoSkipped() []string { return c.goSkip }
+
+// attachGoTLS probes crypto/tls in the configured Go executables (an error
+// there fails the start: they were asked for) and in those of the running
+// processes (one that cannot be probed is listed in GoSkipped). One file
+// reached by several paths is probed once; a uprobe is on the file, so
+// processes started from it later are covered too.
+func (c *Capture) attachGoTLS(configured []string) error {
+	seen := map[[2]uint64]bool{}
+	for _, p := range configured {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			return fmt.Errorf("tls: go_binaries: %s: %w", p, err)
+		}
+		seen[[2]uint64{st.Dev, st.Ino}] = true
+		if err := c.attachGoBinary(p, p); err != nil {
+			return fmt.Errorf("tls: go_binaries: %s: %w", p, err)
+		}
+	}
+	for _, e := range executablesInUse() {
+		if seen[e.id] {
+			continue
+		}
+		seen[e.id] = true
+		err := c.attachGoBinary(e.proc, e.name)
+		if err != nil && !errors.Is(err, gotls.ErrNotGo) && !errors.Is(err, gotls.ErrNoTLS) && !errors.Is(err, os.ErrNotExist) {
+			c.goSkip = append(c.goSkip, fmt.Sprintf("%s: %v", e.name, err))
+		}
+	}
+	return nil
+}
+
+// attachGoBinary attaches the Go TLS programs to the executable at path
+// (name: what to call it), all or none.
+func (c *Capture) attachGoBinary(path, name string) (err error) {
+	p, err := gotls.Find(path)
+	if err != nil {
+		return err
+	}
+	ex, err := link.OpenExecutable(path)
+	if err != nil {
+		return err
+	}
+	var links []link.Link
+	defer func() {
+		if err != nil {
+			for _, l := range links {
+				_ = l.Close()
+			}
+		}
+	}()
+	at := func(prog string, off uint64) error {
+		l, err := ex.Uprobe("", c.coll.Programs[prog], &link.UprobeOptions{Address: off})
+		if err != nil {
+			return fmt.Errorf("uprobe at file offset %#x (%s): %w", off, prog, err)
+		}
+		links = append(links, l)
+		return nil
+	}
+	for _, f := range []struct {
+		fn    gotls.Func
+		entry string
+	}{{p.Write, "h2_go_write"}, {p.Read, "h2_go_read"}, {p.Close, "h2_go_close"}} {
+		if err := at(f.entry, f.fn.Entry); err != nil {
+			return err
+		}
+		if f.fn.Name == gotls.CloseSym {
+			continue
+		}
+		for _, r := range f.fn.Returns {
+			if err := at("h2_go_ret", r); err != nil {
+				return err
+			}
+		}
+	}
+	c.links = append(c.links, links...)
+	c.goBins = append(c.goBins, GoBinary{Path: name, Probes: len(links), Pclntab: p.Pclntab, GoVersion: p.GoVersion})
+	return nil
+}
+
+// executable is a running process's executable: its /proc/<pid>/exe, what
+// it links to, and its device and inode.
+type executable struct {
+	proc, name string
+	id         [2]uint64
+}
+
+// executablesInUse lists the executables of the running processes, each
+// file once.
+func executablesInUse() []executable {
+	var out []executable
+	seen := map[[2]uint64]bool{}
+	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, e := range exes {
+		var st unix.Stat_t
+		if unix.Stat(e, &st) != nil {
+			continue // a kernel thread, or gone
+		}
+		id := [2]uint64{st.Dev, st.Ino}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		name, err := os.Readlink(e)
+		if err != nil {
+			name = e
+		}
+		out = append(out, executable{proc: e, name: name, id: id})
+	}
+	return out
+}
 
 // LibSSLInUse lists the libssl files mapped by running processes (/proc/*/maps).
 func LibSSLInUse() []string {
