@@ -27,16 +27,6 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 )
 
-// Result is what the command prints last.
-type Result struct {
-	PID    int   `json:"pid"`
-	Calls  int   `json:"calls"`
-	Timed  int   `json:"timed"`  // calls on the clock (all but the first, which makes the connection)
-	Failed int64 `json:"failed"` // OK calls that failed (the NOT_FOUND call not counted)
-	WallNs int64 `json:"wall_ns"`
-	CPUNs  int64 `json:"cpu_ns"` // user and system time of the process over the calls
-}
-
 func cpuNs() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -90,7 +80,7 @@ func run(calls, workers int, wait bool) error {
 		}()
 	}
 	wg.Wait()
-	res := Result{PID: os.Getpid(), Calls: calls, Timed: calls - 1, Failed: failed.Load(), WallNs: int64(time.Since(wall)), CPUNs: cpuNs() - cpu}
+	res := grpctest.TLSResult{PID: os.Getpid(), Calls: calls, Timed: calls - 1, Failed: failed.Load(), WallNs: int64(time.Since(wall)), CPUNs: cpuNs() - cpu}
 	if err := grpctest.Unary(ctx, client, codes.NotFound, "no such thing"); err == nil {
 		return fmt.Errorf("the NOT_FOUND call succeeded")
 	}

@@ -6,14 +6,9 @@
 package capture
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -37,76 +32,33 @@ var grpctlsBin struct {
 	err  error
 }
 
-// buildGRPCTLS builds internal/grpctest/cmd/grpctls (a grpc-go server and
-// client over Go crypto/tls, a Go executable of its own) once per run.
+// buildGRPCTLS builds internal/grpctest/cmd/grpctls once per run, or takes
+// $GRPCTLS_BIN (built outside: the kernel matrix's guests do not build).
 func buildGRPCTLS(t *testing.T) string {
 	t.Helper()
 	grpctlsBin.once.Do(func() {
+		if grpctlsBin.path = os.Getenv("GRPCTLS_BIN"); grpctlsBin.path != "" {
+			return
+		}
 		dir, err := os.MkdirTemp("", "grpctls")
 		if err != nil {
 			grpctlsBin.err = err
 			return
 		}
 		grpctlsBin.path = filepath.Join(dir, "grpctls")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", grpctlsBin.path,
-			"github.com/otelcol-seq/otelcol-seq/internal/grpctest/cmd/grpctls").CombinedOutput()
-		if err != nil {
-			grpctlsBin.err = fmt.Errorf("go build grpctls: %w: %s", err, out)
-		}
+		grpctlsBin.err = grpctest.BuildTLSProgram(grpctlsBin.path)
 	})
 	require.NoError(t, grpctlsBin.err)
 	return grpctlsBin.path
 }
 
-// grpcTLSResult is what grpctls prints when done (its Result).
-type grpcTLSResult struct {
-	PID    int   `json:"pid"`
-	Calls  int   `json:"calls"`
-	Timed  int   `json:"timed"`
-	Failed int64 `json:"failed"`
-	WallNs int64 `json:"wall_ns"`
-	CPUNs  int64 `json:"cpu_ns"`
-}
-
-// grpcTLS is a running grpctls.
-type grpcTLS struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Reader
-	Addr  string
-}
-
-func startGRPCTLS(t *testing.T, bin string, args ...string) *grpcTLS {
+// runGRPCTLS runs grpctls to its end.
+func runGRPCTLS(t *testing.T, bin string, args ...string) grpctest.TLSResult {
 	t.Helper()
-	p := &grpcTLS{cmd: exec.Command(bin, args...)}
-	p.cmd.Stderr = os.Stderr
-	var err error
-	p.stdin, err = p.cmd.StdinPipe()
+	p, err := grpctest.StartTLSProgram(bin, args...)
 	require.NoError(t, err)
-	stdout, err := p.cmd.StdoutPipe()
+	res, err := p.Result()
 	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
-	p.out = bufio.NewReader(stdout)
-	line, err := p.out.ReadString('\n')
-	require.NoError(t, err)
-	p.Addr = strings.TrimSpace(line)
-	return p
-}
-
-// finish lets a -wait grpctls go on (go) and reads its result.
-func (p *grpcTLS) finish(t *testing.T, goOn bool) grpcTLSResult {
-	t.Helper()
-	if goOn {
-		_, err := io.WriteString(p.stdin, "go\n")
-		require.NoError(t, err)
-	}
-	var res grpcTLSResult
-	line, err := p.out.ReadString('\n')
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal([]byte(line), &res), line)
-	require.NoError(t, p.cmd.Wait())
-	require.Zero(t, res.Failed)
 	return res
 }
 
@@ -174,7 +126,9 @@ func TestCaptureTLSGo(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin := buildGRPCTLS(t)
 	const calls = 400
-	p := startGRPCTLS(t, bin, "-wait", "-calls", fmt.Sprint(calls), "-workers", "8")
+	p, err := grpctest.StartTLSProgram(bin, "-wait", "-calls", fmt.Sprint(calls), "-workers", "8")
+	require.NoError(t, err)
+	t.Cleanup(p.Kill) // if the test fails before its end
 	c := openHere(t, Options{Hook: HookAuto, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384, TLS: true})
 	defer c.Close()
 	var found *GoBinary
@@ -185,7 +139,9 @@ func TestCaptureTLSGo(t *testing.T) {
 	}
 	require.NotNil(t, found, "grpctls not found among the running Go executables: %+v (skipped: %v)", c.GoBinaries(), c.GoSkipped())
 	t.Logf("probed: %+v; skipped: %v", *found, c.GoSkipped())
-	res := p.finish(t, true)
+	require.NoError(t, p.Go())
+	res, err := p.Result()
+	require.NoError(t, err)
 
 	rec := newRecorder()
 	dec, tr, tracked := trackCalls(rec)
@@ -265,7 +221,7 @@ func TestCaptureTLSGoCost(t *testing.T) {
 					o.GoBinaries = []string{bin}
 				}
 				c := openHere(t, o)
-				res := startGRPCTLS(t, bin, "-calls", fmt.Sprint(calls), "-workers", fmt.Sprint(workers)).finish(t, false)
+				res := runGRPCTLS(t, bin, "-calls", fmt.Sprint(calls), "-workers", fmt.Sprint(workers))
 				var runs uint64
 				var bpf time.Duration
 				for name, prog := range c.coll.Programs {
