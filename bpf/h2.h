@@ -107,8 +107,8 @@ struct h2_stats {
 	__u64 iov_cut;        /* iovec arrays longer than the walk's bound */
 	__u64 tls_calls;      /* OpenSSL SSL_write / SSL_read (and _ex) calls that moved bytes (tls opt-in) */
 	__u64 conns_tls;      /* TLS sessions (SSL objects, Go *tls.Conn) seen */
-	__u64 go_tls_calls;   /* Go crypto/tls (*Conn).Write / Read returns that moved bytes (tls opt-in) */
-	__u64 go_tls_errors;  /* ... that returned an error (their bytes before it still walked) */
+	__u64 go_tls_calls;   /* Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls opt-in) */
+	__u64 go_tls_errors;  /* Reads that returned an error (their bytes before it still walked) */
 };
 
 #endif

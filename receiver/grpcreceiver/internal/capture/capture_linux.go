@@ -72,9 +72,10 @@ type Options struct {
 	// TLS also captures the plaintext of TLS sessions. OpenSSL: uprobes on
 	// SSL_write, SSL_read, SSL_write_ex, SSL_read_ex (entry and return) and
 	// SSL_free in every libssl found mapped by a running process, in LibSSL,
-	// or at the usual paths. Go crypto/tls: uprobes at the entry and at every
-	// RET of (*Conn).Write and (*Conn).Read and at the entry of Close, in the
-	// executable of every running process that has them and in GoBinaries.
+	// or at the usual paths. Go crypto/tls: uprobes on (*Conn).Write, on
+	// (*Conn).Read and every RET of it, and on Close (after their stack
+	// checks), in the executable of every running process that has them and
+	// in GoBinaries.
 	TLS        bool
 	LibSSL     []string
 	GoBinaries []string
@@ -299,7 +300,7 @@ func Open(o Options) (_ *Capture, err error) {
 
 var tlsPrograms = []string{
 	"h2_ssl_write", "h2_ssl_write_ret", "h2_ssl_read", "h2_ssl_read_ret", "h2_ssl_free",
-	"h2_ssl_write_ex", "h2_ssl_read_ex", "h2_go_write", "h2_go_read", "h2_go_ret", "h2_go_close",
+	"h2_ssl_write_ex", "h2_ssl_read_ex", "h2_go_write", "h2_go_read", "h2_go_read_ret", "h2_go_close",
 }
 
 // attachTLS attaches the OpenSSL probes to every libssl file: those mapped by
@@ -308,17 +309,11 @@ var tlsPrograms = []string{
 func (c *Capture) attachTLS(extra []string) error {
 	paths := append(LibSSLInUse(), extra...)
 	paths = append(paths, "/usr/lib/x86_64-linux-gnu/libssl.so.3", "/usr/lib/x86_64-linux-gnu/libssl.so.1.1", "/usr/lib64/libssl.so.3")
-	seen := map[[2]uint64]bool{}
+	seen := files{}
 	for _, p := range paths {
-		var st unix.Stat_t
-		if unix.Stat(p, &st) != nil {
+		if !seen.add(p) {
 			continue
 		}
-		id := [2]uint64{st.Dev, st.Ino}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
 		ex, err := link.OpenExecutable(p)
 		if err != nil {
 			return fmt.Errorf("tls: open %s: %w", p, err)
@@ -361,7 +356,7 @@ func (c *Capture) LibSSL() []string { return c.libssl }
 // GoBinary is a Go executable whose crypto/tls is probed.
 type GoBinary struct {
 	Path      string // as configured, or the running process's executable
-	Probes    int    // uprobes attached: 3 entries and one per RET of Write and Read
+	Probes    int    // uprobes attached: Write, Read, Close and every RET of Read
 	Pclntab   bool   // found through .gopclntab (no symbol table)
 	GoVersion string
 }
@@ -380,28 +375,52 @@ func (c *Capture) GoSkipped() []string { return c.goSkip }
 // reached by several paths is probed once; a uprobe is on the file, so
 // processes started from it later are covered too.
 func (c *Capture) attachGoTLS(configured []string) error {
-	seen := map[[2]uint64]bool{}
+	seen := files{}
 	for _, p := range configured {
-		var st unix.Stat_t
-		if err := unix.Stat(p, &st); err != nil {
-			return fmt.Errorf("tls: go_binaries: %s: %w", p, err)
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("tls: go_binaries: %w", err)
 		}
-		seen[[2]uint64{st.Dev, st.Ino}] = true
+		if !seen.add(p) {
+			continue
+		}
 		if err := c.attachGoBinary(p, p); err != nil {
 			return fmt.Errorf("tls: go_binaries: %s: %w", p, err)
 		}
 	}
-	for _, e := range executablesInUse() {
-		if seen[e.id] {
-			continue
+	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, e := range exes {
+		if !seen.add(e) {
+			continue // a kernel thread, gone, or a file seen already
 		}
-		seen[e.id] = true
-		err := c.attachGoBinary(e.proc, e.name)
+		name, err := os.Readlink(e)
+		if err != nil {
+			name = e
+		}
+		err = c.attachGoBinary(e, name)
 		if err != nil && !errors.Is(err, gotls.ErrNotGo) && !errors.Is(err, gotls.ErrNoTLS) && !errors.Is(err, os.ErrNotExist) {
-			c.goSkip = append(c.goSkip, fmt.Sprintf("%s: %v", e.name, err))
+			c.goSkip = append(c.goSkip, fmt.Sprintf("%s: %v", name, err))
 		}
 	}
 	return nil
+}
+
+// files is a set of files by device and inode: one file reached by
+// several paths (links, /proc/<pid>/root, /proc/<pid>/exe) is one.
+type files map[[2]uint64]bool
+
+// add adds the file at path and says whether it is new (false as well
+// when there is none).
+func (f files) add(path string) bool {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return false
+	}
+	id := [2]uint64{st.Dev, st.Ino}
+	if f[id] {
+		return false
+	}
+	f[id] = true
+	return true
 }
 
 // attachGoBinary attaches the Go TLS programs to the executable at path
@@ -431,57 +450,24 @@ func (c *Capture) attachGoBinary(path, name string) (err error) {
 		links = append(links, l)
 		return nil
 	}
-	for _, f := range []struct {
-		fn    gotls.Func
-		entry string
-	}{{p.Write, "h2_go_write"}, {p.Read, "h2_go_read"}, {p.Close, "h2_go_close"}} {
-		if err := at(f.entry, f.fn.Entry); err != nil {
+	// After the stack checks (a call that grows its stack starts over);
+	// Write is walked there, Read at each of its RETs.
+	for _, a := range []struct {
+		prog string
+		off  uint64
+	}{{"h2_go_write", p.Write.Body}, {"h2_go_read", p.Read.Body}, {"h2_go_close", p.Close.Body}} {
+		if err := at(a.prog, a.off); err != nil {
 			return err
 		}
-		if f.fn.Name == gotls.CloseSym {
-			continue
-		}
-		for _, r := range f.fn.Returns {
-			if err := at("h2_go_ret", r); err != nil {
-				return err
-			}
+	}
+	for _, r := range p.Read.Returns {
+		if err := at("h2_go_read_ret", r); err != nil {
+			return err
 		}
 	}
 	c.links = append(c.links, links...)
 	c.goBins = append(c.goBins, GoBinary{Path: name, Probes: len(links), Pclntab: p.Pclntab, GoVersion: p.GoVersion})
 	return nil
-}
-
-// executable is a running process's executable: its /proc/<pid>/exe, what
-// it links to, and its device and inode.
-type executable struct {
-	proc, name string
-	id         [2]uint64
-}
-
-// executablesInUse lists the executables of the running processes, each
-// file once.
-func executablesInUse() []executable {
-	var out []executable
-	seen := map[[2]uint64]bool{}
-	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
-	for _, e := range exes {
-		var st unix.Stat_t
-		if unix.Stat(e, &st) != nil {
-			continue // a kernel thread, or gone
-		}
-		id := [2]uint64{st.Dev, st.Ino}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		name, err := os.Readlink(e)
-		if err != nil {
-			name = e
-		}
-		out = append(out, executable{proc: e, name: name, id: id})
-	}
-	return out
 }
 
 // LibSSLInUse lists the libssl files mapped by running processes (/proc/*/maps).

@@ -32,8 +32,8 @@ type Counters struct {
 	IovCut           uint64 // iovec arrays longer than the bound
 	TLSCalls         uint64 // OpenSSL SSL_write / SSL_read (and _ex) calls that moved bytes (tls)
 	ConnsTLS         uint64 // TLS sessions (SSL objects, Go *tls.Conn) seen
-	GoTLSCalls       uint64 // Go crypto/tls (*Conn).Write / Read returns that moved bytes (tls)
-	GoTLSErrors      uint64 // ... that returned an error
+	GoTLSCalls       uint64 // Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls)
+	GoTLSErrors      uint64 // Reads that returned an error
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader

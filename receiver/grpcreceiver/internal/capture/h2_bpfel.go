@@ -42,7 +42,6 @@ type h2H2GoCall struct {
 	Buf     uint64
 	StackLo uint64
 	StackHi uint64
-	Dir     uint64
 }
 
 type h2H2GoCallKey struct {
@@ -202,7 +201,7 @@ const (
 	h2MapSeqSlots       = "seq_slots"
 	h2ProgH2GoClose     = "h2_go_close"
 	h2ProgH2GoRead      = "h2_go_read"
-	h2ProgH2GoRet       = "h2_go_ret"
+	h2ProgH2GoReadRet   = "h2_go_read_ret"
 	h2ProgH2GoWrite     = "h2_go_write"
 	h2ProgH2SockRecv    = "h2_sock_recv"
 	h2ProgH2SockSend    = "h2_sock_send"
@@ -275,7 +274,7 @@ type h2Specs struct {
 type h2ProgramSpecs struct {
 	H2GoClose     *ebpf.ProgramSpec `ebpf:"h2_go_close"`
 	H2GoRead      *ebpf.ProgramSpec `ebpf:"h2_go_read"`
-	H2GoRet       *ebpf.ProgramSpec `ebpf:"h2_go_ret"`
+	H2GoReadRet   *ebpf.ProgramSpec `ebpf:"h2_go_read_ret"`
 	H2GoWrite     *ebpf.ProgramSpec `ebpf:"h2_go_write"`
 	H2SockRecv    *ebpf.ProgramSpec `ebpf:"h2_sock_recv"`
 	H2SockSend    *ebpf.ProgramSpec `ebpf:"h2_sock_send"`
@@ -395,7 +394,7 @@ type h2Variables struct {
 type h2Programs struct {
 	H2GoClose     *ebpf.Program `ebpf:"h2_go_close"`
 	H2GoRead      *ebpf.Program `ebpf:"h2_go_read"`
-	H2GoRet       *ebpf.Program `ebpf:"h2_go_ret"`
+	H2GoReadRet   *ebpf.Program `ebpf:"h2_go_read_ret"`
 	H2GoWrite     *ebpf.Program `ebpf:"h2_go_write"`
 	H2SockRecv    *ebpf.Program `ebpf:"h2_sock_recv"`
 	H2SockSend    *ebpf.Program `ebpf:"h2_sock_send"`
@@ -421,7 +420,7 @@ func (p *h2Programs) Close() error {
 	return _H2Close(
 		p.H2GoClose,
 		p.H2GoRead,
-		p.H2GoRet,
+		p.H2GoReadRet,
 		p.H2GoWrite,
 		p.H2SockRecv,
 		p.H2SockSend,

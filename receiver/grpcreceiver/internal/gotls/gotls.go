@@ -2,12 +2,13 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package gotls finds where to probe Go's crypto/tls in an executable: the
-// file offsets of the entry and of every RET instruction of
-// crypto/tls.(*Conn).Write and Read, and the entry of Close. Return probes
-// are placed at the RETs because uretprobes corrupt Go stacks (the runtime
-// copies and walks goroutine stacks, and finds the return address the
-// kernel replaced). Pure Go: debug/elf, debug/gosym and an x86-64 decoder;
-// amd64 executables of Go 1.17+ only (the register ABI the probes read).
+// file offsets of the entry, of the end of the stack check and of every RET
+// instruction of crypto/tls.(*Conn).Write and Read, and of Close. Return
+// probes are placed at the RETs because uretprobes corrupt Go stacks (the
+// runtime copies and walks goroutine stacks, and finds the return address
+// the kernel replaced). Pure Go: debug/elf, debug/gosym and an x86-64
+// decoder; amd64 executables of Go 1.17+ only (the register ABI the probes
+// read).
 package gotls
 
 import (
@@ -46,6 +47,12 @@ type Func struct {
 	Size    uint64   // bytes of code
 	Entry   uint64   // file offset of the first instruction
 	Returns []uint64 // file offsets of every RET instruction (Write and Read)
+	// Body is the file offset of the first instruction after the
+	// prologue's stack check (a compare with the goroutine's stack guard,
+	// then a conditional jump to code that grows the stack and starts the
+	// function over): a probe there fires once per call, the arguments
+	// still in their registers. Entry when the function has no stack check.
+	Body uint64
 }
 
 // Probes are the probe points of an executable's crypto/tls.
@@ -97,11 +104,12 @@ func Find(path string) (*Probes, error) {
 		}
 	}
 	p.Write, p.Read, p.Close = found[0], found[1], found[2]
-	for _, fn := range []*Func{&p.Write, &p.Read} {
+	for _, fn := range []*Func{&p.Write, &p.Read, &p.Close} {
 		code := make([]byte, fn.Size)
 		if _, err := progOf(f, fn.Addr).ReadAt(code, int64(fn.Addr-progOf(f, fn.Addr).Vaddr)); err != nil {
 			return nil, fmt.Errorf("read %s: %w", fn.Name, err)
 		}
+		fn.Body = fn.Entry + Body(code)
 		rets, err := Returns(code)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fn.Name, err)
@@ -114,6 +122,34 @@ func Find(path string) (*Probes, error) {
 		}
 	}
 	return p, nil
+}
+
+// Body is the offset in a function's code of the first instruction after
+// its stack check, 0 when it has none. Go's amd64 prologue (small frames:
+// CMPQ SP, 16(R14); JBE; large ones: LEAQ -n(SP), R12; CMPQ R12, 16(R14);
+// JBE) compares with g.stackguard0, R14 being g.
+func Body(code []byte) uint64 {
+	pc, cmp := 0, false
+	for range 4 {
+		inst, err := x86asm.Decode(code[pc:], 64)
+		if err != nil || inst.Op == 0 {
+			return 0
+		}
+		pc += inst.Len
+		switch {
+		case inst.Op == x86asm.CMP:
+			for _, a := range inst.Args {
+				if m, ok := a.(x86asm.Mem); ok && m.Base == x86asm.R14 {
+					cmp = true
+				}
+			}
+		case cmp && (inst.Op == x86asm.JBE || inst.Op == x86asm.JB):
+			return uint64(pc)
+		case cmp:
+			return 0
+		}
+	}
+	return 0
 }
 
 // Returns decodes x86-64 code from its first byte to its end and lists the

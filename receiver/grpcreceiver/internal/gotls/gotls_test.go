@@ -102,6 +102,16 @@ func TestFind(t *testing.T) {
 			assert.Equal(t, runtime.Version(), p.GoVersion)
 			raw, err := os.ReadFile(bin)
 			require.NoError(t, err)
+			for _, fn := range []Func{p.Write, p.Read, p.Close} {
+				// The body starts after the stack check's jump to the end of the function.
+				require.Greater(t, fn.Body, fn.Entry, fn.Name)
+				jcc, err := x86asm.Decode(raw[fn.Body-6:], 64)
+				require.NoError(t, err)
+				require.Equal(t, x86asm.JBE, jcc.Op, "%s: %v before the body", fn.Name, jcc)
+				target := fn.Body + uint64(jcc.Args[0].(x86asm.Rel))
+				require.Greater(t, target, fn.Body, fn.Name)
+				require.Less(t, target, fn.Entry+fn.Size, fn.Name)
+			}
 			for _, fn := range []Func{p.Write, p.Read} {
 				require.NotEmpty(t, fn.Returns, fn.Name)
 				for _, off := range fn.Returns {
@@ -152,6 +162,7 @@ func TestFind(t *testing.T) {
 					want := []Func{ref.Write, ref.Read, ref.Close}[i]
 					assert.Equal(t, want.Addr, fn.Addr, fn.Name)
 					assert.Equal(t, want.Returns, fn.Returns, fn.Name)
+					assert.Equal(t, want.Body, fn.Body, fn.Name)
 				}
 			}
 		})
@@ -172,6 +183,24 @@ func TestFindRefuses(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotGo)
 	_, err = Find(filepath.Join(t.TempDir(), "missing"))
 	assert.True(t, errors.Is(err, os.ErrNotExist), "%v", err)
+}
+
+func TestBody(t *testing.T) {
+	for _, c := range []struct {
+		code []byte
+		body uint64
+	}{
+		// CMPQ SP, 0x10(R14); JBE rel32; PUSHQ BP
+		{[]byte{0x49, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0x7a, 0x03, 0x00, 0x00, 0x55}, 10},
+		// LEAQ -0x48(SP), R12; CMPQ R12, 0x10(R14); JBE rel32; PUSHQ BP
+		{[]byte{0x4c, 0x8d, 0x64, 0x24, 0xb8, 0x4d, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0x93, 0x07, 0x00, 0x00, 0x55}, 15},
+		// no stack check: PUSHQ BP; MOVQ SP, BP; RET
+		{[]byte{0x55, 0x48, 0x89, 0xe5, 0xc3}, 0},
+		// a compare with something else
+		{[]byte{0x48, 0x39, 0xc3, 0x0f, 0x86, 0, 0, 0, 0, 0x55}, 0},
+	} {
+		assert.Equal(t, c.body, Body(c.code), "%x", c.code)
+	}
 }
 
 func TestReturns(t *testing.T) {
