@@ -79,12 +79,6 @@ func Find(path string) (*Probes, error) {
 		return nil, ErrArch
 	}
 	p := &Probes{}
-	if bi, err := buildinfo.ReadFile(path); err == nil {
-		p.GoVersion = bi.GoVersion
-		if version.IsValid(bi.GoVersion) && version.Compare(bi.GoVersion, "go1.17") < 0 {
-			return nil, fmt.Errorf("%s: %w", bi.GoVersion, ErrGoABI)
-		}
-	}
 	names := []string{WriteSym, ReadSym, CloseSym}
 	found, err := fromSymtab(f, names)
 	if errors.Is(err, elf.ErrNoSymbols) {
@@ -94,6 +88,15 @@ func Find(path string) (*Probes, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Go 1.13+ records its version (buildinfo); the register ABI is 1.17's.
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("no Go version in it (%w): %w", err, ErrGoABI)
+	}
+	if version.IsValid(bi.GoVersion) && version.Compare(bi.GoVersion, "go1.17") < 0 {
+		return nil, fmt.Errorf("%s: %w", bi.GoVersion, ErrGoABI)
+	}
+	p.GoVersion = bi.GoVersion
 	for i := range found {
 		fn := &found[i]
 		if fn.Size == 0 {
@@ -105,8 +108,8 @@ func Find(path string) (*Probes, error) {
 	}
 	p.Write, p.Read, p.Close = found[0], found[1], found[2]
 	for _, fn := range []*Func{&p.Write, &p.Read, &p.Close} {
-		code := make([]byte, fn.Size)
-		if _, err := progOf(f, fn.Addr).ReadAt(code, int64(fn.Addr-progOf(f, fn.Addr).Vaddr)); err != nil {
+		code, seg := make([]byte, fn.Size), progOf(f, fn.Addr)
+		if _, err := seg.ReadAt(code, int64(fn.Addr-seg.Vaddr)); err != nil {
 			return nil, fmt.Errorf("read %s: %w", fn.Name, err)
 		}
 		fn.Body = fn.Entry + Body(code)
