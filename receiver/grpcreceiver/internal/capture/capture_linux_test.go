@@ -392,7 +392,8 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 		args = append(args, "-X", "POST", "-H", "content-type: application/grpc", "-H", "te: trailers",
 			"--data-binary", "@"+body, "https://"+srv.Addr+grpctest.UnaryMethod)
 	}
-	out, err := exec.Command(curl, args...).CombinedOutput()
+	cmd := exec.Command(curl, args...)
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, strings.Repeat("2 ", calls), string(out), "curl used HTTP/2")
 
@@ -404,14 +405,14 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 	t.Logf("%+v", cnt)
 	var tlsConns []h2.ConnOpen
 	for _, o := range rec.opens {
-		if !o.Local.Addr.IsValid() && (o.Role == h2.RoleClient || int(o.Proc.PID) == os.Getpid()) {
+		if !o.Local.Addr.IsValid() && (int(o.Proc.PID) == cmd.Process.Pid || int(o.Proc.PID) == os.Getpid()) {
 			tlsConns = append(tlsConns, o)
 		}
 	}
 	require.Len(t, tlsConns, 2, "two TLS sessions: %+v", rec.opens)
 	sort.Slice(tlsConns, func(i, j int) bool { return tlsConns[i].Role < tlsConns[j].Role })
 	assert.Equal(t, h2.RoleClient, tlsConns[0].Role)
-	assert.NotEqual(t, os.Getpid(), int(tlsConns[0].Proc.PID), "the client is curl")
+	assert.Equal(t, cmd.Process.Pid, int(tlsConns[0].Proc.PID), "the client is curl")
 	assert.Equal(t, h2.RoleServer, tlsConns[1].Role)
 	for _, o := range tlsConns {
 		_, _, exact := checkSession(t, rec, o, calls, 0)

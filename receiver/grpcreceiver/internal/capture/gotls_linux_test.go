@@ -197,7 +197,8 @@ func TestCaptureTLSGo(t *testing.T) {
 // alternately, GOTLS_COST_ROUNDS times (1). Logged: wall and CPU time per
 // RPC (the process's user+system time over the calls: the uprobe traps are
 // charged there), the uprobe hits per RPC (the programs' run counts, both
-// ends of each call) and the programs' own run time per hit. Figures in the
+// ends of each call; other processes' Go TLS calls on the host, if any,
+// count too) and the programs' own run time per hit. Figures in the
 // README's grpc TLS section.
 func TestCaptureTLSGoCost(t *testing.T) {
 	testutil.RequireRoot(t)
