@@ -4,7 +4,8 @@
  * The grpc receiver's capture: the HTTP/2 framing of every TCP connection on
  * the host, from tracepoints only (no kprobes, no uprobes, no change to the
  * applications), written into the receiver's own sequencer ring (seq.h,
- * seq_ring.h) as the records of h2.h.
+ * seq_ring.h) as the records of h2.h. TLS plaintext (opt-in, at the bottom)
+ * is taken by uprobes on OpenSSL and on Go's crypto/tls.
  *
  * Where the bytes are seen, three program sets; the loader attaches one:
  *   sock_*  tp_btf on sock:sock_send_length / sock:sock_recv_length (found
@@ -131,10 +132,25 @@ struct h2_conn {
 	__u8 _pad[5];
 };
 
+/* What a connection is keyed by: a TCP socket, an OpenSSL SSL object or a
+ * Go *tls.Conn. The kinds never collide: a socket key has tgid 0, the TLS
+ * ones the process (their pointers are user addresses of that process). */
+enum h2_key_kind {
+	H2_K_SOCK = 0,    /* ptr: the struct sock */
+	H2_K_OPENSSL = 1, /* ptr: the SSL object */
+	H2_K_GOTLS = 2,   /* ptr: the crypto/tls.Conn */
+};
+
+struct h2_key {
+	__u64 ptr;
+	__u32 tgid;
+	__u32 kind; /* enum h2_key_kind */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536); /* replaced by the loader */
-	__type(key, __u64);         /* struct sock * */
+	__type(key, struct h2_key);
 	__type(value, struct h2_conn);
 } h2_conns SEC(".maps");
 
@@ -270,7 +286,7 @@ static __always_inline void h2_established(struct sock *sk, int oldstate)
 {
 	struct h2_conn c = {};
 	struct h2_stats *st = h2_st();
-	__u64 key = (__u64)sk;
+	struct h2_key key = {.ptr = (__u64)sk};
 	int cs;
 
 	c.id = h2_new_id();
@@ -297,7 +313,7 @@ static __always_inline void h2_established(struct sock *sk, int oldstate)
 
 /* Writes the connection's H2_REC_CLOSE (if its open was written) and forgets
  * it. idx: the staging buffer of the calling context. */
-static __always_inline void h2_close_conn(__u64 key, __u32 idx, bool task)
+static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool task)
 {
 	struct h2_stats *st = h2_st();
 	struct h2_scratch *s;
@@ -329,7 +345,9 @@ static __always_inline void h2_close_conn(__u64 key, __u32 idx, bool task)
 
 static __always_inline void h2_closed(struct sock *sk)
 {
-	h2_close_conn((__u64)sk, 1, false);
+	struct h2_key key = {.ptr = (__u64)sk};
+
+	h2_close_conn(key, 1, false);
 }
 
 SEC("tp_btf/inet_sock_set_state")
@@ -667,6 +685,13 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 	c->opened = 1;
 }
 
+/* Whether the call's first bytes are a SETTINGS frame header (stream 0). */
+static __always_inline bool h2_is_settings(struct h2_head *hd)
+{
+	return hd->n >= H2_FRAME_HDR && hd->b[3] == F_SETTINGS && hd->b[5] == 0 && hd->b[6] == 0 && hd->b[7] == 0 &&
+	       hd->b[8] == 0;
+}
+
 /* Whether the call's first bytes are the client preface (as far as they go, at least 4). */
 static __always_inline bool h2_is_preface(struct h2_head *hd)
 {
@@ -700,8 +725,7 @@ static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, s
 			yes = h2_is_preface(hd);
 		} else {
 			/* The server's first frame is SETTINGS on stream 0. */
-			yes = hd->n >= H2_FRAME_HDR && hd->b[3] == F_SETTINGS && hd->b[5] == 0 && hd->b[6] == 0 &&
-			      hd->b[7] == 0 && hd->b[8] == 0;
+			yes = h2_is_settings(hd);
 		}
 	} else {
 		/* Mid-stream: a plausible frame header at the call's start. */
@@ -772,10 +796,22 @@ static __always_inline void h2_call(struct h2_conn *c, struct sock *sk, int dir,
 		hd.n = 0;
 	}
 
-	if (tls && c->state == H2_UNKNOWN && c->role == H2_ROLE_UNKNOWN && start == 0 && h2_is_preface(&hd)) {
-		/* TLS: seen from the session's first byte; the preface says who is the client. */
-		c->role = dir == H2_EGRESS ? H2_ROLE_CLIENT : H2_ROLE_SERVER;
-		c->d[dir].nf = c->d[dir].copy_end = H2_PREFACE_LEN;
+	if (tls && c->state == H2_UNKNOWN && c->role == H2_ROLE_UNKNOWN && start == 0) {
+		/* TLS: the first call seen on the session. Its first byte when it
+		 * starts with the client preface, or with a SETTINGS frame that is
+		 * not an ACK (the server's preface; a server writes it, and a
+		 * client may read it, before the client preface is seen): either
+		 * says which end this is. */
+		int cs = -1;
+
+		if (h2_is_preface(&hd))
+			cs = dir;
+		else if (h2_is_settings(&hd) && !(hd.b[4] & 1))
+			cs = 1 - dir;
+		if (cs >= 0) {
+			c->role = cs == H2_EGRESS ? H2_ROLE_CLIENT : H2_ROLE_SERVER;
+			c->d[cs].nf = c->d[cs].copy_end = H2_PREFACE_LEN;
+		}
 	}
 	if (c->state == H2_UNKNOWN) {
 		bool open;
@@ -875,7 +911,8 @@ static __always_inline bool h2_begin(struct h2_stats *st, __u64 **busy, struct h
 
 static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags, struct pt_regs *regs, bool sys)
 {
-	__u64 key = (__u64)sk, nr, a1, a2, start, end;
+	struct h2_key key = {.ptr = (__u64)sk};
+	__u64 nr, a1, a2, start, end;
 	struct h2_stats *st = h2_st();
 	struct h2_scratch *s;
 	struct h2_conn *c;
@@ -1118,17 +1155,21 @@ int BPF_PROG(h2_raw_sys, struct pt_regs *regs, long ret)
 }
 
 /*
- * TLS, opt-in: OpenSSL's SSL_write / SSL_read (uprobe on entry for the
- * buffer, uretprobe for the length; never used on Go binaries), SSL_free
- * ends the connection. The plaintext is one HTTP/2 byte stream per SSL
- * object: offsets are running byte counts per direction, from the first call
- * seen (offset 0: the preface tells the client; otherwise mid-stream). The
- * connection is keyed by the SSL pointer and the process (a user address
- * never has bit 63 set, unlike a struct sock's).
+ * TLS, opt-in. The plaintext of a TLS session is one HTTP/2 byte stream per
+ * session: offsets are running byte counts per direction, from the first
+ * call seen (offset 0: the preface, or the server's SETTINGS, tells client
+ * from server; otherwise mid-stream). A session is keyed by its object's
+ * address in its process (struct h2_key).
+ *
+ * OpenSSL: SSL_write / SSL_read and SSL_write_ex / SSL_read_ex (uprobe on
+ * entry for the buffer, uretprobe for the length: h2_ssl_write_ret and
+ * h2_ssl_read_ret serve both forms, told apart by what the entry saved),
+ * SSL_free ends the session. Uretprobes are never used on Go code.
  */
 struct h2_tls_args {
 	__u64 ssl;
 	__u64 buf;
+	__u64 outp; /* _ex: where the function stores the length (size_t *) */
 };
 
 struct {
@@ -1138,39 +1179,22 @@ struct {
 	__type(value, struct h2_tls_args);
 } h2_tls_calls SEC(".maps");
 
-static __always_inline __u64 h2_tls_key(__u64 ssl, __u64 pid_tgid)
+static __always_inline struct h2_key h2_tls_key(__u64 ptr, __u32 kind)
 {
-	return (ssl & ((1ULL << 47) - 1)) | (((pid_tgid >> 32) & 0xffff) << 47);
+	struct h2_key k = {.ptr = ptr, .tgid = bpf_get_current_pid_tgid() >> 32, .kind = kind};
+
+	return k;
 }
 
-static __always_inline int h2_tls_enter(void *ssl, const void *buf)
+/* A TLS call that moved ret plaintext bytes at buf, in direction dir. */
+static __always_inline void h2_tls_data(struct h2_key key, __u64 buf, int dir, long ret, struct h2_stats *st)
 {
-	struct h2_tls_args a = {.ssl = (__u64)ssl, .buf = (__u64)buf};
-	__u64 id = bpf_get_current_pid_tgid();
-
-	bpf_map_update_elem(&h2_tls_calls, &id, &a, BPF_ANY);
-	return 0;
-}
-
-static __always_inline int h2_tls_exit(int dir, long ret)
-{
-	__u64 id = bpf_get_current_pid_tgid(), key, start, end;
-	struct h2_stats *st = h2_st();
-	struct h2_tls_args *a, args;
 	struct h2_scratch *s;
 	struct h2_conn *c;
 	struct h2_walk *w;
+	__u64 start, end;
 	__u64 *busy;
 
-	a = bpf_map_lookup_elem(&h2_tls_calls, &id);
-	if (!a)
-		return 0;
-	args = *a;
-	bpf_map_delete_elem(&h2_tls_calls, &id);
-	if (!st || ret <= 0)
-		return 0;
-	st->tls_calls++;
-	key = h2_tls_key(args.ssl, id);
 	c = bpf_map_lookup_elem(&h2_conns, &key);
 	if (!c) {
 		struct h2_conn n = {};
@@ -1180,27 +1204,67 @@ static __always_inline int h2_tls_exit(int dir, long ret)
 		bpf_map_update_elem(&h2_conns, &key, &n, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(&h2_conns, &key);
 		if (!c)
-			return 0;
+			return;
 		st->conns_tls++;
 	}
 	if (c->state == H2_NO)
-		return 0;
+		return;
 	if (!h2_begin(st, &busy, &s))
-		return 0;
+		return;
 	w = &s->w;
-	w->ub = args.buf;
+	w->ub = buf;
 	start = c->d[dir].lastoff;
 	end = start + ret;
 	c->d[dir].lastoff = end;
 	h2_call(c, 0, dir, start, end, ret, s, w, st, true);
 	__sync_lock_test_and_set(busy, 0);
+}
+
+static __always_inline int h2_tls_enter(void *ssl, const void *buf, void *outp)
+{
+	struct h2_tls_args a = {.ssl = (__u64)ssl, .buf = (__u64)buf, .outp = (__u64)outp};
+	__u64 id = bpf_get_current_pid_tgid();
+
+	bpf_map_update_elem(&h2_tls_calls, &id, &a, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int h2_tls_exit(int dir, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct h2_stats *st = h2_st();
+	struct h2_tls_args *a, args;
+
+	a = bpf_map_lookup_elem(&h2_tls_calls, &id);
+	if (!a)
+		return 0;
+	args = *a;
+	bpf_map_delete_elem(&h2_tls_calls, &id);
+	if (!st)
+		return 0;
+	if (args.outp) {
+		/* SSL_write_ex / SSL_read_ex: 1 on success, the length stored at outp. */
+		__u64 n = 0;
+
+		if (ret != 1)
+			return 0;
+		if (bpf_probe_read_user(&n, sizeof(n), (void *)args.outp)) {
+			st->read_fault++;
+			return 0;
+		}
+		ret = n;
+	}
+	if (ret <= 0)
+		return 0;
+	st->tls_calls++;
+	h2_tls_data(h2_tls_key(args.ssl, H2_K_OPENSSL), args.buf, dir, ret, st);
 	return 0;
 }
 
 SEC("uprobe/SSL_write")
 int BPF_KPROBE(h2_ssl_write, void *ssl, const void *buf, int num)
 {
-	return h2_tls_enter(ssl, buf);
+	return h2_tls_enter(ssl, buf, 0);
 }
 
 SEC("uretprobe/SSL_write")
@@ -1212,7 +1276,7 @@ int BPF_KRETPROBE(h2_ssl_write_ret, int ret)
 SEC("uprobe/SSL_read")
 int BPF_KPROBE(h2_ssl_read, void *ssl, void *buf, int num)
 {
-	return h2_tls_enter(ssl, buf);
+	return h2_tls_enter(ssl, buf, 0);
 }
 
 SEC("uretprobe/SSL_read")
@@ -1221,9 +1285,137 @@ int BPF_KRETPROBE(h2_ssl_read_ret, int ret)
 	return h2_tls_exit(H2_INGRESS, ret);
 }
 
+/* OpenSSL 1.1.1+: int SSL_write_ex(SSL *, const void *, size_t, size_t *written). */
+SEC("uprobe/SSL_write_ex")
+int BPF_KPROBE(h2_ssl_write_ex, void *ssl, const void *buf, __u64 num, void *written)
+{
+	return h2_tls_enter(ssl, buf, written);
+}
+
+/* int SSL_read_ex(SSL *, void *, size_t, size_t *readbytes). */
+SEC("uprobe/SSL_read_ex")
+int BPF_KPROBE(h2_ssl_read_ex, void *ssl, void *buf, __u64 num, void *readbytes)
+{
+	return h2_tls_enter(ssl, buf, readbytes);
+}
+
 SEC("uprobe/SSL_free")
 int BPF_KPROBE(h2_ssl_free, void *ssl)
 {
-	h2_close_conn(h2_tls_key((__u64)ssl, bpf_get_current_pid_tgid()), 2, true);
+	h2_close_conn(h2_tls_key((__u64)ssl, H2_K_OPENSSL), 2, true);
+	return 0;
+}
+
+/*
+ * Go crypto/tls (the loader finds the probe points by disassembly:
+ * receiver/grpcreceiver/internal/gotls). Go's register ABI (amd64, Go
+ * 1.17+): at entry the receiver is in RAX and the slice b in RBX (pointer)
+ * and RCX (length); at a RET n is in RAX and the error's itab in RBX (0:
+ * nil); R14 is always the goroutine (g). The entry probes sit after the
+ * prologue's stack check: a goroutine whose stack must grow starts the
+ * function over, and would be seen twice at its first instruction.
+ *
+ * (*Conn).Write: one uprobe, the bytes walked there, before they are sent
+ * (len(b): Write sends all of b or fails, and after a failure every later
+ * Write fails too). Walked at the return, they could be counted after the
+ * peer's answer to them, read by another goroutine meanwhile.
+ *
+ * (*Conn).Read: a uprobe at entry saves the buffer, one at every RET
+ * instruction walks the n bytes read. Never a uretprobe: it swaps the
+ * return address on the goroutine's stack, which the Go runtime copies and
+ * unwinds. Entry and return are matched by goroutine, not thread: a
+ * goroutine blocked in Read can resume on another thread.
+ *
+ * (*Conn).Close ends the session.
+ */
+struct h2_go_call_key {
+	__u64 g;
+	__u32 tgid;
+	__u32 _pad;
+};
+
+struct h2_go_call {
+	__u64 conn;
+	__u64 buf;
+	__u64 stack_lo, stack_hi; /* the goroutine's stack at entry (g.stack, g's first field) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct h2_go_call_key);
+	__type(value, struct h2_go_call);
+} h2_go_calls SEC(".maps");
+
+static __always_inline struct h2_go_call_key h2_go_call_key(struct pt_regs *ctx)
+{
+	struct h2_go_call_key k = {.g = ctx->r14, .tgid = bpf_get_current_pid_tgid() >> 32};
+
+	return k;
+}
+
+SEC("uprobe/go_tls_write")
+int h2_go_write(struct pt_regs *ctx)
+{
+	struct h2_stats *st = h2_st();
+	long n = ctx->cx;
+
+	if (!st || n <= 0)
+		return 0;
+	st->go_tls_calls++;
+	h2_tls_data(h2_tls_key(ctx->ax, H2_K_GOTLS), ctx->bx, H2_EGRESS, n, st);
+	return 0;
+}
+
+SEC("uprobe/go_tls_read")
+int h2_go_read(struct pt_regs *ctx)
+{
+	struct h2_go_call_key k = h2_go_call_key(ctx);
+	struct h2_go_call a = {.conn = ctx->ax, .buf = ctx->bx};
+	__u64 stack[2];
+
+	if (!bpf_probe_read_user(stack, sizeof(stack), (void *)k.g)) {
+		a.stack_lo = stack[0];
+		a.stack_hi = stack[1];
+	}
+	bpf_map_update_elem(&h2_go_calls, &k, &a, BPF_ANY);
+	return 0;
+}
+
+/* At every RET of Read. */
+SEC("uprobe/go_tls_read_ret")
+int h2_go_read_ret(struct pt_regs *ctx)
+{
+	struct h2_go_call_key k = h2_go_call_key(ctx);
+	struct h2_stats *st = h2_st();
+	struct h2_go_call *a, args;
+	long n = ctx->ax;
+	__u64 stack[2];
+
+	a = bpf_map_lookup_elem(&h2_go_calls, &k);
+	if (!a)
+		return 0;
+	args = *a;
+	bpf_map_delete_elem(&h2_go_calls, &k);
+	if (!st)
+		return 0;
+	if (ctx->bx)
+		st->go_tls_errors++; /* the n bytes before the error still count */
+	if (n <= 0)
+		return 0;
+	st->go_tls_calls++;
+	/* A buffer on the goroutine's stack moves when the stack is copied
+	 * (grown while the call blocked): by the change of its top. */
+	if (args.buf >= args.stack_lo && args.buf < args.stack_hi &&
+	    !bpf_probe_read_user(stack, sizeof(stack), (void *)k.g) && stack[1] != args.stack_hi)
+		args.buf += stack[1] - args.stack_hi;
+	h2_tls_data(h2_tls_key(args.conn, H2_K_GOTLS), args.buf, H2_INGRESS, n, st);
+	return 0;
+}
+
+SEC("uprobe/go_tls_close")
+int h2_go_close(struct pt_regs *ctx)
+{
+	h2_close_conn(h2_tls_key(ctx->ax, H2_K_GOTLS), 2, true);
 	return 0;
 }

@@ -11,7 +11,8 @@
  *   H2_REC_DATA   nseg segments, each struct h2_seg then len bytes of one
  *                 direction's byte stream at stream offset off, the next
  *                 segment at the next multiple of 8;
- *   H2_REC_CLOSE  struct h2_close: the connection reached TCP_CLOSE.
+ *   H2_REC_CLOSE  struct h2_close: the connection reached TCP_CLOSE (TLS:
+ *                 SSL_free, Go (*tls.Conn).Close).
  * What a DATA record holds (the contract with the HTTP/2 tracker): every
  * 9-byte frame header, the 24-byte client preface, the payloads of HEADERS,
  * CONTINUATION, PUSH_PROMISE, SETTINGS, RST_STREAM and GOAWAY frames cut at
@@ -104,8 +105,10 @@ struct h2_stats {
 	__u64 busy;           /* calls skipped: this CPU's staging buffer was in use (preempted program) */
 	__u64 records;        /* records committed */
 	__u64 iov_cut;        /* iovec arrays longer than the walk's bound */
-	__u64 tls_calls;      /* SSL_write / SSL_read calls seen (tls opt-in) */
-	__u64 conns_tls;      /* TLS connections (SSL objects) seen */
+	__u64 tls_calls;      /* OpenSSL SSL_write / SSL_read (and _ex) calls that moved bytes (tls opt-in) */
+	__u64 conns_tls;      /* TLS sessions (SSL objects, Go *tls.Conn) seen */
+	__u64 go_tls_calls;   /* Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls opt-in) */
+	__u64 go_tls_errors;  /* Reads that returned an error (their bytes before it still walked) */
 };
 
 #endif

@@ -125,7 +125,17 @@ func (s *Server) Stop() {
 
 // Dial connects a client (one HTTP/2 connection, made at once).
 func Dial(addr string) (*grpc.ClientConn, testgrpc.TestServiceClient, error) {
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return dial(addr, insecure.NewCredentials())
+}
+
+// DialTLS connects a client over TLS (HTTP/2 by ALPN), taking any server
+// certificate (StartTLS's is self-signed).
+func DialTLS(addr string) (*grpc.ClientConn, testgrpc.TestServiceClient, error) {
+	return dial(addr, credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})) //nolint:gosec // test servers only
+}
+
+func dial(addr string, creds credentials.TransportCredentials) (*grpc.ClientConn, testgrpc.TestServiceClient, error) {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -37,9 +37,14 @@ func TestConfigCustom(t *testing.T) {
 func TestConfigTLS(t *testing.T) {
 	cfg := loadConfig(t, "tls")
 	require.NoError(t, confmap.Validate(cfg))
-	assert.Equal(t, TLSConfig{Enabled: true, LibSSLPaths: []string{"/opt/app/lib/libssl.so.3"}}, cfg.TLS)
+	assert.Equal(t, TLSConfig{Enabled: true, LibSSLPaths: []string{"/opt/app/lib/libssl.so.3"}, GoBinaries: []string{"/opt/app/bin/server"}}, cfg.TLS)
 	cfg.TLS.Enabled = false
 	require.ErrorContains(t, cfg.Validate(), "tls::libssl_paths")
+	require.ErrorContains(t, cfg.Validate(), "tls::go_binaries")
+	cfg.TLS.LibSSLPaths = nil
+	require.ErrorContains(t, cfg.Validate(), "tls::go_binaries")
+	cfg.TLS.GoBinaries = nil
+	require.NoError(t, cfg.Validate())
 }
 
 func TestConfigHooks(t *testing.T) {

@@ -9,5 +9,8 @@
 // and header blocks (never message bodies) into a sequencer ring
 // (internal/capture); the HTTP/2 tracker (internal/h2) reassembles them,
 // decodes HPACK and follows every stream; each finished call becomes a
-// CLIENT or SERVER span.
+// CLIENT or SERVER span. With tls enabled, uprobes also take the plaintext
+// of OpenSSL (SSL_write, SSL_read and their _ex forms) and of Go's
+// crypto/tls ((*tls.Conn).Write, and Read at its entry and every RET, found
+// by internal/gotls; never uretprobes in Go code).
 package grpcreceiver

@@ -113,19 +113,31 @@ func bootNow() uint64 {
 // Start loads and attaches the capture and starts the reader.
 func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 	c, err := capture.Open(capture.Options{
-		Hook:      capture.Hook(r.cfg.Hook),
-		RingSlots: r.cfg.RingSlots,
-		MaxConns:  r.cfg.MaxConnections,
-		HeaderCap: r.cfg.MaxHeaderBlock,
-		TLS:       r.cfg.TLS.Enabled,
-		LibSSL:    r.cfg.TLS.LibSSLPaths,
+		Hook:       capture.Hook(r.cfg.Hook),
+		RingSlots:  r.cfg.RingSlots,
+		MaxConns:   r.cfg.MaxConnections,
+		HeaderCap:  r.cfg.MaxHeaderBlock,
+		TLS:        r.cfg.TLS.Enabled,
+		LibSSL:     r.cfg.TLS.LibSSLPaths,
+		GoBinaries: r.cfg.TLS.GoBinaries,
 	})
 	if err != nil {
 		return fmt.Errorf("grpc receiver: %w", err)
 	}
 	r.cap = c
+	var goBins []string
+	for _, b := range c.GoBinaries() {
+		from := ".symtab"
+		if b.Pclntab {
+			from = ".gopclntab"
+		}
+		goBins = append(goBins, fmt.Sprintf("%s (%s, %d probes, from %s)", b.Path, b.GoVersion, b.Probes, from))
+	}
 	r.set.Logger.Info("grpc receiver: capturing HTTP/2", zap.String("hook", string(c.Hook())), zap.String("why", c.Why()),
-		zap.Strings("tls_libssl", c.LibSSL()))
+		zap.Strings("tls_libssl", c.LibSSL()), zap.Strings("tls_go", goBins))
+	if skipped := c.GoSkipped(); len(skipped) > 0 {
+		r.set.Logger.Warn("grpc receiver: running Go executables whose crypto/tls is not probed", zap.Int("count", len(skipped)), zap.Strings("why", skipped))
+	}
 	offset := time.Now().UnixNano() - int64(bootNow())
 	r.tracker = h2.NewTracker(h2.Config{
 		MaxConns:          r.cfg.MaxConnections,

@@ -7,6 +7,7 @@ package grpcreceiver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,9 +191,10 @@ func port(t *testing.T, addr string) uint16 {
 	return ap
 }
 
-// TLS (opt-in): curl over OpenSSL against a grpc-go TLS server: one CLIENT
-// span per call, with the method and the status. The server (Go crypto/tls)
-// is not seen: its socket carries ciphertext.
+// TLS (opt-in): curl over OpenSSL against a grpc-go TLS server in this
+// process: one CLIENT span per call in curl (OpenSSL's probes) and one
+// SERVER span here (Go crypto/tls's: this running executable has them),
+// with the method and the status. Their sockets carry ciphertext.
 func TestReceiverTLSOpenSSL(t *testing.T) {
 	testutil.RequireRoot(t)
 	curl, err := exec.LookPath("curl")
@@ -219,5 +221,38 @@ func TestReceiverTLSOpenSSL(t *testing.T) {
 	method := grpctest.Service + "/UnaryCall"
 	require.Eventually(t, func() bool { return len(spansOf(sink, port)) >= calls }, 30*time.Second, 50*time.Millisecond,
 		"spans: %v", countSpans(spansOf(sink, port), method))
-	assert.Equal(t, map[string]int{"Client OK": calls}, countSpans(spansOf(sink, port), method))
+	require.Eventually(t, func() bool { return len(spansOf(sink, port)) >= 2*calls }, 30*time.Second, 50*time.Millisecond,
+		"spans: %v", countSpans(spansOf(sink, port), method))
+	assert.Equal(t, map[string]int{"Client OK": calls, "Server OK": calls}, countSpans(spansOf(sink, port), method))
+}
+
+// Go crypto/tls (opt-in TLS) in a program started after the receiver and
+// named in tls::go_binaries: grpctls (internal/grpctest/cmd/grpctls),
+// stripped (no .symtab: the probes are found through .gopclntab), a grpc-go
+// client and server over TLS in one process, 8 calls at a time on one
+// connection and one NOT_FOUND: exactly one CLIENT and one SERVER span per
+// call, with the method, the status and the process.
+func TestReceiverTLSGo(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := filepath.Join(t.TempDir(), "grpctls")
+	require.NoError(t, grpctest.BuildTLSProgram(bin, "-ldflags=-s -w"))
+	sink, stop := startReceiver(t, func(c *Config) {
+		c.TLS.Enabled = true
+		c.TLS.GoBinaries = []string{bin}
+	})
+	defer stop()
+	const calls = 300
+	p, err := grpctest.StartTLSProgram(bin, "-calls", fmt.Sprint(calls), "-workers", "8")
+	require.NoError(t, err)
+	res, err := p.Result()
+	require.NoError(t, err)
+	port := int64(mustPort(t, p.Addr))
+	method := grpctest.Service + "/UnaryCall"
+	require.Eventually(t, func() bool { return len(spansOf(sink, port)) >= 2*calls+2 }, 30*time.Second, 50*time.Millisecond,
+		"spans: %v", countSpans(spansOf(sink, port), method))
+	assert.Equal(t, map[string]int{"Client OK": calls, "Server OK": calls, "Client NOT_FOUND": 1, "Server NOT_FOUND": 1},
+		countSpans(spansOf(sink, port), method))
+	for _, s := range spansOf(sink, port) {
+		assert.Equal(t, fmt.Sprint(res.PID), attr(s, "process.pid"))
+	}
 }

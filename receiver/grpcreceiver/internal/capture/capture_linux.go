@@ -25,6 +25,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls"
 )
 
 // ErrSyscallHookRefused is why Open fails where the kernel refuses to attach
@@ -78,11 +79,16 @@ type Options struct {
 	MaxConns  int  // connections the kernel tracks at once (LRU)
 	HeaderCap int  // payload bytes copied per header-carrying frame (the rest counted cut)
 	MaxIov    int  // iovecs walked per call (0: 1024)
-	// TLS also captures the plaintext of OpenSSL connections: uprobes on
-	// SSL_write, SSL_read (entry and return) and SSL_free in every libssl
-	// found mapped by a running process, in LibSSL, or at the usual paths.
-	TLS    bool
-	LibSSL []string
+	// TLS also captures the plaintext of TLS sessions. OpenSSL: uprobes on
+	// SSL_write, SSL_read, SSL_write_ex, SSL_read_ex (entry and return) and
+	// SSL_free in every libssl found mapped by a running process, in LibSSL,
+	// or at the usual paths. Go crypto/tls: uprobes on (*Conn).Write, on
+	// (*Conn).Read and every RET of it, and on Close (after their stack
+	// checks), in the executable of every running process that has them and
+	// in GoBinaries.
+	TLS        bool
+	LibSSL     []string
+	GoBinaries []string
 	// BoundedLoop walks the frames in the bounded loop that kernels without
 	// bpf_loop (before 5.17) get, on any kernel (for tests).
 	BoundedLoop bool
@@ -101,6 +107,8 @@ type Capture struct {
 	doorbell *ringmap.Doorbell
 	reader   *ring.Reader
 	libssl   []string
+	goBins   []GoBinary
+	goSkip   []string
 }
 
 var socketTracepoints = []string{"sock_send_length", "sock_recv_length"}
@@ -246,6 +254,7 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 		progs = append(progs, tlsPrograms...)
 	} else {
 		delete(spec.Maps, "h2_tls_calls")
+		delete(spec.Maps, "h2_go_calls")
 	}
 	for name := range spec.Programs {
 		if !slices.Contains(progs, name) {
@@ -326,6 +335,9 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 		if err := c.attachTLS(o.LibSSL); err != nil {
 			return nil, err
 		}
+		if err := c.attachGoTLS(o.GoBinaries); err != nil {
+			return nil, err
+		}
 	}
 	for _, pt := range btfHooks[hook] {
 		if err := c.attachBTF(pt[0], pt[1]); err != nil {
@@ -359,7 +371,10 @@ func (c *Capture) attachBTF(prog, tracepoint string) error {
 	return nil
 }
 
-var tlsPrograms = []string{"h2_ssl_write", "h2_ssl_write_ret", "h2_ssl_read", "h2_ssl_read_ret", "h2_ssl_free"}
+var tlsPrograms = []string{
+	"h2_ssl_write", "h2_ssl_write_ret", "h2_ssl_read", "h2_ssl_read_ret", "h2_ssl_free",
+	"h2_ssl_write_ex", "h2_ssl_read_ex", "h2_go_write", "h2_go_read", "h2_go_read_ret", "h2_go_close",
+}
 
 // attachTLS attaches the OpenSSL probes to every libssl file: those mapped by
 // running processes, the extra paths, and the usual locations; one file
@@ -367,17 +382,11 @@ var tlsPrograms = []string{"h2_ssl_write", "h2_ssl_write_ret", "h2_ssl_read", "h
 func (c *Capture) attachTLS(extra []string) error {
 	paths := append(LibSSLInUse(), extra...)
 	paths = append(paths, "/usr/lib/x86_64-linux-gnu/libssl.so.3", "/usr/lib/x86_64-linux-gnu/libssl.so.1.1", "/usr/lib64/libssl.so.3")
-	seen := map[[2]uint64]bool{}
+	seen := files{}
 	for _, p := range paths {
-		var st unix.Stat_t
-		if unix.Stat(p, &st) != nil {
+		if !seen.add(p) {
 			continue
 		}
-		id := [2]uint64{st.Dev, st.Ino}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
 		ex, err := link.OpenExecutable(p)
 		if err != nil {
 			return fmt.Errorf("tls: open %s: %w", p, err)
@@ -389,12 +398,18 @@ func (c *Capture) attachTLS(extra []string) error {
 			{"SSL_write", "h2_ssl_write", false}, {"SSL_write", "h2_ssl_write_ret", true},
 			{"SSL_read", "h2_ssl_read", false}, {"SSL_read", "h2_ssl_read_ret", true},
 			{"SSL_free", "h2_ssl_free", false},
+			// OpenSSL 1.1.1+ (Python's ssl module, among others, calls these).
+			{"SSL_write_ex", "h2_ssl_write_ex", false}, {"SSL_write_ex", "h2_ssl_write_ret", true},
+			{"SSL_read_ex", "h2_ssl_read_ex", false}, {"SSL_read_ex", "h2_ssl_read_ret", true},
 		} {
 			attach := ex.Uprobe
 			if a.ret {
 				attach = ex.Uretprobe
 			}
 			l, err := attach(a.sym, c.coll.Programs[a.prog], nil)
+			if err != nil && strings.HasSuffix(a.sym, "_ex") && errors.Is(err, link.ErrNoSymbol) {
+				continue // OpenSSL before 1.1.1
+			}
 			if err != nil {
 				return fmt.Errorf("tls: attach %s in %s: %w", a.sym, p, err)
 			}
@@ -410,6 +425,123 @@ func (c *Capture) attachTLS(extra []string) error {
 
 // LibSSL lists the libssl files the TLS probes are attached to.
 func (c *Capture) LibSSL() []string { return c.libssl }
+
+// GoBinary is a Go executable whose crypto/tls is probed.
+type GoBinary struct {
+	Path      string // as configured, or the running process's executable
+	Probes    int    // uprobes attached: Write, Read, Close and every RET of Read
+	Pclntab   bool   // found through .gopclntab (no symbol table)
+	GoVersion string
+}
+
+// GoBinaries lists the Go executables whose crypto/tls is probed.
+func (c *Capture) GoBinaries() []GoBinary { return c.goBins }
+
+// GoSkipped lists the running Go executables with crypto/tls that could
+// not be probed, each with why (an old Go, another architecture, no
+// symbols, code that did not decode, a refused uprobe).
+func (c *Capture) GoSkipped() []string { return c.goSkip }
+
+// attachGoTLS probes crypto/tls in the configured Go executables (an error
+// there fails the start: they were asked for) and in those of the running
+// processes (one that cannot be probed is listed in GoSkipped). One file
+// reached by several paths is probed once; a uprobe is on the file, so
+// processes started from it later are covered too.
+func (c *Capture) attachGoTLS(configured []string) error {
+	seen := files{}
+	for _, p := range configured {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("tls: go_binaries: %w", err)
+		}
+		if !seen.add(p) {
+			continue
+		}
+		if err := c.attachGoBinary(p, p); err != nil {
+			return fmt.Errorf("tls: go_binaries: %s: %w", p, err)
+		}
+	}
+	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, e := range exes {
+		if !seen.add(e) {
+			continue // a kernel thread, gone, or a file seen already
+		}
+		name, err := os.Readlink(e)
+		if err != nil {
+			name = e
+		}
+		err = c.attachGoBinary(e, name)
+		if err != nil && !errors.Is(err, gotls.ErrNotGo) && !errors.Is(err, gotls.ErrNoTLS) && !errors.Is(err, os.ErrNotExist) {
+			c.goSkip = append(c.goSkip, fmt.Sprintf("%s: %v", name, err))
+		}
+	}
+	return nil
+}
+
+// files is a set of files by device and inode: one file reached by
+// several paths (links, /proc/<pid>/root, /proc/<pid>/exe) is one.
+type files map[[2]uint64]bool
+
+// add adds the file at path and says whether it is new (false as well
+// when there is none).
+func (f files) add(path string) bool {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return false
+	}
+	id := [2]uint64{st.Dev, st.Ino}
+	if f[id] {
+		return false
+	}
+	f[id] = true
+	return true
+}
+
+// attachGoBinary attaches the Go TLS programs to the executable at path
+// (name: what to call it), all or none.
+func (c *Capture) attachGoBinary(path, name string) (err error) {
+	p, err := gotls.Find(path)
+	if err != nil {
+		return err
+	}
+	ex, err := link.OpenExecutable(path)
+	if err != nil {
+		return err
+	}
+	var links []link.Link
+	defer func() {
+		if err != nil {
+			for _, l := range links {
+				_ = l.Close()
+			}
+		}
+	}()
+	at := func(prog string, off uint64) error {
+		l, err := ex.Uprobe("", c.coll.Programs[prog], &link.UprobeOptions{Address: off})
+		if err != nil {
+			return fmt.Errorf("uprobe at file offset %#x (%s): %w", off, prog, err)
+		}
+		links = append(links, l)
+		return nil
+	}
+	// After the stack checks (a call that grows its stack starts over);
+	// Write is walked there, Read at each of its RETs.
+	for _, a := range []struct {
+		prog string
+		off  uint64
+	}{{"h2_go_write", p.Write.Body}, {"h2_go_read", p.Read.Body}, {"h2_go_close", p.Close.Body}} {
+		if err := at(a.prog, a.off); err != nil {
+			return err
+		}
+	}
+	for _, r := range p.Read.Returns {
+		if err := at("h2_go_read_ret", r); err != nil {
+			return err
+		}
+	}
+	c.links = append(c.links, links...)
+	c.goBins = append(c.goBins, GoBinary{Path: name, Probes: len(links), Pclntab: p.Pclntab, GoVersion: p.GoVersion})
+	return nil
+}
 
 // LibSSLInUse lists the libssl files mapped by running processes (/proc/*/maps).
 func LibSSLInUse() []string {

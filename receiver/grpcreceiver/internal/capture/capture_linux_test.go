@@ -8,6 +8,7 @@ package capture
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -244,34 +245,12 @@ func testCaptureGRPCGo(t *testing.T, hook Hook, bounded bool) {
 	assert.Equal(t, client0.Local, server0.Remote)
 	assert.NotZero(t, client0.Proc.PID)
 
-	for _, side := range []struct {
-		o        h2.ConnOpen
-		requests h2.Dir
-	}{{client0, h2.Egress}, {server0, h2.Ingress}} {
-		ch := rec.chunks[side.o.Conn]
-		require.NotNil(t, ch)
-		// The request direction starts with the preface at offset 0.
-		req := ch[side.requests]
-		require.NotEmpty(t, req)
-		sort.Slice(req, func(i, j int) bool { return req[i].Offset < req[j].Offset })
-		require.Equal(t, uint64(0), req[0].Offset)
-		require.GreaterOrEqual(t, len(req[0].Data), 24)
-		assert.Equal(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", string(req[0].Data[:24]))
-		fs := walkFrames(t, req, 24, lostCalls)
-		resp := walkFrames(t, ch[1-side.requests], 0, lostCalls)
-		if fs.gaps+resp.gaps > 0 {
-			continue // counts and totals cannot be exact across a lost call
+	for _, o := range []h2.ConnOpen{client0, server0} {
+		if _, resp, exact := checkSession(t, rec, o, calls, lostCalls); exact {
+			for sid, n := range resp.headers {
+				assert.Equal(t, 2, n, "stream %d: response headers and trailers", sid)
+			}
 		}
-		assert.Len(t, fs.headers, calls, "request HEADERS on %d streams", len(fs.headers))
-		assert.GreaterOrEqual(t, fs.frames[0], calls, "DATA frames")
-		assert.GreaterOrEqual(t, resp.frames[4], 1, "SETTINGS")
-		assert.Len(t, resp.headers, calls, "response HEADERS on %d streams", len(resp.headers))
-		for sid, n := range resp.headers {
-			assert.Equal(t, 2, n, "stream %d: response headers and trailers", sid)
-		}
-		cl := rec.closes[side.o.Conn]
-		assert.Equal(t, fs.end, cl.Total[side.requests], "request bytes")
-		assert.Equal(t, resp.end, cl.Total[1-side.requests], "response bytes")
 	}
 	for _, o := range rec.opens {
 		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Local.Port, "HTTP/1.1 server reported")
@@ -279,6 +258,44 @@ func testCaptureGRPCGo(t *testing.T, hook Hook, bounded bool) {
 	}
 	assert.GreaterOrEqual(t, cnt.ConnsNotH2, uint64(2), "the HTTP/1.1 client and server sockets")
 	assert.Zero(t, cnt.Overrun)
+}
+
+// checkSession checks a connection captured from its start (a client or a
+// server): the request direction begins with the client preface at offset
+// 0; both directions have every frame header and header block and no other
+// payload byte (walkFrames); and, when no call was lost (exact), streams
+// request and response HEADERS streams, a DATA frame per stream at least,
+// the server's SETTINGS, and, if it was closed, the close totals equal to
+// the streams' lengths.
+func checkSession(t *testing.T, rec *recorder, o h2.ConnOpen, streams, maxGaps int) (fs, resp frameStats, exact bool) {
+	t.Helper()
+	requests := h2.Egress
+	if o.Role == h2.RoleServer {
+		requests = h2.Ingress
+	}
+	require.Contains(t, []h2.Role{h2.RoleClient, h2.RoleServer}, o.Role)
+	ch := rec.chunks[o.Conn]
+	require.NotNil(t, ch, "conn %d", o.Conn)
+	req := ch[requests]
+	require.NotEmpty(t, req)
+	sort.Slice(req, func(i, j int) bool { return req[i].Offset < req[j].Offset })
+	require.Equal(t, uint64(0), req[0].Offset)
+	require.GreaterOrEqual(t, len(req[0].Data), 24)
+	assert.Equal(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", string(req[0].Data[:24]))
+	fs = walkFrames(t, req, 24, maxGaps)
+	resp = walkFrames(t, ch[1-requests], 0, maxGaps)
+	if fs.gaps+resp.gaps > 0 {
+		return fs, resp, false // counts and totals cannot be exact across a lost call
+	}
+	assert.Len(t, fs.headers, streams, "%s: request HEADERS on %d streams", o.Role, len(fs.headers))
+	assert.GreaterOrEqual(t, fs.frames[0], streams, "%s: DATA frames", o.Role)
+	assert.GreaterOrEqual(t, resp.frames[4], 1, "%s: SETTINGS", o.Role)
+	assert.Len(t, resp.headers, streams, "%s: response HEADERS on %d streams", o.Role, len(resp.headers))
+	if cl, ok := rec.closes[o.Conn]; ok {
+		assert.Equal(t, fs.end, cl.Total[requests], "%s: request bytes", o.Role)
+		assert.Equal(t, resp.end, cl.Total[1-requests], "%s: response bytes", o.Role)
+	}
+	return fs, resp, true
 }
 
 func port(t *testing.T, addr string) uint16 {
@@ -360,10 +377,11 @@ func testCapturePredatingConnection(t *testing.T, hook Hook) {
 }
 
 // TLS (opt-in): curl (libcurl with OpenSSL 3, HTTP/2 by ALPN) against a
-// grpc-go server over TLS. The OpenSSL probes see curl's plaintext: one
-// connection, the client, the preface at offset 0, one request HEADERS per
-// call on one TLS session; the socket hook sees only ciphertext there and
-// takes both TCP sockets for not HTTP/2.
+// grpc-go server over TLS in this test's process. The OpenSSL probes see
+// curl's plaintext, the Go crypto/tls probes (this running executable has
+// them) the server's: two sessions, a client in curl and a server here, the
+// preface at offset 0, one request HEADERS per call; the socket hook sees
+// only ciphertext there and takes both TCP sockets for not HTTP/2.
 func TestCaptureTLSOpenSSL(t *testing.T) {
 	testutil.RequireRoot(t)
 	curl, err := exec.LookPath("curl")
@@ -387,7 +405,8 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 		args = append(args, "-X", "POST", "-H", "content-type: application/grpc", "-H", "te: trailers",
 			"--data-binary", "@"+body, "https://"+srv.Addr+grpctest.UnaryMethod)
 	}
-	out, err := exec.Command(curl, args...).CombinedOutput()
+	cmd := exec.Command(curl, args...)
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, strings.Repeat("2 ", calls), string(out), "curl used HTTP/2")
 
@@ -399,25 +418,71 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 	t.Logf("%+v", cnt)
 	var tlsConns []h2.ConnOpen
 	for _, o := range rec.opens {
-		if !o.Local.Addr.IsValid() {
+		if !o.Local.Addr.IsValid() && (int(o.Proc.PID) == cmd.Process.Pid || int(o.Proc.PID) == os.Getpid()) {
 			tlsConns = append(tlsConns, o)
 		}
 	}
-	require.Len(t, tlsConns, 1, "one TLS session: %+v", rec.opens)
-	o := tlsConns[0]
-	assert.Equal(t, h2.RoleClient, o.Role)
-	ch := rec.chunks[o.Conn]
-	require.NotNil(t, ch)
-	req := ch[h2.Egress]
-	require.NotEmpty(t, req)
-	sort.Slice(req, func(i, j int) bool { return req[i].Offset < req[j].Offset })
-	require.Equal(t, uint64(0), req[0].Offset)
-	assert.Equal(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", string(req[0].Data[:24]))
-	fs := walkFrames(t, req, 24, 0)
-	assert.Len(t, fs.headers, calls)
-	resp := walkFrames(t, ch[h2.Ingress], 0, 0)
-	assert.Len(t, resp.headers, calls)
+	require.Len(t, tlsConns, 2, "two TLS sessions: %+v", rec.opens)
+	sort.Slice(tlsConns, func(i, j int) bool { return tlsConns[i].Role < tlsConns[j].Role })
+	assert.Equal(t, h2.RoleClient, tlsConns[0].Role)
+	assert.Equal(t, cmd.Process.Pid, int(tlsConns[0].Proc.PID), "the client is curl")
+	assert.Equal(t, h2.RoleServer, tlsConns[1].Role)
+	for _, o := range tlsConns {
+		_, _, exact := checkSession(t, rec, o, calls, 0)
+		assert.True(t, exact)
+	}
 	for _, o := range rec.opens {
 		assert.NotEqual(t, port(t, srv.Addr), o.Remote.Port, "a ciphertext socket taken for HTTP/2")
+	}
+}
+
+// TLS through OpenSSL's SSL_write_ex / SSL_read_ex: Python's ssl module
+// (3.10+ calls only those) with the h2 package (PyPI, in the venv of
+// scripts/python-grpc.sh) makes unary calls and one NOT_FOUND to a grpc-go
+// TLS server in this process. Two sessions from their first byte, the
+// Python client's and this process's server (Go crypto/tls), and the
+// tracker's calls exact on both sides.
+func TestCaptureTLSOpenSSLEx(t *testing.T) {
+	testutil.RequireRoot(t)
+	out, err := exec.Command("../../../../scripts/python-grpc.sh").Output()
+	require.NoError(t, err, "scripts/python-grpc.sh: a venv with grpcio and h2 from PyPI (needs python3-venv and the network the first time)")
+	py := strings.TrimSpace(string(out))
+	c := mustOpen(t, Options{Hook: HookAuto, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384, TLS: true})
+	defer c.Close()
+	srv, err := grpctest.StartTLS()
+	require.NoError(t, err)
+	defer srv.Stop()
+	const calls = 100
+	cmd := exec.Command(py, "../../../../testdata/grpc/py_h2_tls.py", srv.Addr, fmt.Sprint(calls))
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, strings.Repeat("0 ", calls)+"5\n", string(out), "grpc-status of each call")
+	pyPID, me := cmd.Process.Pid, os.Getpid()
+
+	rec := newRecorder()
+	dec, _, tracked := trackCalls(rec)
+	sessions := map[int]h2.ConnOpen{}
+	// SSL_free ends the Python session, (*tls.Conn).Close the server's.
+	require.Eventually(t, func() bool {
+		drain(c, dec)
+		for _, o := range rec.opens {
+			if _, closed := rec.closes[o.Conn]; closed && (int(o.Proc.PID) == pyPID || int(o.Proc.PID) == me) {
+				sessions[int(o.Proc.PID)] = o
+			}
+		}
+		return len(sessions) == 2
+	}, 20*time.Second, 50*time.Millisecond, "sessions: %+v", rec.opens)
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	t.Logf("%+v", cnt)
+	require.Positive(t, cnt.TLSCalls, "SSL_write_ex / SSL_read_ex calls")
+	require.Equal(t, h2.RoleClient, sessions[pyPID].Role)
+	require.Equal(t, h2.RoleServer, sessions[me].Role)
+	lost := int(cnt.Busy + cnt.ProgMisses)
+	for _, o := range sessions {
+		checkSession(t, rec, o, calls+1, lost)
+	}
+	if lost == 0 {
+		assert.Equal(t, unaryCalls(pyPID, me, calls), only(tracked, pyPID, me))
 	}
 }

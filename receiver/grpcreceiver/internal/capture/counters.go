@@ -30,8 +30,10 @@ type Counters struct {
 	Busy             uint64 // calls skipped: the CPU's staging buffer in use
 	Records          uint64 // records committed
 	IovCut           uint64 // iovec arrays longer than the bound
-	TLSCalls         uint64 // SSL_write / SSL_read calls seen (tls)
-	ConnsTLS         uint64 // TLS connections (SSL objects) seen
+	TLSCalls         uint64 // OpenSSL SSL_write / SSL_read (and _ex) calls that moved bytes (tls)
+	ConnsTLS         uint64 // TLS sessions (SSL objects, Go *tls.Conn) seen
+	GoTLSCalls       uint64 // Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls)
+	GoTLSErrors      uint64 // Reads that returned an error
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -72,6 +74,8 @@ func (c *Counters) add(p h2H2Stats) {
 	c.IovCut += p.IovCut
 	c.TLSCalls += p.TlsCalls
 	c.ConnsTLS += p.ConnsTls
+	c.GoTLSCalls += p.GoTlsCalls
+	c.GoTLSErrors += p.GoTlsErrors
 }
 
 // Named lists the counters by a stable snake_case name, for self-telemetry.
@@ -85,7 +89,8 @@ func (c Counters) Named() []NamedCounter {
 		{"headers_cut", c.HeadersCut}, {"bytes_cut", c.BytesCut}, {"desync", c.Desync},
 		{"resync", c.Resync}, {"desync_bytes", c.DesyncBytes}, {"loop_bound", c.LoopBound},
 		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
-		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS},
+		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS}, {"go_tls_calls", c.GoTLSCalls},
+		{"go_tls_errors", c.GoTLSErrors},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
 		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}

@@ -36,6 +36,28 @@ type h2H2Conn struct {
 	Pad    [5]uint8
 }
 
+type h2H2GoCall struct {
+	_       structs.HostLayout
+	Conn    uint64
+	Buf     uint64
+	StackLo uint64
+	StackHi uint64
+}
+
+type h2H2GoCallKey struct {
+	_    structs.HostLayout
+	G    uint64
+	Tgid uint32
+	Pad  uint32
+}
+
+type h2H2Key struct {
+	_    structs.HostLayout
+	Ptr  uint64
+	Tgid uint32
+	Kind uint32
+}
+
 type h2H2Scratch struct {
 	_   structs.HostLayout
 	Rec h2SeqScratch
@@ -120,12 +142,15 @@ type h2H2Stats struct {
 	IovCut           uint64
 	TlsCalls         uint64
 	ConnsTls         uint64
+	GoTlsCalls       uint64
+	GoTlsErrors      uint64
 }
 
 type h2H2TlsArgs struct {
-	_   structs.HostLayout
-	Ssl uint64
-	Buf uint64
+	_    structs.HostLayout
+	Ssl  uint64
+	Buf  uint64
+	Outp uint64
 }
 
 type h2SeqCtl struct {
@@ -169,6 +194,7 @@ const (
 	h2MapH2Busy         = "h2_busy"
 	h2MapH2Conns        = "h2_conns"
 	h2MapH2Counters     = "h2_counters"
+	h2MapH2GoCalls      = "h2_go_calls"
 	h2MapH2Scratchbuf   = "h2_scratchbuf"
 	h2MapH2TlsCalls     = "h2_tls_calls"
 	h2MapSeqControl     = "seq_control"
@@ -176,13 +202,19 @@ const (
 	h2MapSeqDoorbell    = "seq_doorbell"
 	h2MapSeqScratchbuf  = "seq_scratchbuf"
 	h2MapSeqSlots       = "seq_slots"
+	h2ProgH2GoClose     = "h2_go_close"
+	h2ProgH2GoRead      = "h2_go_read"
+	h2ProgH2GoReadRet   = "h2_go_read_ret"
+	h2ProgH2GoWrite     = "h2_go_write"
 	h2ProgH2RawSys      = "h2_raw_sys"
 	h2ProgH2SockRecv    = "h2_sock_recv"
 	h2ProgH2SockSend    = "h2_sock_send"
 	h2ProgH2SslFree     = "h2_ssl_free"
 	h2ProgH2SslRead     = "h2_ssl_read"
+	h2ProgH2SslReadEx   = "h2_ssl_read_ex"
 	h2ProgH2SslReadRet  = "h2_ssl_read_ret"
 	h2ProgH2SslWrite    = "h2_ssl_write"
+	h2ProgH2SslWriteEx  = "h2_ssl_write_ex"
 	h2ProgH2SslWriteRet = "h2_ssl_write_ret"
 	h2ProgH2State       = "h2_state"
 	h2ProgH2SysRead     = "h2_sys_read"
@@ -245,13 +277,19 @@ type h2Specs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2ProgramSpecs struct {
+	H2GoClose     *ebpf.ProgramSpec `ebpf:"h2_go_close"`
+	H2GoRead      *ebpf.ProgramSpec `ebpf:"h2_go_read"`
+	H2GoReadRet   *ebpf.ProgramSpec `ebpf:"h2_go_read_ret"`
+	H2GoWrite     *ebpf.ProgramSpec `ebpf:"h2_go_write"`
 	H2RawSys      *ebpf.ProgramSpec `ebpf:"h2_raw_sys"`
 	H2SockRecv    *ebpf.ProgramSpec `ebpf:"h2_sock_recv"`
 	H2SockSend    *ebpf.ProgramSpec `ebpf:"h2_sock_send"`
 	H2SslFree     *ebpf.ProgramSpec `ebpf:"h2_ssl_free"`
 	H2SslRead     *ebpf.ProgramSpec `ebpf:"h2_ssl_read"`
+	H2SslReadEx   *ebpf.ProgramSpec `ebpf:"h2_ssl_read_ex"`
 	H2SslReadRet  *ebpf.ProgramSpec `ebpf:"h2_ssl_read_ret"`
 	H2SslWrite    *ebpf.ProgramSpec `ebpf:"h2_ssl_write"`
+	H2SslWriteEx  *ebpf.ProgramSpec `ebpf:"h2_ssl_write_ex"`
 	H2SslWriteRet *ebpf.ProgramSpec `ebpf:"h2_ssl_write_ret"`
 	H2State       *ebpf.ProgramSpec `ebpf:"h2_state"`
 	H2SysRead     *ebpf.ProgramSpec `ebpf:"h2_sys_read"`
@@ -271,6 +309,7 @@ type h2MapSpecs struct {
 	H2Busy        *ebpf.MapSpec `ebpf:"h2_busy"`
 	H2Conns       *ebpf.MapSpec `ebpf:"h2_conns"`
 	H2Counters    *ebpf.MapSpec `ebpf:"h2_counters"`
+	H2GoCalls     *ebpf.MapSpec `ebpf:"h2_go_calls"`
 	H2Scratchbuf  *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
 	H2TlsCalls    *ebpf.MapSpec `ebpf:"h2_tls_calls"`
 	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
@@ -317,6 +356,7 @@ type h2Maps struct {
 	H2Busy        *ebpf.Map `ebpf:"h2_busy"`
 	H2Conns       *ebpf.Map `ebpf:"h2_conns"`
 	H2Counters    *ebpf.Map `ebpf:"h2_counters"`
+	H2GoCalls     *ebpf.Map `ebpf:"h2_go_calls"`
 	H2Scratchbuf  *ebpf.Map `ebpf:"h2_scratchbuf"`
 	H2TlsCalls    *ebpf.Map `ebpf:"h2_tls_calls"`
 	SeqControl    *ebpf.Map `ebpf:"seq_control"`
@@ -331,6 +371,7 @@ func (m *h2Maps) Close() error {
 		m.H2Busy,
 		m.H2Conns,
 		m.H2Counters,
+		m.H2GoCalls,
 		m.H2Scratchbuf,
 		m.H2TlsCalls,
 		m.SeqControl,
@@ -359,13 +400,19 @@ type h2Variables struct {
 //
 // It can be passed to loadH2Objects or ebpf.CollectionSpec.LoadAndAssign.
 type h2Programs struct {
+	H2GoClose     *ebpf.Program `ebpf:"h2_go_close"`
+	H2GoRead      *ebpf.Program `ebpf:"h2_go_read"`
+	H2GoReadRet   *ebpf.Program `ebpf:"h2_go_read_ret"`
+	H2GoWrite     *ebpf.Program `ebpf:"h2_go_write"`
 	H2RawSys      *ebpf.Program `ebpf:"h2_raw_sys"`
 	H2SockRecv    *ebpf.Program `ebpf:"h2_sock_recv"`
 	H2SockSend    *ebpf.Program `ebpf:"h2_sock_send"`
 	H2SslFree     *ebpf.Program `ebpf:"h2_ssl_free"`
 	H2SslRead     *ebpf.Program `ebpf:"h2_ssl_read"`
+	H2SslReadEx   *ebpf.Program `ebpf:"h2_ssl_read_ex"`
 	H2SslReadRet  *ebpf.Program `ebpf:"h2_ssl_read_ret"`
 	H2SslWrite    *ebpf.Program `ebpf:"h2_ssl_write"`
+	H2SslWriteEx  *ebpf.Program `ebpf:"h2_ssl_write_ex"`
 	H2SslWriteRet *ebpf.Program `ebpf:"h2_ssl_write_ret"`
 	H2State       *ebpf.Program `ebpf:"h2_state"`
 	H2SysRead     *ebpf.Program `ebpf:"h2_sys_read"`
@@ -380,13 +427,19 @@ type h2Programs struct {
 
 func (p *h2Programs) Close() error {
 	return _H2Close(
+		p.H2GoClose,
+		p.H2GoRead,
+		p.H2GoReadRet,
+		p.H2GoWrite,
 		p.H2RawSys,
 		p.H2SockRecv,
 		p.H2SockSend,
 		p.H2SslFree,
 		p.H2SslRead,
+		p.H2SslReadEx,
 		p.H2SslReadRet,
 		p.H2SslWrite,
+		p.H2SslWriteEx,
 		p.H2SslWriteRet,
 		p.H2State,
 		p.H2SysRead,

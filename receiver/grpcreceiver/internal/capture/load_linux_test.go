@@ -99,3 +99,11 @@ func TestSyscallHookRefused(t *testing.T) {
 	require.Equal(t, HookRawSyscalls, c.Hook())
 	require.Contains(t, c.Why(), "refuses BPF programs on the syscalls:sys_exit_* tracepoints")
 }
+
+// mustOpen opens a capture with o or fails the test.
+func mustOpen(t *testing.T, o Options) *Capture {
+	t.Helper()
+	c, err := Open(o)
+	require.NoError(t, err)
+	return c
+}

@@ -1,0 +1,217 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package gotls
+
+import (
+	"debug/elf"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/arch/x86/x86asm"
+)
+
+const tlsProgram = `package main
+
+import (
+	"crypto/tls"
+	"os"
+)
+
+func main() {
+	if len(os.Args) > 5 {
+		c := tls.Client(nil, &tls.Config{})
+		_, _ = c.Write(nil)
+		_, _ = c.Read(nil)
+		_ = c.Close()
+	}
+}
+`
+
+const plainProgram = `package main
+
+import "os"
+
+func main() { os.Exit(len(os.Args) - 1) }
+`
+
+// build compiles src with the go command running this test, in a module of
+// its own (standard library only).
+func build(t *testing.T, src string, flags ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module probe\n\ngo 1.22\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
+	bin := filepath.Join(dir, "prog")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(append([]string{"build", "-o", bin}, flags...), ".")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0", "GOARCH=amd64")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// objdumpRets lists the addresses of the RET instructions `go tool objdump`
+// prints for one function: an independent disassembly.
+func objdumpRets(t *testing.T, bin, fn string) []uint64 {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "tool", "objdump", "-s", "^"+regexp.QuoteMeta(fn)+"$", bin).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var rets []uint64
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		// "  file.go:123\t0x4f1234\t\tc3\t\t\tRET"
+		if len(f) >= 4 && f[len(f)-1] == "RET" {
+			a, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
+			require.NoError(t, err, line)
+			rets = append(rets, a)
+		}
+	}
+	require.NotEmpty(t, rets, "objdump shows no RET in %s:\n%s", fn, out)
+	return rets
+}
+
+func TestFind(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the probes read the amd64 register ABI")
+	}
+	var ref *Probes
+	for _, v := range []struct {
+		name    string
+		flags   []string
+		pclntab bool
+	}{
+		{"symtab", nil, false},
+		{"stripped", []string{"-ldflags=-s -w"}, true},
+		{"pie", []string{"-buildmode=pie"}, false},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			bin := build(t, tlsProgram, v.flags...)
+			p, err := Find(bin)
+			require.NoError(t, err)
+			assert.Equal(t, v.pclntab, p.Pclntab)
+			assert.Equal(t, runtime.Version(), p.GoVersion)
+			raw, err := os.ReadFile(bin)
+			require.NoError(t, err)
+			for _, fn := range []Func{p.Write, p.Read, p.Close} {
+				// The body starts after the stack check's jump to the end of the function.
+				require.Greater(t, fn.Body, fn.Entry, fn.Name)
+				jcc, err := x86asm.Decode(raw[fn.Body-6:], 64)
+				require.NoError(t, err)
+				require.Equal(t, x86asm.JBE, jcc.Op, "%s: %v before the body", fn.Name, jcc)
+				target := fn.Body + uint64(jcc.Args[0].(x86asm.Rel))
+				require.Greater(t, target, fn.Body, fn.Name)
+				require.Less(t, target, fn.Entry+fn.Size, fn.Name)
+			}
+			for _, fn := range []Func{p.Write, p.Read} {
+				require.NotEmpty(t, fn.Returns, fn.Name)
+				for _, off := range fn.Returns {
+					require.Greater(t, off, fn.Entry)
+					require.Less(t, off, fn.Entry+fn.Size)
+					inst, err := x86asm.Decode(raw[off:], 64)
+					require.NoError(t, err)
+					assert.Equal(t, x86asm.RET, inst.Op, "%s at file offset %#x", fn.Name, off)
+				}
+				if v.pclntab {
+					continue // objdump needs the symbols; compared with the unstripped build below
+				}
+				// The same RETs as the Go toolchain's own disassembler.
+				var addrs []uint64
+				for _, off := range fn.Returns {
+					addrs = append(addrs, fn.Addr+off-fn.Entry)
+				}
+				assert.Equal(t, objdumpRets(t, bin, fn.Name), addrs, fn.Name)
+			}
+			// The entries are the symbols' (the stripped build is checked
+			// against the unstripped one: the same code at the same place).
+			if !v.pclntab {
+				f, err := elf.Open(bin)
+				require.NoError(t, err)
+				defer f.Close()
+				syms, err := f.Symbols()
+				require.NoError(t, err)
+				for _, fn := range []Func{p.Write, p.Read, p.Close} {
+					var sym elf.Symbol
+					for _, s := range syms {
+						if s.Name == fn.Name {
+							sym = s
+						}
+					}
+					assert.Equal(t, sym.Value, fn.Addr, fn.Name)
+					assert.Equal(t, sym.Size, fn.Size, fn.Name)
+					off, err := fileOffset(f, sym.Value)
+					require.NoError(t, err)
+					assert.Equal(t, off, fn.Entry, fn.Name)
+					assert.Equal(t, raw[off:off+16], raw[fn.Entry:fn.Entry+16])
+				}
+			}
+			if v.name == "symtab" {
+				ref = p
+			}
+			if v.name == "stripped" && ref != nil {
+				for i, fn := range []Func{p.Write, p.Read, p.Close} {
+					want := []Func{ref.Write, ref.Read, ref.Close}[i]
+					assert.Equal(t, want.Addr, fn.Addr, fn.Name)
+					assert.Equal(t, want.Returns, fn.Returns, fn.Name)
+					assert.Equal(t, want.Body, fn.Body, fn.Name)
+				}
+			}
+		})
+	}
+}
+
+func TestFindRefuses(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the probes read the amd64 register ABI")
+	}
+	_, err := Find(build(t, plainProgram))
+	assert.ErrorIs(t, err, ErrNoTLS)
+	_, err = Find(build(t, plainProgram, "-ldflags=-s -w"))
+	assert.ErrorIs(t, err, ErrNoTLS)
+	sh, err := exec.LookPath("sh")
+	require.NoError(t, err)
+	_, err = Find(sh)
+	assert.ErrorIs(t, err, ErrNotGo)
+	_, err = Find(filepath.Join(t.TempDir(), "missing"))
+	assert.True(t, errors.Is(err, os.ErrNotExist), "%v", err)
+}
+
+func TestBody(t *testing.T) {
+	for _, c := range []struct {
+		code []byte
+		body uint64
+	}{
+		// CMPQ SP, 0x10(R14); JBE rel32; PUSHQ BP
+		{[]byte{0x49, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0x7a, 0x03, 0x00, 0x00, 0x55}, 10},
+		// LEAQ -0x48(SP), R12; CMPQ R12, 0x10(R14); JBE rel32; PUSHQ BP
+		{[]byte{0x4c, 0x8d, 0x64, 0x24, 0xb8, 0x4d, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0x93, 0x07, 0x00, 0x00, 0x55}, 15},
+		// no stack check: PUSHQ BP; MOVQ SP, BP; RET
+		{[]byte{0x55, 0x48, 0x89, 0xe5, 0xc3}, 0},
+		// a compare with something else
+		{[]byte{0x48, 0x39, 0xc3, 0x0f, 0x86, 0, 0, 0, 0, 0x55}, 0},
+	} {
+		assert.Equal(t, c.body, Body(c.code), "%x", c.code)
+	}
+}
+
+func TestReturns(t *testing.T) {
+	// mov %rax,%rbx; ret; ret $8; nop; call rel32
+	code := []byte{0x48, 0x89, 0xc3, 0xc3, 0xc2, 0x08, 0x00, 0x90, 0xe8, 0, 0, 0, 0}
+	rets, err := Returns(code)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{3, 4}, rets)
+	// A cut instruction is an error, never a guess.
+	for _, cut := range []int{1, 2, 9, 12} {
+		_, err = Returns(code[:cut])
+		assert.Error(t, err, "cut at %d", cut)
+	}
+}
