@@ -41,6 +41,8 @@ const (
 	defaultServiceNm  = "grpc-calls"
 	defaultHeaderCap  = 16 << 10
 	defaultIdleWindow = 5 * time.Minute
+	defaultRescan     = 10 * time.Second
+	minRescan         = time.Second
 )
 
 // Config is the grpc receiver's configuration. `grpc: {}` uses the defaults.
@@ -90,8 +92,8 @@ type Config struct {
 	// SSL_read_ex (entry and return) and SSL_free in every libssl. Go
 	// crypto/tls: uprobes on (*tls.Conn).Write, on Read at its entry and at
 	// every RET instruction (never uretprobes: they break Go stacks) and on
-	// Close, in every Go executable of a process running at start and in
-	// go_binaries.
+	// Close, in every Go executable of a process running at start, of one
+	// started later (tls::rescan_interval) and in go_binaries.
 	TLS TLSConfig `mapstructure:"tls"`
 
 	_ struct{}
@@ -110,6 +112,11 @@ type TLSConfig struct {
 	// from it is covered. A stripped executable (no .symtab) is read
 	// through its .gopclntab. One that cannot be probed fails the start.
 	GoBinaries []string `mapstructure:"go_binaries"`
+	// RescanInterval is how often the processes started since the last look
+	// are looked at: the libssl files they map and their executables (Go)
+	// not probed yet get the probes. 0 turns it off (then only what runs at
+	// start and the paths above are probed).
+	RescanInterval time.Duration `mapstructure:"rescan_interval"`
 }
 
 func createDefaultConfig() *Config {
@@ -122,6 +129,7 @@ func createDefaultConfig() *Config {
 		IdleTimeout:             defaultIdleWindow,
 		MaxBatch:                defaultMaxBatch,
 		ServiceName:             defaultServiceNm,
+		TLS:                     TLSConfig{RescanInterval: defaultRescan},
 	}
 }
 
@@ -159,6 +167,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.TLS.LibSSLPaths) > 0 && !c.TLS.Enabled {
 		errs = append(errs, errors.New("tls::libssl_paths: set tls::enabled: true as well, or remove them"))
+	}
+	if c.TLS.RescanInterval != 0 && c.TLS.RescanInterval < minRescan {
+		errs = append(errs, fmt.Errorf("tls::rescan_interval %s: must be 0 (off) or at least %s", c.TLS.RescanInterval, minRescan))
 	}
 	if len(c.TLS.GoBinaries) > 0 && !c.TLS.Enabled {
 		errs = append(errs, errors.New("tls::go_binaries: set tls::enabled: true as well, or remove them"))

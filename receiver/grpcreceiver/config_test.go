@@ -31,13 +31,22 @@ func TestConfigCustom(t *testing.T) {
 	assert.Equal(t, &Config{
 		Hook: HookSyscalls, RingSlots: 4096, MaxConnections: 1024, MaxStreamsPerConnection: 100, MaxHeaderBlock: 4096,
 		IdleTimeout: 30 * time.Second, Ports: []uint16{50051, 8443}, MaxBatch: 64, ServiceName: "mesh",
+		TLS: TLSConfig{RescanInterval: 10 * time.Second},
 	}, cfg)
 }
 
 func TestConfigTLS(t *testing.T) {
 	cfg := loadConfig(t, "tls")
 	require.NoError(t, confmap.Validate(cfg))
-	assert.Equal(t, TLSConfig{Enabled: true, LibSSLPaths: []string{"/opt/app/lib/libssl.so.3"}, GoBinaries: []string{"/opt/app/bin/server"}}, cfg.TLS)
+	assert.Equal(t, TLSConfig{
+		Enabled: true, LibSSLPaths: []string{"/opt/app/lib/libssl.so.3"}, GoBinaries: []string{"/opt/app/bin/server"},
+		RescanInterval: 30 * time.Second,
+	}, cfg.TLS)
+	assert.Equal(t, 10*time.Second, createDefaultConfig().TLS.RescanInterval)
+	cfg.TLS.RescanInterval = 100 * time.Millisecond
+	require.EqualError(t, cfg.Validate(), "tls::rescan_interval 100ms: must be 0 (off) or at least 1s")
+	cfg.TLS.RescanInterval = 0
+	require.NoError(t, cfg.Validate())
 	cfg.TLS.Enabled = false
 	require.ErrorContains(t, cfg.Validate(), "tls::libssl_paths")
 	require.ErrorContains(t, cfg.Validate(), "tls::go_binaries")

@@ -78,14 +78,16 @@ type grpcReceiver struct {
 	spans   ptrace.SpanSlice
 	batchAt time.Time
 
-	mu       sync.Mutex // guards the snapshots the telemetry callbacks read
-	kernel   capture.Counters
-	tstats   h2.Stats
-	dstats   capture.DecodeStats
-	dropped  atomic.Int64
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
+	mu      sync.Mutex // guards the snapshots the telemetry callbacks read
+	kernel  capture.Counters
+	tstats  h2.Stats
+	dstats  capture.DecodeStats
+	dropped atomic.Int64
+	stop    chan struct{}
+	done    chan struct{}
+	// The TLS rescan (tls::rescan_interval), when on.
+	rescanStop, rescanDone chan struct{}
+	stopOnce               sync.Once
 }
 
 func createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
@@ -125,16 +127,8 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 		return fmt.Errorf("grpc receiver: %w", err)
 	}
 	r.cap = c
-	var goBins []string
-	for _, b := range c.GoBinaries() {
-		from := ".symtab"
-		if b.Pclntab {
-			from = ".gopclntab"
-		}
-		goBins = append(goBins, fmt.Sprintf("%s (%s, %d probes, from %s)", b.Path, b.GoVersion, b.Probes, from))
-	}
 	r.set.Logger.Info("grpc receiver: capturing HTTP/2", zap.String("hook", string(c.Hook())), zap.String("why", c.Why()),
-		zap.Strings("tls_libssl", c.LibSSL()), zap.Strings("tls_go", goBins))
+		zap.Strings("tls_libssl", c.LibSSL()), zap.Strings("tls_go", describeGo(c.GoBinaries())))
 	if skipped := c.GoSkipped(); len(skipped) > 0 {
 		r.set.Logger.Warn("grpc receiver: running Go executables whose crypto/tls is not probed", zap.Int("count", len(skipped)), zap.Strings("why", skipped))
 	}
@@ -153,7 +147,48 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 	}
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
 	go r.run()
+	if r.cfg.TLS.Enabled && r.cfg.TLS.RescanInterval > 0 {
+		r.rescanStop, r.rescanDone = make(chan struct{}), make(chan struct{})
+		go r.rescan(r.cfg.TLS.RescanInterval)
+	}
 	return nil
+}
+
+// describeGo says, per Go executable probed, its Go, probes and where the
+// functions were found.
+func describeGo(bins []capture.GoBinary) []string {
+	var out []string
+	for _, b := range bins {
+		from := ".symtab"
+		if b.Pclntab {
+			from = ".gopclntab"
+		}
+		out = append(out, fmt.Sprintf("%s (%s, %d probes, from %s)", b.Path, b.GoVersion, b.Probes, from))
+	}
+	return out
+}
+
+// rescan probes the TLS libraries and Go executables of processes started
+// since the last look, every interval (tls::rescan_interval).
+func (r *grpcReceiver) rescan(every time.Duration) {
+	defer close(r.rescanDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.rescanStop:
+			return
+		case <-t.C:
+		}
+		got := r.cap.RescanTLS()
+		if len(got.LibSSL)+len(got.Go) > 0 {
+			r.set.Logger.Info("grpc receiver: TLS probes on files of processes started since",
+				zap.Strings("tls_libssl", got.LibSSL), zap.Strings("tls_go", describeGo(got.Go)))
+		}
+		if len(got.Failed)+len(got.GoSkipped) > 0 {
+			r.set.Logger.Warn("grpc receiver: TLS files of new processes not probed", zap.Strings("why", append(got.Failed, got.GoSkipped...)))
+		}
+	}
 }
 
 // emit maps a finished call into the current batch (the call is reused after).
@@ -269,6 +304,10 @@ func (r *grpcReceiver) snapshot() {
 func (r *grpcReceiver) Shutdown(context.Context) error {
 	if r.cap == nil {
 		return nil
+	}
+	if r.rescanStop != nil {
+		close(r.rescanStop)
+		<-r.rescanDone
 	}
 	var errs []error
 	errs = append(errs, r.cap.Detach())

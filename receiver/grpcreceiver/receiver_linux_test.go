@@ -244,6 +244,49 @@ func TestReceiverTLSGo(t *testing.T) {
 	const calls = 300
 	p, err := grpctest.StartTLSProgram(bin, "-calls", fmt.Sprint(calls), "-workers", "8")
 	require.NoError(t, err)
+	requireTLSProgramSpans(t, sink, p, calls)
+}
+
+// A Go TLS program started after the receiver, at a path nobody named: the
+// rescan finds it among the new processes and probes it before it connects
+// (it waits for that), and every call becomes its two spans.
+func TestReceiverTLSGoStartedLater(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := filepath.Join(t.TempDir(), "grpctls-later")
+	require.NoError(t, grpctest.BuildTLSProgram(bin, "-ldflags=-s -w"))
+	cfg := createDefaultConfig()
+	cfg.TLS.Enabled = true
+	cfg.TLS.RescanInterval = time.Second
+	require.NoError(t, cfg.Validate())
+	sink := new(consumertest.TracesSink)
+	rt, err := NewFactory().CreateTraces(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, rt.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, rt.Shutdown(context.Background())) }()
+	r := rt.(*grpcReceiver)
+	probed := func() bool {
+		for _, b := range r.cap.GoBinaries() {
+			if b.Path == bin {
+				return true
+			}
+		}
+		return false
+	}
+	require.False(t, probed(), "not running at start")
+
+	const calls = 200
+	p, err := grpctest.StartTLSProgram(bin, "-calls", fmt.Sprint(calls), "-workers", "8", "-wait")
+	require.NoError(t, err)
+	require.Eventually(t, probed, 15*time.Second, 100*time.Millisecond, "rescan probes the new process's executable")
+	require.NoError(t, p.Go())
+	requireTLSProgramSpans(t, sink, p, calls)
+}
+
+// requireTLSProgramSpans waits for grpctls p to end and checks its calls'
+// spans: exactly one CLIENT and one SERVER span each, calls OK and one
+// NOT_FOUND, all of its process.
+func requireTLSProgramSpans(t *testing.T, sink *consumertest.TracesSink, p *grpctest.TLSProgram, calls int) {
+	t.Helper()
 	res, err := p.Result()
 	require.NoError(t, err)
 	port := int64(mustPort(t, p.Addr))

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -106,9 +107,18 @@ type Capture struct {
 	ringLen  int
 	doorbell *ringmap.Doorbell
 	reader   *ring.Reader
+
+	// TLS: the files probed, and the processes looked at (RescanTLS looks
+	// at new ones only). tlsMu guards these and links once the capture is
+	// open (RescanTLS runs beside the reader).
+	tlsMu    sync.Mutex
 	libssl   []string
 	goBins   []GoBinary
 	goSkip   []string
+	sslSeen  files
+	goSeen   files
+	pids     map[string]bool
+	detached bool
 }
 
 var socketTracepoints = []string{"sock_send_length", "sock_recv_length"}
@@ -382,40 +392,14 @@ var tlsPrograms = []string{
 func (c *Capture) attachTLS(extra []string) error {
 	paths := append(LibSSLInUse(), extra...)
 	paths = append(paths, "/usr/lib/x86_64-linux-gnu/libssl.so.3", "/usr/lib/x86_64-linux-gnu/libssl.so.1.1", "/usr/lib64/libssl.so.3")
-	seen := files{}
+	c.sslSeen = files{}
 	for _, p := range paths {
-		if !seen.add(p) {
+		if !c.sslSeen.add(p) {
 			continue
 		}
-		ex, err := link.OpenExecutable(p)
-		if err != nil {
-			return fmt.Errorf("tls: open %s: %w", p, err)
+		if err := c.attachLibSSL(p); err != nil {
+			return err
 		}
-		for _, a := range []struct {
-			sym, prog string
-			ret       bool
-		}{
-			{"SSL_write", "h2_ssl_write", false}, {"SSL_write", "h2_ssl_write_ret", true},
-			{"SSL_read", "h2_ssl_read", false}, {"SSL_read", "h2_ssl_read_ret", true},
-			{"SSL_free", "h2_ssl_free", false},
-			// OpenSSL 1.1.1+ (Python's ssl module, among others, calls these).
-			{"SSL_write_ex", "h2_ssl_write_ex", false}, {"SSL_write_ex", "h2_ssl_write_ret", true},
-			{"SSL_read_ex", "h2_ssl_read_ex", false}, {"SSL_read_ex", "h2_ssl_read_ret", true},
-		} {
-			attach := ex.Uprobe
-			if a.ret {
-				attach = ex.Uretprobe
-			}
-			l, err := attach(a.sym, c.coll.Programs[a.prog], nil)
-			if err != nil && strings.HasSuffix(a.sym, "_ex") && errors.Is(err, link.ErrNoSymbol) {
-				continue // OpenSSL before 1.1.1
-			}
-			if err != nil {
-				return fmt.Errorf("tls: attach %s in %s: %w", a.sym, p, err)
-			}
-			c.links = append(c.links, l)
-		}
-		c.libssl = append(c.libssl, p)
 	}
 	if len(c.libssl) == 0 {
 		return fmt.Errorf("tls: no libssl found (looked in the running processes' maps and at %v): install OpenSSL or name it in tls::libssl_paths", paths)
@@ -423,8 +407,55 @@ func (c *Capture) attachTLS(extra []string) error {
 	return nil
 }
 
+// attachLibSSL attaches the OpenSSL probes to the libssl at p, all or none.
+func (c *Capture) attachLibSSL(p string) (err error) {
+	ex, err := link.OpenExecutable(p)
+	if err != nil {
+		return fmt.Errorf("tls: open %s: %w", p, err)
+	}
+	var links []link.Link
+	defer func() {
+		if err != nil {
+			for _, l := range links {
+				_ = l.Close()
+			}
+		}
+	}()
+	for _, a := range []struct {
+		sym, prog string
+		ret       bool
+	}{
+		{"SSL_write", "h2_ssl_write", false}, {"SSL_write", "h2_ssl_write_ret", true},
+		{"SSL_read", "h2_ssl_read", false}, {"SSL_read", "h2_ssl_read_ret", true},
+		{"SSL_free", "h2_ssl_free", false},
+		// OpenSSL 1.1.1+ (Python's ssl module, among others, calls these).
+		{"SSL_write_ex", "h2_ssl_write_ex", false}, {"SSL_write_ex", "h2_ssl_write_ret", true},
+		{"SSL_read_ex", "h2_ssl_read_ex", false}, {"SSL_read_ex", "h2_ssl_read_ret", true},
+	} {
+		attach := ex.Uprobe
+		if a.ret {
+			attach = ex.Uretprobe
+		}
+		l, err := attach(a.sym, c.coll.Programs[a.prog], nil)
+		if err != nil && strings.HasSuffix(a.sym, "_ex") && errors.Is(err, link.ErrNoSymbol) {
+			continue // OpenSSL before 1.1.1
+		}
+		if err != nil {
+			return fmt.Errorf("tls: attach %s in %s: %w", a.sym, p, err)
+		}
+		links = append(links, l)
+	}
+	c.links = append(c.links, links...)
+	c.libssl = append(c.libssl, p)
+	return nil
+}
+
 // LibSSL lists the libssl files the TLS probes are attached to.
-func (c *Capture) LibSSL() []string { return c.libssl }
+func (c *Capture) LibSSL() []string {
+	c.tlsMu.Lock()
+	defer c.tlsMu.Unlock()
+	return slices.Clone(c.libssl)
+}
 
 // GoBinary is a Go executable whose crypto/tls is probed.
 type GoBinary struct {
@@ -435,12 +466,20 @@ type GoBinary struct {
 }
 
 // GoBinaries lists the Go executables whose crypto/tls is probed.
-func (c *Capture) GoBinaries() []GoBinary { return c.goBins }
+func (c *Capture) GoBinaries() []GoBinary {
+	c.tlsMu.Lock()
+	defer c.tlsMu.Unlock()
+	return slices.Clone(c.goBins)
+}
 
 // GoSkipped lists the running Go executables with crypto/tls that could
 // not be probed, each with why (an old Go, another architecture, no
 // symbols, code that did not decode, a refused uprobe).
-func (c *Capture) GoSkipped() []string { return c.goSkip }
+func (c *Capture) GoSkipped() []string {
+	c.tlsMu.Lock()
+	defer c.tlsMu.Unlock()
+	return slices.Clone(c.goSkip)
+}
 
 // attachGoTLS probes crypto/tls in the configured Go executables (an error
 // there fails the start: they were asked for) and in those of the running
@@ -449,6 +488,7 @@ func (c *Capture) GoSkipped() []string { return c.goSkip }
 // processes started from it later are covered too.
 func (c *Capture) attachGoTLS(configured []string) error {
 	seen := files{}
+	c.goSeen, c.pids = seen, map[string]bool{}
 	for _, p := range configured {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("tls: go_binaries: %w", err)
@@ -460,21 +500,91 @@ func (c *Capture) attachGoTLS(configured []string) error {
 			return fmt.Errorf("tls: go_binaries: %s: %w", p, err)
 		}
 	}
-	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
-	for _, e := range exes {
-		if !seen.add(e) {
-			continue // a kernel thread, gone, or a file seen already
-		}
-		name, err := os.Readlink(e)
-		if err != nil {
-			name = e
-		}
-		err = c.attachGoBinary(e, name)
-		if err != nil && !errors.Is(err, gotls.ErrNotGo) && !errors.Is(err, gotls.ErrNoTLS) && !errors.Is(err, os.ErrNotExist) {
-			c.goSkip = append(c.goSkip, fmt.Sprintf("%s: %v", name, err))
-		}
+	for _, pid := range procPIDs() {
+		c.pids[pid] = true
+		c.attachGoProcess(pid)
 	}
 	return nil
+}
+
+// attachGoProcess probes the executable of process pid if it is a Go
+// program with crypto/tls not seen yet; one that cannot be probed is listed
+// in GoSkipped.
+func (c *Capture) attachGoProcess(pid string) *GoBinary {
+	e := filepath.Join("/proc", pid, "exe")
+	if !c.goSeen.add(e) {
+		return nil // a kernel thread, gone, or a file seen already
+	}
+	name, err := os.Readlink(e)
+	if err != nil {
+		name = e
+	}
+	err = c.attachGoBinary(e, name)
+	if err != nil && !errors.Is(err, gotls.ErrNotGo) && !errors.Is(err, gotls.ErrNoTLS) && !errors.Is(err, os.ErrNotExist) {
+		c.goSkip = append(c.goSkip, fmt.Sprintf("%s: %v", name, err))
+	}
+	if err != nil {
+		return nil
+	}
+	return &c.goBins[len(c.goBins)-1]
+}
+
+// procPIDs lists the processes in /proc.
+func procPIDs() []string {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		out = append(out, filepath.Base(d))
+	}
+	return out
+}
+
+// Rescanned is what RescanTLS probed: files first seen in processes that
+// started since the last look.
+type Rescanned struct {
+	LibSSL    []string
+	Go        []GoBinary
+	Failed    []string // libssl files that could not be probed, with why
+	GoSkipped []string // Go executables with crypto/tls that could not be, with why
+}
+
+// RescanTLS looks at the processes that started since the capture opened
+// (or since the last RescanTLS) and probes the libssl files they map and
+// their executables (Go crypto/tls) not probed yet. A uprobe is on the
+// file, so every later process of a probed file is covered already; a
+// process that loads libssl only after it was looked at is not. Safe beside
+// the reader; not before Open with TLS nor after Detach.
+func (c *Capture) RescanTLS() Rescanned {
+	c.tlsMu.Lock()
+	defer c.tlsMu.Unlock()
+	var out Rescanned
+	if c.pids == nil || c.detached {
+		return out
+	}
+	skipped := len(c.goSkip)
+	now := map[string]bool{}
+	for _, pid := range procPIDs() {
+		now[pid] = true
+		if c.pids[pid] {
+			continue
+		}
+		for _, p := range libSSLOf(pid) {
+			if !c.sslSeen.add(p) {
+				continue
+			}
+			if err := c.attachLibSSL(p); err != nil {
+				out.Failed = append(out.Failed, err.Error())
+				continue
+			}
+			out.LibSSL = append(out.LibSSL, p)
+		}
+		if b := c.attachGoProcess(pid); b != nil {
+			out.Go = append(out.Go, *b)
+		}
+	}
+	c.pids = now
+	out.GoSkipped = slices.Clone(c.goSkip[skipped:])
+	return out
 }
 
 // files is a set of files by device and inode: one file reached by
@@ -547,22 +657,32 @@ func (c *Capture) attachGoBinary(path, name string) (err error) {
 func LibSSLInUse() []string {
 	var out []string
 	seen := map[string]bool{}
-	maps, _ := filepath.Glob("/proc/[0-9]*/maps")
-	for _, m := range maps {
-		b, err := os.ReadFile(m)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			i := strings.Index(line, "/")
-			if i < 0 || !strings.Contains(line[i:], "/libssl.so") {
-				continue
-			}
-			p := line[i:]
+	for _, pid := range procPIDs() {
+		for _, p := range libSSLOf(pid) {
 			if !seen[p] {
 				seen[p] = true
-				out = append(out, filepath.Join("/proc", filepath.Base(filepath.Dir(m)), "root", p))
+				out = append(out, p)
 			}
+		}
+	}
+	return out
+}
+
+// libSSLOf lists the libssl files process pid maps, as paths through its
+// root (/proc/<pid>/root/...: a container's files).
+func libSSLOf(pid string) []string {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "maps"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.Index(line, "/")
+		if i < 0 || !strings.Contains(line[i:], "/libssl.so") {
+			continue
+		}
+		if p := filepath.Join("/proc", pid, "root", line[i:]); !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -637,6 +757,9 @@ func (c *Capture) ProgramIDs() []ebpf.ProgramID {
 
 // Detach stops the producers; what is in the ring stays readable.
 func (c *Capture) Detach() error {
+	c.tlsMu.Lock()
+	defer c.tlsMu.Unlock()
+	c.detached = true
 	var errs []error
 	for _, l := range c.links {
 		errs = append(errs, l.Close())

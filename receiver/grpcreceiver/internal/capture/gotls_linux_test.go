@@ -7,7 +7,9 @@ package capture
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -268,4 +270,44 @@ func TestCaptureTLSGoCost(t *testing.T) {
 		t.Logf("Go TLS probes, %d calls at a time, median of %d: wall %.1f -> %.1f µs/RPC (x%.2f), CPU %.1f -> %.1f µs/RPC (+%.1f µs), %.1f uprobe hits/RPC (+%.2f µs CPU per hit), BPF run time %.0f ns/hit",
 			workers, rounds, wall0, wall1, wall1/wall0, cpu0, cpu1, cpu1-cpu0, hits, (cpu1-cpu0)/hits, bpfNs)
 	}
+}
+
+// A process started after Open that maps a libssl from a path nobody named
+// (as a container's would be): RescanTLS finds it among the new processes
+// and probes it once; a later rescan probes nothing new.
+func TestRescanTLSNewLibSSL(t *testing.T) {
+	testutil.RequireRoot(t)
+	sys := "/usr/lib/x86_64-linux-gnu/libssl.so.3"
+	if _, err := os.Stat(sys); err != nil {
+		t.Fatalf("%s: the test copies Debian's libssl3 (installed with python3 and curl): %v", sys, err)
+	}
+	lib := filepath.Join(t.TempDir(), "libssl.so.3")
+	b, err := os.ReadFile(sys)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(lib, b, 0o644))
+
+	c := mustOpen(t, Options{Hook: HookAuto, RingSlots: 1 << 12, MaxConns: 1024, HeaderCap: 16384, TLS: true})
+	defer c.Close()
+	for _, p := range c.LibSSL() {
+		require.NotContains(t, p, lib, "not mapped by anyone at start")
+	}
+	py := exec.Command("python3", "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('ok', flush=True); sys.stdin.read()", lib)
+	in, err := py.StdinPipe()
+	require.NoError(t, err)
+	out, err := py.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, py.Start())
+	defer func() { _ = in.Close(); _ = py.Wait() }()
+	line := make([]byte, 3)
+	_, err = io.ReadFull(out, line)
+	require.NoError(t, err)
+
+	got := c.RescanTLS()
+	want := filepath.Join("/proc", fmt.Sprint(py.Process.Pid), "root", lib)
+	require.Equal(t, []string{want}, got.LibSSL, "failed: %v", got.Failed)
+	require.Contains(t, c.LibSSL(), want)
+	again := c.RescanTLS()
+	assert.Empty(t, again.LibSSL, "one file is probed once")
+	require.NoError(t, c.Detach())
+	assert.Empty(t, c.RescanTLS().LibSSL, "nothing after Detach")
 }
