@@ -311,6 +311,18 @@ static __always_inline void h2_established(struct sock *sk, int oldstate)
 		st->conns_established++;
 }
 
+/* TLS sessions closed (SSL_free, Conn.Close) whose object may still see a
+ * call: a Go Write after Close is walked at its entry and then fails, a
+ * Read that began before Close returns after it. Such a call must not start
+ * a new session (mid-stream, with bytes never sent); a new session that
+ * reuses the object's address starts with the preface or a SETTINGS frame. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct h2_key);
+	__type(value, __u8);
+} h2_tls_closed SEC(".maps");
+
 /* Writes the connection's H2_REC_CLOSE (if its open was written) and forgets
  * it. idx: the staging buffer of the calling context. */
 static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool task)
@@ -319,10 +331,13 @@ static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool tas
 	struct h2_scratch *s;
 	struct h2_close *e;
 	struct h2_conn *c;
+	__u8 one = 1;
 
 	c = bpf_map_lookup_elem(&h2_conns, &key);
 	if (!c)
 		return;
+	if (key.kind != H2_K_SOCK)
+		bpf_map_update_elem(&h2_tls_closed, &key, &one, BPF_ANY);
 	if (c->opened && (s = bpf_map_lookup_elem(&h2_scratchbuf, &idx))) {
 		e = (struct h2_close *)s->rec.buf;
 		h2_fill_rec(&e->h, c, H2_REC_CLOSE, 0, task);
@@ -1186,6 +1201,20 @@ static __always_inline struct h2_key h2_tls_key(__u64 ptr, __u32 kind)
 	return k;
 }
 
+/* Whether the 9 bytes a session's first call begins with open one: the
+ * client preface, or a SETTINGS frame (not an ACK) on stream 0. */
+static __always_inline bool h2_session_start(const __u8 *b)
+{
+	bool preface = true;
+
+#pragma unroll
+	for (int i = 0; i < H2_FRAME_HDR; i++)
+		if (b[i] != h2_preface[i])
+			preface = false;
+	return preface || (b[3] == F_SETTINGS && b[4] == 0 && !b[5] && !b[6] && !b[7] && !b[8] &&
+			   ((__u32)b[0] << 16 | (__u32)b[1] << 8 | b[2]) % 6 == 0);
+}
+
 /* A TLS call that moved ret plaintext bytes at buf, in direction dir. */
 static __always_inline void h2_tls_data(struct h2_key key, __u64 buf, int dir, long ret, struct h2_stats *st)
 {
@@ -1199,6 +1228,18 @@ static __always_inline void h2_tls_data(struct h2_key key, __u64 buf, int dir, l
 	if (!c) {
 		struct h2_conn n = {};
 
+		if (bpf_map_lookup_elem(&h2_tls_closed, &key)) {
+			__u8 b[H2_FRAME_HDR] = {};
+
+			/* A call on a closed session: only a new session's first
+			 * bytes (the preface, or a SETTINGS frame) open one. */
+			if (ret < H2_FRAME_HDR || bpf_probe_read_user(b, sizeof(b), (void *)buf) ||
+			    !h2_session_start(b)) {
+				st->tls_after_close++;
+				return;
+			}
+			bpf_map_delete_elem(&h2_tls_closed, &key);
+		}
 		n.id = h2_new_id();
 		n.d[0].based = n.d[1].based = 1;
 		bpf_map_update_elem(&h2_conns, &key, &n, BPF_NOEXIST);

@@ -109,6 +109,7 @@ struct h2_stats {
 	__u64 conns_tls;      /* TLS sessions (SSL objects, Go *tls.Conn) seen */
 	__u64 go_tls_calls;   /* Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls opt-in) */
 	__u64 go_tls_errors;  /* Reads that returned an error (their bytes before it still walked) */
+	__u64 tls_after_close; /* TLS calls on a closed session that were not a new session's start: skipped */
 };
 
 #endif

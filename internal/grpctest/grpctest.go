@@ -78,14 +78,15 @@ func Start() (*Server, error) { return start() }
 // StartTLS serves it over TLS (HTTP/2 by ALPN) with a fresh self-signed
 // certificate for 127.0.0.1.
 func StartTLS() (*Server, error) {
-	cert, err := selfSigned()
+	cert, err := SelfSigned()
 	if err != nil {
 		return nil, err
 	}
 	return start(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
 }
 
-func selfSigned() (tls.Certificate, error) {
+// SelfSigned returns a certificate for 127.0.0.1 and localhost, valid for a day.
+func SelfSigned() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, err

@@ -34,6 +34,7 @@ type Counters struct {
 	ConnsTLS         uint64 // TLS sessions (SSL objects, Go *tls.Conn) seen
 	GoTLSCalls       uint64 // Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls)
 	GoTLSErrors      uint64 // Reads that returned an error
+	TLSAfterClose    uint64 // TLS calls on a closed session, not a new one's start: skipped
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -76,6 +77,7 @@ func (c *Counters) add(p h2H2Stats) {
 	c.ConnsTLS += p.ConnsTls
 	c.GoTLSCalls += p.GoTlsCalls
 	c.GoTLSErrors += p.GoTlsErrors
+	c.TLSAfterClose += p.TlsAfterClose
 }
 
 // Named lists the counters by a stable snake_case name, for self-telemetry.
@@ -90,7 +92,7 @@ func (c Counters) Named() []NamedCounter {
 		{"resync", c.Resync}, {"desync_bytes", c.DesyncBytes}, {"loop_bound", c.LoopBound},
 		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
 		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS}, {"go_tls_calls", c.GoTLSCalls},
-		{"go_tls_errors", c.GoTLSErrors},
+		{"go_tls_errors", c.GoTLSErrors}, {"tls_after_close", c.TLSAfterClose},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
 		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}

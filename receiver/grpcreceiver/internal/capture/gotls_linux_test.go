@@ -6,6 +6,7 @@
 package capture
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -310,4 +311,65 @@ func TestRescanTLSNewLibSSL(t *testing.T) {
 	assert.Empty(t, again.LibSSL, "one file is probed once")
 	require.NoError(t, c.Detach())
 	assert.Empty(t, c.RescanTLS().LibSSL, "nothing after Detach")
+}
+
+// A Go Write after Close fails, but the probe at its entry has walked its
+// bytes already: they must not open a session (mid-stream, bytes never
+// sent); they are counted in tls_after_close. The test process's own
+// crypto/tls is probed (a running Go executable).
+func TestGoTLSWriteAfterClose(t *testing.T) {
+	testutil.RequireRoot(t)
+	cert, err := grpctest.SelfSigned()
+	require.NoError(t, err)
+	c := mustOpen(t, Options{Hook: HookAuto, RingSlots: 1 << 12, MaxConns: 1024, HeaderCap: 16384, TLS: true})
+	defer c.Close()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	require.NoError(t, err)
+	defer ln.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, s)
+		_ = s.Close()
+	}()
+	cl, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // a test's own certificate
+	require.NoError(t, err)
+	settings := []byte{0, 0, 0, 4, 0, 0, 0, 0, 0}
+	_, err = cl.Write(append([]byte(h2.Preface), settings...))
+	require.NoError(t, err)
+	require.NoError(t, cl.Close())
+	headers := []byte{0, 0, 1, 1, 4, 0, 0, 0, 1, 0x82} // HEADERS, stream 1, END_HEADERS, ":method: GET"
+	_, err = cl.Write(headers)
+	require.Error(t, err, "a write after Close fails")
+	<-served
+
+	rec := newRecorder()
+	dec := NewDecoder(rec)
+	var mine []h2.ConnOpen
+	require.Eventually(t, func() bool {
+		drain(c, dec)
+		mine = nil
+		for _, o := range rec.opens {
+			if o.Proc.PID == uint32(os.Getpid()) && !o.Local.Addr.IsValid() {
+				mine = append(mine, o)
+			}
+		}
+		return len(mine) >= 2
+	}, 10*time.Second, 50*time.Millisecond, "the client and server sessions: %+v", rec.opens)
+	time.Sleep(100 * time.Millisecond)
+	drain(c, dec)
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	roles := map[h2.Role]int{}
+	for _, o := range rec.opens {
+		if o.Proc.PID == uint32(os.Getpid()) && !o.Local.Addr.IsValid() {
+			roles[o.Role]++
+		}
+	}
+	assert.Equal(t, map[h2.Role]int{h2.RoleClient: 1, h2.RoleServer: 1}, roles, "no session opened by the write after Close")
+	assert.Positive(t, cnt.TLSAfterClose, "the write after Close counted")
 }

@@ -144,6 +144,7 @@ type h2H2Stats struct {
 	ConnsTls         uint64
 	GoTlsCalls       uint64
 	GoTlsErrors      uint64
+	TlsAfterClose    uint64
 }
 
 type h2H2TlsArgs struct {
@@ -197,6 +198,7 @@ const (
 	h2MapH2GoCalls      = "h2_go_calls"
 	h2MapH2Scratchbuf   = "h2_scratchbuf"
 	h2MapH2TlsCalls     = "h2_tls_calls"
+	h2MapH2TlsClosed    = "h2_tls_closed"
 	h2MapSeqControl     = "seq_control"
 	h2MapSeqCounters    = "seq_counters"
 	h2MapSeqDoorbell    = "seq_doorbell"
@@ -312,6 +314,7 @@ type h2MapSpecs struct {
 	H2GoCalls     *ebpf.MapSpec `ebpf:"h2_go_calls"`
 	H2Scratchbuf  *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
 	H2TlsCalls    *ebpf.MapSpec `ebpf:"h2_tls_calls"`
+	H2TlsClosed   *ebpf.MapSpec `ebpf:"h2_tls_closed"`
 	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
 	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
@@ -359,6 +362,7 @@ type h2Maps struct {
 	H2GoCalls     *ebpf.Map `ebpf:"h2_go_calls"`
 	H2Scratchbuf  *ebpf.Map `ebpf:"h2_scratchbuf"`
 	H2TlsCalls    *ebpf.Map `ebpf:"h2_tls_calls"`
+	H2TlsClosed   *ebpf.Map `ebpf:"h2_tls_closed"`
 	SeqControl    *ebpf.Map `ebpf:"seq_control"`
 	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
@@ -374,6 +378,7 @@ func (m *h2Maps) Close() error {
 		m.H2GoCalls,
 		m.H2Scratchbuf,
 		m.H2TlsCalls,
+		m.H2TlsClosed,
 		m.SeqControl,
 		m.SeqCounters,
 		m.SeqDoorbell,
