@@ -20,6 +20,8 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,6 +171,29 @@ func Unary(ctx context.Context, c testgrpc.TestServiceClient, code codes.Code, m
 	}
 	_, err := c.UnaryCall(ctx, req)
 	return err
+}
+
+// UnaryConcurrently makes calls OK unary calls on c from workers
+// goroutines at once (on c's one connection when it has one) and returns
+// at once; wait waits for them and says how many failed.
+func UnaryConcurrently(ctx context.Context, c testgrpc.TestServiceClient, calls, workers int) (wait func() int64) {
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < calls; i += workers {
+				if Unary(ctx, c, codes.OK, "") != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	return func() int64 {
+		wg.Wait()
+		return failed.Load()
+	}
 }
 
 // Stream calls StreamingOutputCall for n responses, interval apart, and reads them all.

@@ -350,31 +350,25 @@ func (r *grpcReceiver) startTelemetry() (err error) {
 	if r.tb, err = metadata.NewTelemetryBuilder(r.set.TelemetrySettings); err != nil {
 		return err
 	}
-	kAttrs, tAttrs := counterAttrs{}, counterAttrs{}
 	var amu sync.Mutex
+	// named observes the counters of a snapshot, each with its counter attribute.
+	named := func(counters func() []capture.NamedCounter) metric.Int64Callback {
+		attrs := counterAttrs{}
+		return func(_ context.Context, o metric.Int64Observer) error {
+			r.mu.Lock()
+			cs := counters()
+			r.mu.Unlock()
+			amu.Lock()
+			defer amu.Unlock()
+			for _, c := range cs {
+				o.Observe(int64(c.Value), attrs.get(c.Name))
+			}
+			return nil
+		}
+	}
 	return errors.Join(
-		r.tb.RegisterReceiverGrpcKernelCallback(func(_ context.Context, o metric.Int64Observer) error {
-			r.mu.Lock()
-			k := r.kernel
-			r.mu.Unlock()
-			amu.Lock()
-			defer amu.Unlock()
-			for _, c := range k.Named() {
-				o.Observe(int64(c.Value), kAttrs.get(c.Name))
-			}
-			return nil
-		}),
-		r.tb.RegisterReceiverGrpcTrackerCallback(func(_ context.Context, o metric.Int64Observer) error {
-			r.mu.Lock()
-			t := r.tstats
-			r.mu.Unlock()
-			amu.Lock()
-			defer amu.Unlock()
-			for _, c := range trackerCounters(t) {
-				o.Observe(int64(c.Value), tAttrs.get(c.Name))
-			}
-			return nil
-		}),
+		r.tb.RegisterReceiverGrpcKernelCallback(named(func() []capture.NamedCounter { return r.kernel.Named() })),
+		r.tb.RegisterReceiverGrpcTrackerCallback(named(func() []capture.NamedCounter { return trackerCounters(r.tstats) })),
 		r.tb.RegisterReceiverGrpcConnectionsLiveCallback(func(_ context.Context, o metric.Int64Observer) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/grpc/codes"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
@@ -95,21 +95,12 @@ func testReceiverGRPCGo(t *testing.T, hook string) {
 
 	// Thousands of unary calls, 8 at a time on the one connection.
 	const calls, workers = 2000, 8
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < calls; i += workers {
-				assert.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
-			}
-		}()
-	}
+	wait := grpctest.UnaryConcurrently(ctx, client, calls, workers)
 	// A server-streaming call: 5 responses, 100 ms apart (>= 500 ms long).
 	streamStart := time.Now()
 	require.NoError(t, grpctest.Stream(ctx, client, 5, 100*time.Millisecond))
 	streamTook := time.Since(streamStart)
-	wg.Wait()
+	require.Zero(t, wait(), "failed unary calls")
 	// Errors: the server answers NOT_FOUND and INTERNAL.
 	require.Error(t, grpctest.Unary(ctx, client, codes.NotFound, "no such thing"))
 	require.Error(t, grpctest.Unary(ctx, client, codes.Internal, "boom"))
@@ -298,4 +289,41 @@ func requireTLSProgramSpans(t *testing.T, sink *consumertest.TracesSink, p *grpc
 	for _, s := range spansOf(sink, port) {
 		assert.Equal(t, fmt.Sprint(res.PID), attr(s, "process.pid"))
 	}
+}
+
+// The kernel's and the tracker's counters reach self-telemetry, each under
+// its counter attribute, with the values of the run.
+func TestReceiverCountersTelemetry(t *testing.T) {
+	testutil.RequireRoot(t)
+	tel := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tel.Shutdown(context.Background())) }()
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	sink := new(consumertest.TracesSink)
+	r, err := NewFactory().CreateTraces(context.Background(), set, createDefaultConfig(), sink)
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
+
+	_, client := grpctest.StartDialed(t)
+	const calls = 50
+	require.Zero(t, grpctest.UnaryConcurrently(context.Background(), client, calls, 4)(), "failed calls")
+	counter := func(metric, name string) int64 {
+		m, err := tel.GetMetric(metric)
+		if err != nil {
+			return 0
+		}
+		for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+			if v, ok := dp.Attributes.Value("counter"); ok && v.AsString() == name {
+				return dp.Value
+			}
+		}
+		return 0
+	}
+	// The snapshot the callbacks read is taken once a second.
+	require.Eventually(t, func() bool {
+		return counter("otelcol_receiver_grpc_tracker", "calls_emitted") >= 2*calls
+	}, 10*time.Second, 100*time.Millisecond, "tracker calls_emitted")
+	assert.Positive(t, counter("otelcol_receiver_grpc_kernel", "frames"))
+	assert.Positive(t, counter("otelcol_receiver_grpc_kernel", "conns_http2"))
 }

@@ -17,8 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,22 +63,9 @@ func run(calls, workers int, wait bool) error {
 	if err := grpctest.Unary(ctx, client, codes.OK, ""); err != nil {
 		return err
 	}
-	var failed atomic.Int64
-	var wg sync.WaitGroup
 	wall, cpu := time.Now(), cpuNs()
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w + 1; i < calls; i += workers {
-				if grpctest.Unary(ctx, client, codes.OK, "") != nil {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	res := grpctest.TLSResult{PID: os.Getpid(), Calls: calls, Timed: calls - 1, Failed: failed.Load(), WallNs: int64(time.Since(wall)), CPUNs: cpuNs() - cpu}
+	failed := grpctest.UnaryConcurrently(ctx, client, calls-1, workers)()
+	res := grpctest.TLSResult{PID: os.Getpid(), Calls: calls, Timed: calls - 1, Failed: failed, WallNs: int64(time.Since(wall)), CPUNs: cpuNs() - cpu}
 	if err := grpctest.Unary(ctx, client, codes.NotFound, "no such thing"); err == nil {
 		return fmt.Errorf("the NOT_FOUND call succeeded")
 	}

@@ -487,13 +487,12 @@ func (c *Capture) GoSkipped() []string {
 // reached by several paths is probed once; a uprobe is on the file, so
 // processes started from it later are covered too.
 func (c *Capture) attachGoTLS(configured []string) error {
-	seen := files{}
-	c.goSeen, c.pids = seen, map[string]bool{}
+	c.goSeen, c.pids = files{}, map[string]bool{}
 	for _, p := range configured {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("tls: go_binaries: %w", err)
 		}
-		if !seen.add(p) {
+		if !c.goSeen.add(p) {
 			continue
 		}
 		if err := c.attachGoBinary(p, p); err != nil {

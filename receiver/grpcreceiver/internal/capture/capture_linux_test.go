@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -179,18 +178,7 @@ func testCaptureGRPCGo(t *testing.T, hook Hook, bounded bool) {
 	require.NoError(t, err)
 
 	const calls, workers = 400, 8
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < calls; i += workers {
-				assert.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
-			}
-		}()
-	}
-	wg.Wait()
+	require.Zero(t, grpctest.UnaryConcurrently(context.Background(), client, calls, workers)(), "failed calls")
 	require.NoError(t, cc.Close())
 	srv.Stop()
 
