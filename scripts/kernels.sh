@@ -186,14 +186,28 @@ run() {
 	local memory=${KERNELS_MEMORY:-3G} cpus=${KERNELS_CPUS:-2}
 	local boot_timeout=${KERNELS_BOOT_TIMEOUT:-180} vm_timeout=${KERNELS_VM_TIMEOUT:-900}
 	local attempts=${KERNELS_BOOT_ATTEMPTS:-3} attempt=1 start=$SECONDS rc=0 pid
+	# One TCG thread for all vCPUs (round robin), not one each (QEMU 7.2's
+	# default). With one each, guests hung in the ebpfexporter tests: both
+	# CPUs stuck at do_nanosleep+0x0 (the fixtures' kprobe/fentry target,
+	# which the Go runtime calls all the time) while memory there held the
+	# ftrace nop again; the console showed soft lockups on both, for good.
+	# Our reading: a vCPU kept running a stale translation of the int3 that
+	# another vCPU put there while patching the function's first
+	# instruction. One thread cannot run a vCPU while another patches. The
+	# stock guest's whole run took about as long either way (421 s).
+	# KERNELS_TCG_THREAD=multi brings one thread per vCPU back;
+	# KERNELS_QEMU_OPTS adds QEMU arguments (a monitor socket, to look at a
+	# hung guest).
+	local qemu_opts="-accel tcg,thread=${KERNELS_TCG_THREAD:-single}${KERNELS_QEMU_OPTS:+ $KERNELS_QEMU_OPTS}"
 	while :; do
 		rm -f "$resultdir/guest-status" "$resultdir/.guest-started"
-		log "booting $kernel ($version, TCG, $cpus CPUs, $memory): $script (attempt $attempt)"
+		log "booting $kernel ($version, TCG thread=${KERNELS_TCG_THREAD:-single}, $cpus CPUs, $memory): $script (attempt $attempt)"
 		rc=0
 		# RESULTDIR is the guest's working directory too: vng runs --exec in the cwd.
 		# A guest that hangs (a kernel lockup) is stopped after vm_timeout seconds.
 		(cd "$resultdir" && PATH="$VENV/bin:$PATH" exec timeout -k 30 "$vm_timeout" vng --verbose \
 			--disable-kvm --run "$image" --memory "$memory" --cpus "$cpus" --rwdir "$resultdir" \
+			--qemu-opts="$qemu_opts" \
 			--exec "touch $resultdir/.guest-started; bash $script $resultdir; echo \$? > $resultdir/guest-status") &
 		pid=$!
 		# Under TCG an early boot now and then stalls for good (seen with the RT

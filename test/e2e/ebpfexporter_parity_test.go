@@ -52,7 +52,7 @@ var (
 		"ebpfx_partial", "ebpfx_kprobe", "ebpfx_usdt"}
 	parityPrograms = []string{"runqlat", "cgroup_tcp_bytes"}
 	// Families that have no series on either side here (kprobes).
-	parityNoSeries = map[string]bool{"ebpf_exporter_ebpfx_nanosleep_calls_total": true}
+	parityNoSeries = map[string]bool{"ebpf_exporter_ebpfx_getpriority_calls_total": true}
 )
 
 // ebpfExporterBin returns the real ebpf_exporter: $EBPF_EXPORTER_BIN or the

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
  * A kprobe: fails to attach on kernels without CONFIG_KPROBES.
- * Counts do_nanosleep calls by process and thread name: the integration
- * test makes an exact number of nanosleep calls from a thread it names.
+ * Counts getpriority calls by process and thread name: the integration
+ * test makes an exact number of getpriority calls from a thread it names.
+ * The target is a syscall nothing else on a test machine calls: under QEMU
+ * TCG a CPU that runs a function while its first instruction is patched
+ * (the kprobe or trampoline attaching or detaching) can loop on a stale
+ * int3 for good, and do_nanosleep, the first choice, runs all the time (the
+ * Go runtime sleeps with it).
  */
 #include "ebpfx.bpf.h"
 
@@ -18,14 +23,14 @@ struct {
 	__uint(max_entries, 1024);
 	__type(key, struct task_key);
 	__type(value, u64);
-} ebpfx_nanosleep_calls_total SEC(".maps");
+} ebpfx_getpriority_calls_total SEC(".maps");
 
-SEC("kprobe/do_nanosleep")
+SEC("kprobe/__x64_sys_getpriority")
 int ebpfx_kprobe(void *ctx)
 {
 	struct task_key key = {};
 	key.pid = ebpfx_tgid();
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	ebpfx_add(&ebpfx_nanosleep_calls_total, &key, 1);
+	ebpfx_add(&ebpfx_getpriority_calls_total, &key, 1);
 	return 0;
 }

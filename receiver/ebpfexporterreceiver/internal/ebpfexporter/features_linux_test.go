@@ -16,17 +16,29 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // Kernel feature probes for the tests: each tries the feature itself, the
 // way a program would use it (never a kernel version), and returns nil when
 // it works or the kernel's refusal.
 
+// fixtureSymbol is the kernel function the kprobe and fentry fixtures
+// probe: getpriority's syscall entry, which nothing else on a test machine
+// calls, so no CPU runs it while it is patched (under QEMU TCG that can
+// hang a guest; see ebpfx_kprobe.bpf.c). The tests' workload calls
+// getpriority.
+const fixtureSymbol = "__x64_sys_getpriority"
+
+// getpriority makes one getpriority call: the fixtures' workload.
+func getpriority() { _, _ = unix.Getpriority(unix.PRIO_PROCESS, 0) }
+
 func returnZero() asm.Instructions {
 	return asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 }
 
-// probeKprobe attaches a minimal kprobe program to do_nanosleep.
+// probeKprobe attaches a minimal kprobe program to getpriority, the
+// fixtures' target (see testdata/ebpf_exporter/ebpfx_kprobe.bpf.c).
 func probeKprobe(t *testing.T) error {
 	t.Helper()
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Kprobe, License: "GPL", Instructions: returnZero()})
@@ -34,19 +46,19 @@ func probeKprobe(t *testing.T) error {
 		return err
 	}
 	defer prog.Close()
-	l, err := link.Kprobe("do_nanosleep", prog, nil)
+	l, err := link.Kprobe(fixtureSymbol, prog, nil)
 	if err != nil {
 		return err
 	}
 	return l.Close()
 }
 
-// probeFentry loads a minimal fentry program on do_nanosleep and attaches
+// probeFentry loads a minimal fentry program on getpriority and attaches
 // it (a BPF trampoline).
 func probeFentry(t *testing.T) error {
 	t.Helper()
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: "do_nanosleep",
+		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: fixtureSymbol,
 		License: "GPL", Instructions: returnZero(),
 	})
 	if err != nil {

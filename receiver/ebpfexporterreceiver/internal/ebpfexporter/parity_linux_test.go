@@ -20,9 +20,8 @@ import (
 // TestParityKprobeFentry compares the kprobe and fentry fixtures with
 // Cloudflare's ebpf_exporter v2.5.1, both running at once, series by series
 // (internal/parity), where the kernel runs them: in the kernel matrix's
-// guests with KERNELS_PARITY=1 (test/kernels/run.sh then passes
-// $EBPF_EXPORTER_BIN, the binary `make ebpf-exporter` builds; the guests
-// read the host's files; not in make test yet: see run.sh). The host of
+// guests (test/kernels/run.sh passes $EBPF_EXPORTER_BIN, the binary
+// `make ebpf-exporter` builds; the guests read the host's files). The host of
 // this project has no kprobes and refuses fentry: there those cases skip,
 // and ebpfx_attach (tp_btf, raw_tp) runs the same comparison so that its
 // path is checked everywhere. The side-by-side test of every other fixture
@@ -32,7 +31,7 @@ func TestParityKprobeFentry(t *testing.T) {
 	bin := os.Getenv("EBPF_EXPORTER_BIN")
 	if bin == "" {
 		t.Skip("EBPF_EXPORTER_BIN is not set: no ebpf_exporter to compare with (make ebpf-exporter builds it; " +
-			"KERNELS_PARITY=1 test/kernels/run.sh passes it to the guests)")
+			"test/kernels/run.sh passes it to the guests)")
 	}
 	_, err := os.Stat(bin)
 	require.NoError(t, err, "EBPF_EXPORTER_BIN")
@@ -51,7 +50,7 @@ func TestParityKprobeFentry(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if c.probe != nil {
 				if err := c.probe(t); err != nil {
-					t.Skipf("this kernel refuses %s (%v): compared in the kernel matrix's guests (KERNELS_PARITY=1)", c.name, err)
+					t.Skipf("this kernel refuses %s (%v): compared in the kernel matrix's guests", c.name, err)
 				}
 			}
 			ref := parity.StartReference(t, bin, dir, []string{c.name})
@@ -61,9 +60,8 @@ func TestParityKprobeFentry(t *testing.T) {
 			comm := "ebpfx-q" + strconv.Itoa(pid)
 			onThread(t, comm, func() {
 				for range n {
-					ts := unix.Timespec{Nsec: 1}
-					_ = unix.Nanosleep(&ts, nil) // kprobe, fentry: do_nanosleep
-					_ = unix.Getppid()           // attach: sys_enter getppid
+					getpriority()      // kprobe, fentry: __x64_sys_getpriority
+					_ = unix.Getppid() // attach: sys_enter getppid
 				}
 			})
 			r := parity.Check(t, base, ref.Round(t, ours), parity.Options{
