@@ -56,6 +56,10 @@ type ConnOpen struct {
 	Proc          Proc
 	Local, Remote Endpoint
 	Role          Role
+	// NetNS is the inode of the socket's network namespace (0: unknown, as
+	// for TLS sessions). Equal addresses and ports in two namespaces (two
+	// pods' loopback) are different connections: pairing keys include it.
+	NetNS uint32
 }
 
 // Chunk is captured bytes of one direction of a connection: bytes
