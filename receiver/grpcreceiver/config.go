@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
 )
 
 // Hook names where the kernel programs see the bytes (capture.Hook, kept
@@ -43,6 +44,9 @@ const (
 	defaultIdleWindow = 5 * time.Minute
 	defaultRescan     = 10 * time.Second
 	minRescan         = time.Second
+	maxMaxMethods     = 1 << 16
+	minValueLength    = 16
+	maxValueLength    = 1 << 16
 )
 
 // Config is the grpc receiver's configuration. `grpc: {}` uses the defaults.
@@ -86,6 +90,10 @@ type Config struct {
 	// ServiceName is the resource's service.name.
 	ServiceName string `mapstructure:"service_name"`
 
+	// Spans bounds what a peer's headers put into the spans (every value of
+	// them is chosen by whoever runs a process on the host).
+	Spans SpansConfig `mapstructure:"spans"`
+
 	// TLS also captures the plaintext of TLS sessions (opt-in: a uprobe hit
 	// costs the traced process about 7 to 11 µs of CPU here, 2 to 6 hits per
 	// gRPC call; see the README). OpenSSL: uprobes on SSL_write, SSL_read, SSL_write_ex,
@@ -97,6 +105,47 @@ type Config struct {
 	TLS TLSConfig `mapstructure:"tls"`
 
 	_ struct{}
+}
+
+// SpansConfig bounds the span attributes and names taken from the peers'
+// headers.
+type SpansConfig struct {
+	// Methods, when set, are the gRPC methods ("pkg.Service/Method") that
+	// keep their name; any other is rpc.method _OTHER with
+	// rpc.method_original.
+	Methods []string `mapstructure:"methods"`
+	// MaxMethods bounds the distinct rpc.method values (and span names)
+	// when methods is not set: the first ones seen are kept, later new ones
+	// are _OTHER (counted).
+	MaxMethods int `mapstructure:"max_methods"`
+	// MaxAttributeLength cuts url.path, url.query, rpc.method_original,
+	// http.request.method_original and server.address (bytes, counted).
+	MaxAttributeLength int `mapstructure:"max_attribute_length"`
+	// MaxStatusMessageLength cuts grpc-message, the span's status message.
+	MaxStatusMessageLength int `mapstructure:"max_status_message_length"`
+	// URLQuery exports url.query for plain HTTP/2 requests (off: query
+	// strings carry tokens).
+	URLQuery bool `mapstructure:"url_query"`
+}
+
+// Validate checks the bounds.
+func (c *SpansConfig) Validate() error {
+	var errs []error
+	if c.MaxMethods < 1 || c.MaxMethods > maxMaxMethods {
+		errs = append(errs, fmt.Errorf("max_methods %d: must be from 1 to %d", c.MaxMethods, maxMaxMethods))
+	}
+	if c.MaxAttributeLength < minValueLength || c.MaxAttributeLength > maxValueLength {
+		errs = append(errs, fmt.Errorf("max_attribute_length %d: must be from %d to %d bytes", c.MaxAttributeLength, minValueLength, maxValueLength))
+	}
+	if c.MaxStatusMessageLength < 1 || c.MaxStatusMessageLength > maxValueLength {
+		errs = append(errs, fmt.Errorf("max_status_message_length %d: must be from 1 to %d bytes", c.MaxStatusMessageLength, maxValueLength))
+	}
+	for _, m := range c.Methods {
+		if _, _, ok := h2.SplitPath("/" + m); !ok {
+			errs = append(errs, fmt.Errorf("methods: %q is not a gRPC method: write it as package.Service/Method", m))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // TLSConfig configures the TLS probes.
@@ -130,6 +179,11 @@ func createDefaultConfig() *Config {
 		MaxBatch:                defaultMaxBatch,
 		ServiceName:             defaultServiceNm,
 		TLS:                     TLSConfig{RescanInterval: defaultRescan},
+		Spans: SpansConfig{
+			MaxMethods:             spanmap.DefaultMaxMethods,
+			MaxAttributeLength:     spanmap.DefaultMaxValueLength,
+			MaxStatusMessageLength: spanmap.DefaultMaxStatusMessageLen,
+		},
 	}
 }
 

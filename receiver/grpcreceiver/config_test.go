@@ -4,6 +4,7 @@
 package grpcreceiver
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,28 @@ func TestConfigTLS(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "tls::go_binaries")
 	cfg.TLS.GoBinaries = nil
 	require.NoError(t, cfg.Validate())
+}
+
+func TestConfigSpans(t *testing.T) {
+	cfg := loadConfig(t, "spans")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, SpansConfig{
+		Methods: []string{"helloworld.Greeter/SayHello"}, MaxMethods: 50, MaxAttributeLength: 128,
+		MaxStatusMessageLength: 64, URLQuery: true,
+	}, cfg.Spans)
+	for name, mod := range map[string]func(*SpansConfig){
+		"max_methods %d: must be from 1 to 65536":                 func(c *SpansConfig) { c.MaxMethods = 0 },
+		"max_attribute_length %d: must be from 16 to 65536 bytes": func(c *SpansConfig) { c.MaxAttributeLength = 8 },
+		"max_status_message_length":                               func(c *SpansConfig) { c.MaxStatusMessageLength = 1 << 20 },
+		`methods: "SayHello" is not a gRPC method`:                func(c *SpansConfig) { c.Methods = []string{"SayHello"} },
+	} {
+		c := createDefaultConfig()
+		mod(&c.Spans)
+		err := confmap.Validate(c)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "spans: ", name)
+		assert.Contains(t, err.Error(), strings.SplitN(name, " %d", 2)[0], name)
+	}
 }
 
 func TestConfigHooks(t *testing.T) {

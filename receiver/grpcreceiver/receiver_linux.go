@@ -7,6 +7,7 @@ package grpcreceiver
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -81,6 +82,7 @@ type grpcReceiver struct {
 	mu      sync.Mutex // guards the snapshots the telemetry callbacks read
 	kernel  capture.Counters
 	tstats  h2.Stats
+	mstats  spanmap.Stats
 	dstats  capture.DecodeStats
 	dropped atomic.Int64
 	stop    chan struct{}
@@ -101,7 +103,17 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 	if err != nil {
 		return nil, fmt.Errorf("grpc receiver: read the boot id (span ids and the links to process spans are derived from it): %w", err)
 	}
-	r.mapper = spanmap.New(spanmap.Config{BootID: strings.TrimSpace(string(b))})
+	mc := spanmap.Config{
+		BootID: strings.TrimSpace(string(b)), KnownMethods: c.Spans.Methods, MaxMethods: c.Spans.MaxMethods,
+		MaxValueLength: c.Spans.MaxAttributeLength, MaxStatusMessageLength: c.Spans.MaxStatusMessageLength,
+		URLQuery: c.Spans.URLQuery,
+	}
+	// Connection and stream ids start over with every load: the instance
+	// keeps the ids of this receiver's spans from those of any other.
+	if _, err := rand.Read(mc.Instance[:]); err != nil {
+		return nil, fmt.Errorf("grpc receiver: draw the instance id of its span ids: %w", err)
+	}
+	r.mapper = spanmap.New(mc)
 	return r, nil
 }
 
@@ -296,6 +308,7 @@ func (r *grpcReceiver) snapshot() {
 		r.kernel = k
 	}
 	r.tstats = r.tracker.Stats()
+	r.mstats = r.mapper.Stats()
 	r.dstats = r.dec.Stats()
 }
 
@@ -368,7 +381,9 @@ func (r *grpcReceiver) startTelemetry() (err error) {
 	}
 	return errors.Join(
 		r.tb.RegisterReceiverGrpcKernelCallback(named(func() []capture.NamedCounter { return r.kernel.Named() })),
-		r.tb.RegisterReceiverGrpcTrackerCallback(named(func() []capture.NamedCounter { return trackerCounters(r.tstats) })),
+		r.tb.RegisterReceiverGrpcTrackerCallback(named(func() []capture.NamedCounter {
+			return append(trackerCounters(r.tstats), namedFields(r.mstats)...)
+		})),
 		r.tb.RegisterReceiverGrpcConnectionsLiveCallback(func(_ context.Context, o metric.Int64Observer) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -386,7 +401,12 @@ func (r *grpcReceiver) startTelemetry() (err error) {
 
 // trackerCounters lists h2.Stats by snake_case field name (the Gaps array as
 // gap_<reason>), without ConnsLive (a gauge of its own).
-func trackerCounters(s h2.Stats) []capture.NamedCounter {
+func trackerCounters(s h2.Stats) []capture.NamedCounter { return namedFields(s) }
+
+// namedFields lists the uint64 fields of a struct of counters by snake_case
+// field name (an array of them, h2.Stats.Gaps, as gap_<reason>), without
+// ConnsLive (a gauge of its own).
+func namedFields(s any) []capture.NamedCounter {
 	var out []capture.NamedCounter
 	v := reflect.ValueOf(s)
 	for i := range v.NumField() {

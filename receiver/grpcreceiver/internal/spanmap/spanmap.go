@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -32,18 +34,56 @@ const (
 	AttrStreamID        = "seq.grpc.stream_id"
 )
 
+// Defaults of the bounds on what a peer's headers put into a span.
+const (
+	DefaultMaxMethods          = 1000
+	DefaultMaxValueLength      = 256
+	DefaultMaxStatusMessageLen = 128
+)
+
 // Config configures a Mapper.
 type Config struct {
 	// BootID is /proc/sys/kernel/random/boot_id (without the newline).
 	BootID string
+	// Instance makes the derived ids of this Mapper differ from those of
+	// every other (a collector restarted, a second collector on the host):
+	// connection ids and stream ids start over with each load, the calls
+	// they name do not. The receiver draws it at random when it starts.
+	Instance [16]byte
 	// KnownMethods, when not empty, are the recognised methods
 	// ("pkg.Service/Method"): any other is reported as _OTHER with
-	// rpc.method_original. Empty: every well-formed gRPC path is recognised.
+	// rpc.method_original. Empty: every well-formed gRPC path is recognised,
+	// up to MaxMethods distinct ones.
 	KnownMethods []string
+	// MaxMethods bounds the distinct rpc.method values (and so span names)
+	// when KnownMethods is empty: the first MaxMethods methods seen are
+	// kept, any later new one is _OTHER (counted in Stats.MethodsOverLimit).
+	// 0: DefaultMaxMethods.
+	MaxMethods int
+	// MaxValueLength cuts the values a peer chooses (url.path, url.query,
+	// rpc.method_original, http.request.method_original, server.address
+	// from :authority) at this many bytes (on a UTF-8 boundary; counted in
+	// Stats.ValuesCut). 0: DefaultMaxValueLength.
+	MaxValueLength int
+	// MaxStatusMessageLength cuts grpc-message (the span's status message)
+	// likewise. 0: DefaultMaxStatusMessageLen.
+	MaxStatusMessageLength int
+	// URLQuery exports url.query for plain HTTP/2 requests. Off by default:
+	// query strings carry tokens and other secrets.
+	URLQuery bool
 	// ProcessTraceID, when set, gives the trace id of a process's span for
 	// the link (the process model knows the trace a process belongs to).
 	// Unset: the trace the process would root (procid.IDs.TraceID).
 	ProcessTraceID func(pid uint32, startNs uint64) (pcommon.TraceID, bool)
+}
+
+// Stats count what the Mapper bounded.
+type Stats struct {
+	MethodsOverLimit      uint64 // calls whose method became _OTHER because MaxMethods were seen already
+	ValuesCut             uint64 // peer-chosen attribute values cut at MaxValueLength
+	StatusMessagesCut     uint64 // grpc-messages cut at MaxStatusMessageLength
+	HTTPMethodsUnknown    uint64 // plain HTTP requests whose method is not a known one (_OTHER)
+	URLQueriesNotExported uint64 // plain HTTP requests whose query was left out (URLQuery off)
 }
 
 // Mapper builds spans. It is not safe for concurrent use.
@@ -52,6 +92,10 @@ type Mapper struct {
 	boot  []byte
 	proc  procid.IDs
 	known map[string]struct{}
+	// seen are the methods kept so far (KnownMethods empty), at most
+	// cfg.MaxMethods.
+	seen  map[string]struct{}
+	stats Stats
 	buf   []byte
 	// Per-call work that depends only on the process or the address,
 	// remembered: a process's span ids (two SHA-256 each) and an address's
@@ -106,9 +150,18 @@ func (m *Mapper) addrString(a netip.Addr) string {
 
 // New returns a Mapper.
 func New(cfg Config) *Mapper {
+	if cfg.MaxMethods <= 0 {
+		cfg.MaxMethods = DefaultMaxMethods
+	}
+	if cfg.MaxValueLength <= 0 {
+		cfg.MaxValueLength = DefaultMaxValueLength
+	}
+	if cfg.MaxStatusMessageLength <= 0 {
+		cfg.MaxStatusMessageLength = DefaultMaxStatusMessageLen
+	}
 	m := &Mapper{
 		cfg: cfg, boot: []byte(cfg.BootID), proc: procid.New(cfg.BootID),
-		procs: map[procKey]procIDs{}, addrs: map[netip.Addr]string{},
+		procs: map[procKey]procIDs{}, addrs: map[netip.Addr]string{}, seen: map[string]struct{}{},
 	}
 	if len(cfg.KnownMethods) > 0 {
 		m.known = make(map[string]struct{}, len(cfg.KnownMethods))
@@ -119,11 +172,16 @@ func New(cfg Config) *Mapper {
 	return m
 }
 
-// hash returns sha256(kind \0 boot \0 conn \0 local \0 remote \0 stream).
+// Stats returns the counters.
+func (m *Mapper) Stats() Stats { return m.stats }
+
+// hash returns sha256(kind \0 boot \0 instance \0 conn \0 local \0 remote \0 stream).
 func (m *Mapper) hash(kind string, conn h2.ConnID, local, remote h2.Endpoint, sid uint32) [sha256.Size]byte {
 	b := append(m.buf[:0], kind...)
 	b = append(b, 0)
 	b = append(b, m.boot...)
+	b = append(b, 0)
+	b = append(b, m.cfg.Instance[:]...)
 	b = append(b, 0)
 	b = binary.BigEndian.AppendUint64(b, uint64(conn))
 	for _, e := range [2]h2.Endpoint{local, remote} {
@@ -207,14 +265,47 @@ func (m *Mapper) Method(c *h2.Call) (method, original string) {
 		p = p[1:]
 	}
 	if c.Service == "" {
-		return Other, p
+		return Other, m.cut(p)
 	}
 	if m.known != nil {
 		if _, ok := m.known[p]; !ok {
-			return Other, p
+			return Other, m.cut(p)
 		}
+		return p, ""
+	}
+	if _, ok := m.seen[p]; !ok {
+		if len(m.seen) >= m.cfg.MaxMethods || len(p) > m.cfg.MaxValueLength {
+			m.stats.MethodsOverLimit++
+			return Other, m.cut(p)
+		}
+		m.seen[p] = struct{}{}
 	}
 	return p, ""
+}
+
+// cut shortens a peer-chosen value to MaxValueLength bytes.
+func (m *Mapper) cut(v string) string {
+	if len(v) <= m.cfg.MaxValueLength {
+		return v
+	}
+	m.stats.ValuesCut++
+	return cutUTF8(v, m.cfg.MaxValueLength)
+}
+
+// cutUTF8 returns the longest prefix of v of at most n bytes that does not
+// end inside a UTF-8 sequence.
+func cutUTF8(v string, n int) string {
+	if len(v) <= n {
+		return v
+	}
+	i := n
+	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(v[i]) {
+		i--
+	}
+	if i > 0 && !utf8.RuneStart(v[i]) {
+		i = n // not UTF-8 anyway
+	}
+	return v[:i]
 }
 
 // Append appends the span of c to spans.
@@ -245,6 +336,7 @@ func (m *Mapper) Append(spans ptrace.SpanSlice, c *h2.Call) ptrace.Span {
 		server = c.Local
 	}
 	host, port := authority(c.Authority)
+	host = m.cut(host)
 	if host == "" && server.Addr.IsValid() {
 		host, port = m.addrString(server.Addr), int(server.Port)
 	}
@@ -314,20 +406,42 @@ func (m *Mapper) rpcAttrs(s ptrace.Span, c *h2.Call) {
 	if IsError(c.GRPCStatus, c.Side) {
 		a.PutStr(string(semconv.ErrorTypeKey), name)
 		s.Status().SetCode(ptrace.StatusCodeError)
-		s.Status().SetMessage(c.GRPCMessage)
+		msg := c.GRPCMessage
+		if len(msg) > m.cfg.MaxStatusMessageLength {
+			m.stats.StatusMessagesCut++
+			msg = cutUTF8(msg, m.cfg.MaxStatusMessageLength)
+		}
+		s.Status().SetMessage(msg)
 	}
 }
 
 func (m *Mapper) httpAttrs(s ptrace.Span, c *h2.Call) {
 	a := s.Attributes()
 	method := c.Method
-	if method == "" {
+	if _, ok := httpMethods[method]; ok {
+		s.SetName(method)
+	} else {
+		// semconv: an unknown method is _OTHER, the span named HTTP
+		m.stats.HTTPMethodsUnknown++
+		s.SetName("HTTP")
+		if method != "" {
+			a.PutStr(string(semconv.HTTPRequestMethodOriginalKey), m.cut(method))
+		}
 		method = Other
 	}
-	s.SetName(method)
 	a.PutStr(string(semconv.HTTPRequestMethodKey), method)
 	if c.Path != "" {
-		a.PutStr(string(semconv.URLPathKey), c.Path)
+		path, query, hasQuery := strings.Cut(c.Path, "?")
+		path, _, _ = strings.Cut(path, "#") // never sent, but not ours to export
+		a.PutStr(string(semconv.URLPathKey), m.cut(path))
+		if hasQuery {
+			query, _, _ = strings.Cut(query, "#")
+			if m.cfg.URLQuery {
+				a.PutStr(string(semconv.URLQueryKey), m.cut(query))
+			} else {
+				m.stats.URLQueriesNotExported++
+			}
+		}
 	}
 	if c.HTTPStatus > 0 {
 		a.PutInt(string(semconv.HTTPResponseStatusCodeKey), int64(c.HTTPStatus))
@@ -337,6 +451,12 @@ func (m *Mapper) httpAttrs(s ptrace.Span, c *h2.Call) {
 			s.Status().SetCode(ptrace.StatusCodeError)
 		}
 	}
+}
+
+// httpMethods are the methods semconv's http.request.method knows (RFC 9110,
+// RFC 5789's PATCH); any other is _OTHER.
+var httpMethods = map[string]struct{}{
+	"CONNECT": {}, "DELETE": {}, "GET": {}, "HEAD": {}, "OPTIONS": {}, "PATCH": {}, "POST": {}, "PUT": {}, "TRACE": {},
 }
 
 // authority splits an :authority into host and port (0 when none).

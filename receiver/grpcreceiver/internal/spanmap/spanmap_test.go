@@ -5,6 +5,7 @@ package spanmap
 
 import (
 	"net/netip"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -271,4 +272,89 @@ func TestCachesBoundedAndRight(t *testing.T) {
 			require.Equal(t, c.Remote.Addr.String(), v.Str())
 		}
 	}
+}
+
+// Ids never repeat across loads: connection and stream ids start over with
+// every load of the capture (and in a second collector on the host), so the
+// same numbers in another instance name another call.
+func TestIDsDifferPerInstance(t *testing.T) {
+	c, s := pair()
+	a := New(Config{BootID: boot, Instance: [16]byte{1}})
+	b := New(Config{BootID: boot, Instance: [16]byte{2}})
+	ac, as := span(t, a, &c), span(t, a, &s)
+	bc, bs := span(t, b, &c), span(t, b, &s)
+	assert.NotEqual(t, ac.TraceID(), bc.TraceID())
+	assert.NotEqual(t, ac.SpanID(), bc.SpanID())
+	assert.NotEqual(t, as.SpanID(), bs.SpanID())
+	// within one instance both ends still join
+	assert.Equal(t, ac.SpanID(), as.ParentSpanID())
+	assert.Equal(t, bc.SpanID(), bs.ParentSpanID())
+}
+
+// What a peer chooses leaves the host bounded: the query string is not
+// exported unless asked, url.path has no query, grpc-message and other peer
+// values are cut, unknown HTTP methods are _OTHER.
+func TestPeerValuesBounded(t *testing.T) {
+	m := New(Config{BootID: boot, MaxValueLength: 16, MaxStatusMessageLength: 8})
+	c, _ := pair()
+	c.Protocol, c.GRPCStatus = h2.ProtoHTTP, -1
+	c.Method, c.Path = "GET", "/login?token=s3cr3t#frag"
+	cs := span(t, m, &c)
+	v, _ := cs.Attributes().Get("url.path")
+	assert.Equal(t, "/login", v.Str())
+	_, ok := cs.Attributes().Get("url.query")
+	assert.False(t, ok, "url.query is off by default")
+	assert.Equal(t, uint64(1), m.Stats().URLQueriesNotExported)
+
+	q := New(Config{BootID: boot, URLQuery: true})
+	v, _ = span(t, q, &c).Attributes().Get("url.query")
+	assert.Equal(t, "token=s3cr3t", v.Str())
+
+	c.Method, c.Path = "X-EVIL-"+string(make([]byte, 40)), "/"+string(make([]byte, 100))
+	cs = span(t, m, &c)
+	assert.Equal(t, "HTTP", cs.Name())
+	v, _ = cs.Attributes().Get("http.request.method")
+	assert.Equal(t, Other, v.Str())
+	v, _ = cs.Attributes().Get("http.request.method_original")
+	assert.Len(t, v.Str(), 16)
+	v, _ = cs.Attributes().Get("url.path")
+	assert.Len(t, v.Str(), 16)
+
+	g, _ := pair()
+	g.GRPCStatus, g.GRPCMessage = 13, "héllo wörld, a long message"
+	g.Authority = "a-very-long-authority.example.com:443"
+	gs := span(t, m, &g)
+	assert.Equal(t, "héllo w", gs.Status().Message(), "cut at 8 bytes, not inside a rune")
+	v, _ = gs.Attributes().Get("server.address")
+	assert.Len(t, v.Str(), 16)
+	assert.Equal(t, uint64(1), m.Stats().StatusMessagesCut)
+	assert.Positive(t, m.Stats().ValuesCut)
+}
+
+// rpc.method (and so the span name) takes at most MaxMethods distinct
+// values: a peer sending a new path per call cannot grow a backend's
+// cardinality.
+func TestMethodCardinality(t *testing.T) {
+	m := New(Config{BootID: boot, MaxMethods: 3})
+	c, _ := pair()
+	names := map[string]int{}
+	for i := range 10 {
+		c.Path = "/pkg.Svc/M" + strconv.Itoa(i%5)
+		c.Service, c.RPC, _ = h2.SplitPath(c.Path)
+		names[span(t, m, &c).Name()]++
+	}
+	assert.Equal(t, map[string]int{"pkg.Svc/M0": 2, "pkg.Svc/M1": 2, "pkg.Svc/M2": 2, "grpc": 4}, names)
+	assert.Equal(t, uint64(4), m.Stats().MethodsOverLimit)
+	c.Path = "/pkg.Svc/M1"
+	c.Service, c.RPC, _ = h2.SplitPath(c.Path)
+	v, _ := span(t, m, &c).Attributes().Get("rpc.method")
+	assert.Equal(t, "pkg.Svc/M1", v.Str(), "a method kept stays kept")
+}
+
+func TestCutUTF8(t *testing.T) {
+	assert.Equal(t, "abc", cutUTF8("abc", 5))
+	assert.Equal(t, "ab", cutUTF8("abc", 2))
+	assert.Equal(t, "a", cutUTF8("aé", 2))
+	assert.Equal(t, "aé", cutUTF8("aéb", 3))
+	assert.Equal(t, "\xff\xff", cutUTF8("\xff\xff\xff", 2))
 }
