@@ -32,7 +32,7 @@ func TestConfigCustom(t *testing.T) {
 	assert.Equal(t, &Config{
 		Hook: HookSyscalls, RingSlots: 4096, MaxConnections: 1024, MaxStreamsPerConnection: 100, MaxHeaderBlock: 4096,
 		IdleTimeout: 30 * time.Second, Ports: []uint16{50051, 8443}, MaxBatch: 64, ServiceName: "mesh",
-		TLS: TLSConfig{RescanInterval: 10 * time.Second},
+		TLS: TLSConfig{RescanInterval: 10 * time.Second}, Spans: createDefaultConfig().Spans,
 	}, cfg)
 }
 
