@@ -42,13 +42,23 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc unit e2e test-kernels
+test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc unit fuzz-short e2e test-kernels
 
 # EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
 # kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
 unit:
 	$(GO) vet ./...
 	EBPF_EXPORTER_BIN=$(wildcard $(EBPF_EXPORTER)) $(GO) test -race -count=1 ./...
+
+# Every fuzz target (scripts/fuzz.sh): each for 60 s under `make fuzz`, 5 s in
+# `make test` (the seed corpora also run as plain tests in `unit`).
+FUZZTIME ?= 60s
+.PHONY: fuzz fuzz-short
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+fuzz-short:
+	GO=$(GO) FUZZTIME=5s scripts/fuzz.sh
 
 e2e: $(COLLECTOR) $(JAEGER) $(LOKI) $(EBPF_EXPORTER)
 	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every Go fuzz target of the module (func FuzzX in a _test.go file),
+# one at a time, each for FUZZTIME (default 60s): `make fuzz`. `make test`
+# runs each briefly (FUZZTIME=5s) after the unit tests, which run the seed
+# corpora (testdata/fuzz/<FuzzX>/) as ordinary tests. A failing input is
+# written by go test to the package's testdata/fuzz/<FuzzX>/ (commit it as a
+# seed once fixed). The targets assert resources (memory, work), not only
+# the absence of panics.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-60s}
+# FUZZ_ONLY: a regular expression of target names to run (default: all).
+FUZZ_ONLY=${FUZZ_ONLY:-.}
+failed=()
+n=0
+while IFS=: read -r file name; do
+	[[ $name =~ $FUZZ_ONLY ]] || continue
+	pkg=./$(dirname "$file")
+	n=$((n + 1))
+	echo "fuzz: $name in $pkg for $FUZZTIME"
+	if ! $GO test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"; then
+		failed+=("$name ($pkg)")
+	fi
+done < <(grep -rHo --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+' receiver internal | sed -E 's/:func /:/' | sort -u)
+if ((${#failed[@]})); then
+	echo "fuzz: ${#failed[@]} of $n targets failed: ${failed[*]}" >&2
+	exit 1
+fi
+echo "fuzz: $n targets, each $FUZZTIME, no failure"
