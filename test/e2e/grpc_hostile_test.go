@@ -1,0 +1,253 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build e2e && linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+)
+
+// hostileConfig: the grpc receiver with TLS probing on and a small
+// connection limit, spans to a file.
+const hostileConfig = `
+receivers:
+  grpc:
+    max_connections: 16
+    tls: {enabled: true, rescan_interval: 1s}
+exporters:
+  file:
+    path: %s
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [grpc]
+      exporters: [file]
+`
+
+// What any local user can do to the grpc receiver, all at once, against the
+// built collector: a Go TLS program whose symbol table lies (running when
+// the collector starts: it used to kill the collector), connections that
+// are not HTTP/2 (they used to take the tracker's slots), an HPACK flood
+// (a peer announcing a 4 GiB header table, then 64 MiB of header blocks of
+// tiny insertions: it used to grow the heap by gigabytes and lose ordinary
+// calls). Ordinary gRPC calls made meanwhile all become spans, the
+// collector's memory stays under the agent's 300 MiB and it stops within
+// 5 s of SIGTERM. The figures are logged (peak RSS, CPU).
+func TestGRPCHostileInputs(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+
+	crafted := filepath.Join(dir, "liar")
+	require.NoError(t, grpctest.BuildTLSProgram(crafted))
+	require.NoError(t, grpctest.SetSymbolSize(crafted, "crypto/tls.(*Conn).Write", 1<<62))
+	liar, err := grpctest.StartTLSProgram(crafted)
+	require.NoError(t, err)
+	defer liar.Kill()
+
+	out := filepath.Join(dir, "spans.jsonl")
+	cfg := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(hostileConfig, out)), 0o600))
+	c := startCollector(t, nil, "--config", cfg)
+	pid := c.cmd.Process.Pid
+	assert.Contains(t, c.log(), "crypto/tls", "the lying executable is named in the log")
+
+	idle := openIdleConns(t, 64)
+	defer closeAll(idle)
+
+	srv, client := grpctest.StartDialed(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	flooded := make(chan int64, 1)
+	go func() { flooded <- hpackFlood(ctx, 64<<20) }()
+
+	const calls = 50
+	wait := grpctest.UnaryConcurrently(ctx, client, calls, 2)
+	require.Zero(t, wait(), "ordinary calls failed")
+	sent := <-flooded
+	t.Logf("HPACK flood: %d bytes of header blocks sent", sent)
+	require.GreaterOrEqual(t, sent, int64(32<<20), "the flood did not get out")
+
+	_, port, _ := strings.Cut(srv.Addr, ":")
+	unary := grpctest.Service + "/UnaryCall"
+	ours := func() map[string]int {
+		n := map[string]int{}
+		for _, s := range readSpans(t, out) {
+			if p, _ := s.Attributes().Get("server.port"); p.AsString() == port {
+				m, _ := s.Attributes().Get("rpc.method")
+				n[s.Kind().String()+" "+m.Str()]++
+			}
+		}
+		return n
+	}
+	want := map[string]int{"Client " + unary: calls, "Server " + unary: calls}
+	assert.Eventually(t, func() bool { return ours()["Server "+unary] >= calls && ours()["Client "+unary] >= calls },
+		60*time.Second, 200*time.Millisecond, "spans of the ordinary calls: %v\n%s", ours(), tail(c.log(), 3000))
+
+	rss, cpu := peakRSS(t, pid), cpuTime(t, pid)
+	t.Logf("collector: peak RSS %d MiB, CPU %s", rss>>20, cpu)
+	assert.Less(t, rss, int64(300<<20), "peak RSS over the agent's 300 MiB")
+
+	start := time.Now()
+	c.stop(t)
+	took := time.Since(start)
+	t.Logf("collector stopped %s after SIGTERM", took)
+	assert.Less(t, took, 5*time.Second, "SIGTERM to exit")
+	assert.Equal(t, want, ours())
+	assert.NotContains(t, c.log(), "panic")
+}
+
+// openIdleConns opens n TCP connections to a listener of its own and sends
+// a line of HTTP/1.1 on each, then leaves them open and idle.
+func openIdleConns(t *testing.T, n int) []net.Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	var conns []net.Conn
+	go func() {
+		for {
+			s, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, s) }()
+		}
+	}()
+	for range n {
+		cn, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		_, err = cn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		require.NoError(t, err)
+		conns = append(conns, cn)
+	}
+	return conns
+}
+
+func closeAll(cs []net.Conn) {
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}
+
+// hpackFlood makes an HTTP/2 connection pair on loopback whose server
+// announces SETTINGS_HEADER_TABLE_SIZE 2^32-1 and whose client then sends
+// up to size bytes of HEADERS blocks, each a table size update to 1 GiB and
+// 4-byte literals with incremental indexing (one 33-byte table entry each).
+// It returns the header block bytes sent.
+func hpackFlood(ctx context.Context, size int64) int64 {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		settings := frame(nil, 4, 0, 0, binary.BigEndian.AppendUint32([]byte{0, 1}, 0xffffffff))
+		_, _ = s.Write(settings)
+		accepted <- s
+		_, _ = io.Copy(io.Discard, s)
+	}()
+	cl, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return 0
+	}
+	defer cl.Close()
+	s := <-accepted
+	if s == nil {
+		return 0
+	}
+	defer s.Close()
+	// read the server's SETTINGS first: its size bounds the client's blocks
+	if _, err := io.ReadFull(cl, make([]byte, 15)); err != nil {
+		return 0
+	}
+	msg := frame([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 4, 0, 0, nil)
+	block := append([]byte{0x3f}, hpackInt(1<<30-31)...) // size update, 5-bit prefix
+	for i := 0; len(block) < 16000; i++ {
+		block = append(block, 0x40, 1, byte('a'+i%26), 0)
+	}
+	var sent int64
+	for sid := uint32(1); sent < size && ctx.Err() == nil; sid += 2 {
+		msg = frame(msg, 1, 0x5, sid, block) // HEADERS, END_STREAM|END_HEADERS
+		if len(msg) >= 256<<10 {
+			if _, err := cl.Write(msg); err != nil {
+				return sent
+			}
+			msg = msg[:0]
+		}
+		sent += int64(len(block))
+	}
+	_, _ = cl.Write(msg)
+	return sent
+}
+
+// frame appends an HTTP/2 frame.
+func frame(b []byte, typ, flags uint8, sid uint32, payload []byte) []byte {
+	n := len(payload)
+	b = append(b, byte(n>>16), byte(n>>8), byte(n), typ, flags)
+	b = binary.BigEndian.AppendUint32(b, sid)
+	return append(b, payload...)
+}
+
+// hpackInt is the continuation bytes of an HPACK integer whose prefix is
+// full (RFC 7541 5.1).
+func hpackInt(v uint64) []byte {
+	var b []byte
+	for v >= 128 {
+		b = append(b, byte(v%128+128))
+		v /= 128
+	}
+	return append(b, byte(v))
+}
+
+// peakRSS is VmHWM of a process.
+func peakRSS(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
+// cpuTime is a process's user and system time.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond // USER_HZ 100
+}
