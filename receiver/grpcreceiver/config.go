@@ -35,6 +35,8 @@ const (
 	minHeaderBlock    = 1024
 	maxHeaderBlock    = 1 << 20 // capture.MaxHeaderCap
 	minIdleTimeout    = time.Second
+	minTableSize      = 4096    // SETTINGS_HEADER_TABLE_SIZE's initial value
+	maxTableSize      = 1 << 20 // per direction and connection
 	maxMaxBatch       = 65536
 	defaultRingSlots  = 1 << 16 // 8 MiB
 	defaultMaxBatch   = 1024
@@ -72,6 +74,11 @@ type Config struct {
 	// CONTINUATION, PUSH_PROMISE payload) copied in the kernel and decoded;
 	// a larger block is cut, counted, and its call's method may be unknown.
 	MaxHeaderBlock int `mapstructure:"max_header_block"`
+
+	// MaxHeaderTableSize caps the HPACK table kept per direction of a
+	// connection, whatever size the peer announces: beyond it the oldest
+	// entries are dropped and a header naming one is not decoded (counted).
+	MaxHeaderTableSize int `mapstructure:"max_header_table_size"`
 
 	// IdleTimeout ends connections and streams with no bytes for this long
 	// (their calls are emitted with what was seen).
@@ -126,6 +133,7 @@ func createDefaultConfig() *Config {
 		MaxConnections:          h2.DefaultMaxConns,
 		MaxStreamsPerConnection: h2.DefaultMaxStreamsPerConn,
 		MaxHeaderBlock:          defaultHeaderCap,
+		MaxHeaderTableSize:      h2.DefaultMaxHeaderTableSize,
 		IdleTimeout:             defaultIdleWindow,
 		MaxBatch:                defaultMaxBatch,
 		ServiceName:             defaultServiceNm,
@@ -150,6 +158,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxHeaderBlock < minHeaderBlock || c.MaxHeaderBlock > maxHeaderBlock {
 		errs = append(errs, fmt.Errorf("max_header_block %d: must be from %d to %d bytes", c.MaxHeaderBlock, minHeaderBlock, maxHeaderBlock))
+	}
+	if c.MaxHeaderTableSize < minTableSize || c.MaxHeaderTableSize > maxTableSize {
+		errs = append(errs, fmt.Errorf("max_header_table_size %d: must be from %d to %d", c.MaxHeaderTableSize, minTableSize, maxTableSize))
 	}
 	if c.IdleTimeout < minIdleTimeout {
 		errs = append(errs, fmt.Errorf("idle_timeout %s: must be at least %s", c.IdleTimeout, minIdleTimeout))

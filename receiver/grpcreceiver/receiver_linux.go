@@ -138,6 +138,7 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 		MaxStreamsPerConn: r.cfg.MaxStreamsPerConnection,
 		MaxHeaderBlock:    r.cfg.MaxHeaderBlock,
 		IdleTimeout:       r.cfg.IdleTimeout,
+		MaxHeaderTableSize: uint32(r.cfg.MaxHeaderTableSize), // Validate: at most 1 MiB
 	}, r.emit, h2.OffsetClock(offset))
 	r.dec = capture.NewDecoder(r.tracker)
 	if err := r.startTelemetry(); err != nil {

@@ -54,17 +54,32 @@
 //
 // Each direction has one HPACK state, fed every header block in wire order
 // (also of streams that are dropped). SETTINGS_HEADER_TABLE_SIZE sent one
-// way bounds the table of the blocks that travel the other way. While the
-// table is known from the connection's start, x/net's hpack.Decoder
-// decodes. When it is not (a connection that predates capture, after a gap,
-// a block too large, an HPACK error) the direction decodes with a
-// tolerantDecoder from an empty table: every field it can resolve is right
-// (entries inserted since are the newest ones of the real table, at the
-// same indexes), a reference to an older entry is skipped, and a literal
-// inserted under an unknown name keeps the indexes aligned. As the peer's
-// table turns over, fields decode again (grpc-go re-inserts :path once its
-// entry is evicted). A request whose :path did not decode is a call with
-// FlagMethodUnknown (spanmap names it _OTHER), never a guessed method.
+// way bounds the table of the blocks that travel the other way. One decoder
+// of our own (hpackDecoder) decodes in both modes. While the table is known
+// from the connection's start it accepts size updates up to the peer's
+// SETTINGS only. When it is not (a connection that predates capture, after
+// a gap, a block too large, an HPACK error) the direction decodes from an
+// empty table: every field it can resolve is right (entries inserted since
+// are the newest ones of the real table, at the same indexes), a reference
+// to an older entry is skipped, and a literal inserted under an unknown
+// name keeps the indexes aligned. As the peer's table turns over, fields
+// decode again (grpc-go re-inserts :path once its entry is evicted). A
+// request whose :path did not decode is a call with FlagMethodUnknown
+// (spanmap names it _OTHER), never a guessed method.
+//
+// The same semantics make the table's cap safe: whatever size the peer
+// announces (up to 4 GiB) and uses, the table kept is at most
+// Config.MaxHeaderTableSize (Stats.HPACKTableCapped): it holds the peer's
+// newest entries, and a reference past it is an unknown field. A block of
+// more than MaxFieldsPerBlock fields is decoded no further and leaves the
+// table unknown. We do not use x/net's hpack.Decoder: its table is a slice
+// whose eviction copies every remaining entry (evictOldest does
+// copy(t.ents, t.ents[n:])), so once a large table is full each tiny
+// insertion costs O(table) (350 ms per 16 KiB block of insertions at a
+// 1 MiB table), and it cannot be capped below what the peer uses. Ours is
+// a ring of entries: insertion and eviction are O(1). Entries' strings are
+// copies, never slices of the block buffer. Only x/net's Huffman decoder
+// and the static table's contents are reused.
 //
 // # Calls
 //

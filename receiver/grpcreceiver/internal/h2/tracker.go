@@ -19,6 +19,7 @@ const (
 	DefaultMaxFrameSize       = 1<<24 - 1
 	DefaultResyncMaxFrameSize = 1 << 20
 	DefaultMaxHeaderTableSize = 64 << 10
+	DefaultMaxFieldsPerBlock  = 256
 	// maxFailedSyncs: a connection not seen from its start whose chunks
 	// never begin a plausible frame chain is taken as not HTTP/2 after
 	// this many.
@@ -42,9 +43,17 @@ type Config struct {
 	// lost. ResyncMaxFrameSize is the tighter bound of PlausibleStart.
 	MaxFrameSize       uint32
 	ResyncMaxFrameSize uint32
-	// MaxHeaderTableSize bounds the HPACK table of a direction whose table
-	// is not known from the connection's start.
+	// MaxHeaderTableSize caps the HPACK table kept per direction, whatever
+	// the peer announces (SETTINGS_HEADER_TABLE_SIZE) and uses: beyond it
+	// the newest entries are kept and a reference to an older one is an
+	// unknown field (Stats.HPACKTableCapped counts the size updates above
+	// it). It is also the table size accepted when the table is not known
+	// from the connection's start.
 	MaxHeaderTableSize uint32
+	// MaxFieldsPerBlock bounds the fields decoded per header block; the
+	// rest of a longer block is not decoded and its table becomes unknown
+	// (Stats.HeaderBlocksTooManyFields).
+	MaxFieldsPerBlock int
 }
 
 func (c *Config) setDefaults() {
@@ -71,6 +80,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxHeaderTableSize == 0 {
 		c.MaxHeaderTableSize = DefaultMaxHeaderTableSize
+	}
+	if c.MaxFieldsPerBlock <= 0 {
+		c.MaxFieldsPerBlock = DefaultMaxFieldsPerBlock
 	}
 }
 

@@ -255,14 +255,18 @@ type Stats struct {
 	HeaderBlocksTooLarge   uint64
 	HeaderBlocksUnverified uint64 // blocks right after a resynchronisation: not decoded
 	HPACKErrors            uint64 // header blocks not fully decodable (unknown dynamic entries, bad encoding)
-	MethodsUnknown         uint64 // calls whose :path could not be decoded
-	CallsEmitted           uint64
-	CallsConnClosed        uint64
-	CallsReset             uint64
-	CallsGoAway            uint64
-	GoAways                uint64 // GOAWAY frames
-	Resets                 uint64 // RST_STREAM frames
-	Lost                   uint64 // records reported lost
+	HPACKTableCapped       uint64 // size updates above MaxHeaderTableSize (the table kept is capped)
+	// HeaderBlocksTooManyFields: blocks of more than MaxFieldsPerBlock
+	// fields (the rest not decoded, the table then unknown).
+	HeaderBlocksTooManyFields uint64
+	MethodsUnknown            uint64 // calls whose :path could not be decoded
+	CallsEmitted              uint64
+	CallsConnClosed           uint64
+	CallsReset                uint64
+	CallsGoAway               uint64
+	GoAways                   uint64 // GOAWAY frames
+	Resets                    uint64 // RST_STREAM frames
+	Lost                      uint64 // records reported lost
 }
 
 // GapsTotal sums Gaps.
