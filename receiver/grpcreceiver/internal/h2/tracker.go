@@ -94,13 +94,19 @@ func OffsetClock(offsetNs int64) Clock {
 	return func(b uint64) pcommon.Timestamp { return pcommon.Timestamp(int64(b) + offsetNs) }
 }
 
-type tuple struct{ local, remote Endpoint }
+// tuple is the key of same-host pairing: a connection's endpoints in its
+// network namespace (0 pairs with 0 only).
+type tuple struct {
+	local, remote Endpoint
+	netns         uint32
+}
 
 // conn is a tracked connection.
 type conn struct {
 	id            ConnID
 	role          Role
 	local, remote Endpoint
+	netns         uint32
 	hasTuple      bool
 	fromStart     bool
 	openProc      Proc
@@ -190,7 +196,7 @@ func (t *Tracker) ConnOpen(o *ConnOpen) {
 	if c == nil {
 		return
 	}
-	c.role, c.local, c.remote, c.openProc = o.Role, o.Local, o.Remote, o.Proc
+	c.role, c.local, c.remote, c.openProc, c.netns = o.Role, o.Local, o.Remote, o.Proc, o.NetNS
 	c.hasTuple = o.Local.Addr.IsValid() && o.Remote.Addr.IsValid() && o.Local != o.Remote
 	c.fromStart = o.Role != RoleUnknown
 	if c.fromStart {
@@ -205,12 +211,12 @@ func (t *Tracker) ConnOpen(o *ConnOpen) {
 	if !c.hasTuple {
 		return
 	}
-	k := tuple{c.local, c.remote}
+	k := tuple{c.local, c.remote, c.netns}
 	if prev := t.byTuple[k]; prev != nil {
 		t.unlinkTuple(prev)
 	}
 	t.byTuple[k] = c
-	if p := t.byTuple[tuple{c.remote, c.local}]; p != nil {
+	if p := t.byTuple[tuple{c.remote, c.local, c.netns}]; p != nil {
 		c.peer, p.peer = p, c
 		c.peerID, c.peerKnown = p.id, true
 		p.peerID, p.peerKnown = c.id, true
@@ -325,7 +331,7 @@ func (t *Tracker) unlinkTuple(c *conn) {
 		return
 	}
 	c.hasTuple = false
-	if k := (tuple{c.local, c.remote}); t.byTuple[k] == c {
+	if k := (tuple{c.local, c.remote, c.netns}); t.byTuple[k] == c {
 		delete(t.byTuple, k)
 	}
 	if c.peer != nil {
@@ -451,7 +457,7 @@ func isGRPCContentType(ct string) bool {
 func (t *Tracker) request(c *conn, d *direction, s *stream, f *headerFields) {
 	sid := s.call.StreamID
 	s.call = Call{
-		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote,
+		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns,
 		Proc: d.blockProc, StreamID: sid, StartNs: d.blockTime, GRPCStatus: -1,
 	}
 	call := &s.call

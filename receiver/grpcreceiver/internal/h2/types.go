@@ -158,8 +158,12 @@ type Call struct {
 	Conn          ConnID
 	Role          Role
 	Local, Remote Endpoint
+	// NetNS is the connection's network namespace (ConnOpen.NetNS; 0:
+	// unknown): addresses and ports are only unique within it.
+	NetNS uint32
 	// PeerConn is the socket of the other end when it is on this host and
-	// tracked (found by the reversed 4-tuple); PeerFound says whether it is.
+	// tracked (found by the reversed 4-tuple in the same network
+	// namespace); PeerFound says whether it is.
 	PeerConn  ConnID
 	PeerFound bool
 	// ClientConn is the ConnID of the client's socket: Conn on the client
