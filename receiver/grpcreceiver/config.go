@@ -37,6 +37,8 @@ const (
 	minIdleTimeout    = time.Second
 	minTableSize      = 4096    // SETTINGS_HEADER_TABLE_SIZE's initial value
 	maxTableSize      = 1 << 20 // per direction and connection
+	minMemory         = 1 << 20
+	maxMemory         = 16 << 30
 	maxMaxBatch       = 65536
 	defaultRingSlots  = 1 << 16 // 8 MiB
 	defaultMaxBatch   = 1024
@@ -79,6 +81,12 @@ type Config struct {
 	// connection, whatever size the peer announces: beyond it the oldest
 	// entries are dropped and a header naming one is not decoded (counted).
 	MaxHeaderTableSize int `mapstructure:"max_header_table_size"`
+
+	// MaxMemory is the tracker's memory budget in bytes (connections,
+	// streams, HPACK tables, header-block buffers): over it the least
+	// recently active connections are evicted (their open calls emitted
+	// with what was seen), counted.
+	MaxMemory int `mapstructure:"max_memory"`
 
 	// IdleTimeout ends connections and streams with no bytes for this long
 	// (their calls are emitted with what was seen).
@@ -134,6 +142,7 @@ func createDefaultConfig() *Config {
 		MaxStreamsPerConnection: h2.DefaultMaxStreamsPerConn,
 		MaxHeaderBlock:          defaultHeaderCap,
 		MaxHeaderTableSize:      h2.DefaultMaxHeaderTableSize,
+		MaxMemory:               h2.DefaultMemoryBudget,
 		IdleTimeout:             defaultIdleWindow,
 		MaxBatch:                defaultMaxBatch,
 		ServiceName:             defaultServiceNm,
@@ -161,6 +170,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxHeaderTableSize < minTableSize || c.MaxHeaderTableSize > maxTableSize {
 		errs = append(errs, fmt.Errorf("max_header_table_size %d: must be from %d to %d", c.MaxHeaderTableSize, minTableSize, maxTableSize))
+	}
+	if c.MaxMemory < minMemory || c.MaxMemory > maxMemory {
+		errs = append(errs, fmt.Errorf("max_memory %d: must be from %d to %d", c.MaxMemory, minMemory, maxMemory))
 	}
 	if c.IdleTimeout < minIdleTimeout {
 		errs = append(errs, fmt.Errorf("idle_timeout %s: must be at least %s", c.IdleTimeout, minIdleTimeout))

@@ -91,8 +91,25 @@
 // Expire finds it idle (FlagEvicted, emitted at its last activity). The
 // Call handed to the emit function is valid during that call only.
 //
-// Memory is bounded: Config.MaxConns connections, MaxStreamsPerConn open
-// streams each, MaxHeaderBlock bytes of header block per direction being
-// assembled, and one HPACK table (at most MaxHeaderTableSize) per
-// direction. A DATA frame header costs a map lookup and no allocation.
+// Memory is bounded by one budget, Config.MemoryBudget: the Tracker keeps
+// an exact account (MemoryUsed) of what it holds: a fixed cost per
+// connection and per stream, the strings of each stream's Call, each HPACK
+// table (its ring of entries and their strings) and each header-block and
+// control buffer (capacity), updated at every allocation and release. At
+// the end of every call that may grow it, the least recently active
+// connections (an LRU list touched by every chunk) are evicted, their open
+// calls emitted with FlagEvicted, until the account fits
+// (ConnsEvictedBudget); the active connection's own streams go next, least
+// recently active first (StreamsEvictedBudget). Within a call the account
+// may pass the budget by what one chunk adds (at most MaxHeaderBlock and
+// the tables' growth). The other bounds: MaxConns connections (a new one
+// evicts the least recently active, ConnsEvictedLimit, so idle connections
+// cannot blind the Tracker), MaxStreamsPerConn open streams each (one more
+// is refused: StreamsOverLimit), MaxHeaderBlock bytes of header block per
+// direction being assembled, one HPACK table of at most MaxHeaderTableSize
+// per direction whatever the peer announces, and MaxFieldsPerBlock fields
+// decoded per block. A connection found not HTTP/2 is forgotten at once:
+// only its id stays, in a set of a few thousand, so that its later chunks
+// cost a lookup (ChunksNotHTTP2). A DATA frame header costs a map lookup
+// and no allocation.
 package h2

@@ -374,9 +374,11 @@ func TestExpireAndLimits(t *testing.T) {
 	tr.ConnOpen(&ConnOpen{Conn: 1, Role: RoleClient})
 	tr.ConnOpen(&ConnOpen{Conn: 2, Role: RoleClient})
 	tr.Chunk(&Chunk{Conn: 3, Data: []byte("x")})
+	tr.Chunk(&Chunk{Conn: 3, Dir: 2, Data: []byte("x")})
 	tr.Lost(&Lost{Count: 5})
 	st = tr.Stats()
-	assert.Equal(t, uint64(2), st.ConnsOverLimit)
+	assert.Equal(t, uint64(2), st.ConnsEvictedLimit, "the least recently active goes")
+	assert.Equal(t, uint64(1), st.ConnsLive)
 	assert.Equal(t, uint64(1), st.ChunksIgnored)
 	assert.Equal(t, uint64(5), st.Lost)
 }

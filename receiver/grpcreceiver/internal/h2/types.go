@@ -240,9 +240,11 @@ type Stats struct {
 	ConnsTracked           uint64 // connections tracked (opened or first seen)
 	ConnsLive              uint64 // tracked now (a gauge)
 	ConnsWithoutOpen       uint64 // first seen by a chunk (ConnOpen lost or predating)
-	ConnsOverLimit         uint64 // not tracked: MaxConns reached
-	ConnsIgnoredNotHTTP2   uint64
+	ConnsIgnoredNotHTTP2   uint64 // found not HTTP/2 and forgotten
 	ConnsEvicted           uint64 // idle (Expire)
+	ConnsEvictedLimit      uint64 // the least recently active, for a new one at MaxConns
+	ConnsEvictedBudget     uint64 // the least recently active, over MemoryBudget
+	StreamsEvictedBudget   uint64 // the least recently active of the active connection, over MemoryBudget
 	StreamsEvicted         uint64 // idle streams ended by Expire (emitted with FlagEvicted)
 	StreamsOverLimit       uint64 // request HEADERS not tracked: MaxStreamsPerConn reached
 	StreamsUnmatched       uint64 // response frames of a stream whose request was not seen
@@ -251,7 +253,9 @@ type Stats struct {
 	ResyncsRejected        uint64 // resynchronisations found wrong by the frames that followed
 	ChunksUnsynced         uint64 // chunks skipped while searching for a frame boundary
 	ChunksStale            uint64 // chunks wholly before the stream position (re-sent, late)
-	ChunksIgnored          uint64 // chunks of ignored or untracked connections
+	ChunksIgnored          uint64 // chunks of ignored connections or of no direction
+	ChunksNotHTTP2         uint64 // of them, chunks of connections found not HTTP/2
+	MemoryUsed             uint64 // accounted memory now (a gauge; Tracker.MemoryUsed)
 	BytesReassembled       uint64 // captured bytes consumed in order
 	BytesHoles             uint64 // bytes skipped in allowed holes (uncopied payloads)
 	FramesParsed           uint64
