@@ -66,7 +66,8 @@ type Config struct {
 	RingSlots int `mapstructure:"ring_slots"`
 
 	// MaxConnections bounds the TCP connections followed at once, in the
-	// kernel (every TCP connection, LRU) and in the tracker (HTTP/2 ones).
+	// kernel (every TCP connection, LRU) and in the tracker (HTTP/2 ones,
+	// LRU too: a new one evicts the least recently active).
 	MaxConnections int `mapstructure:"max_connections"`
 
 	// MaxStreamsPerConnection bounds the open streams tracked per connection.

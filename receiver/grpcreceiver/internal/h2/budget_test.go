@@ -179,6 +179,26 @@ func TestMemoryBudget(t *testing.T) {
 	runtime.KeepAlive(h)
 }
 
+// TestMemoryBudgetStreams: one connection alone over the budget loses its
+// least recently active streams first (emitted with FlagEvicted).
+func TestMemoryBudgetStreams(t *testing.T) {
+	const budget = 64 << 10
+	v := newConv(t, Config{MemoryBudget: budget}, RoleClient)
+	c := newWire(true)
+	v.send(Egress, c.settings().take())
+	long := strings.Repeat("y", 1000)
+	for sid := uint32(1); sid < 400; sid += 2 {
+		v.send(Egress, c.headers(sid, false, 0, req("/a.B/"+long)...).take())
+		require.LessOrEqual(t, v.tr.MemoryUsed(), budget)
+	}
+	st := v.stats()
+	assert.Positive(t, st.StreamsEvictedBudget)
+	assert.Equal(t, uint64(1), st.ConnsLive, "the connection stays")
+	require.Len(t, v.calls, int(st.StreamsEvictedBudget))
+	assert.True(t, v.calls[0].Has(FlagEvicted))
+	assert.Equal(t, uint32(1), v.calls[0].StreamID, "the least recently active first")
+}
+
 // TestMemoryAccounting: the accounted memory follows what is held, and is
 // zero once the calls end.
 func TestMemoryAccounting(t *testing.T) {
