@@ -36,6 +36,10 @@ const (
 	minHeaderBlock    = 1024
 	maxHeaderBlock    = 1 << 20 // capture.MaxHeaderCap
 	minIdleTimeout    = time.Second
+	minTableSize      = 4096    // SETTINGS_HEADER_TABLE_SIZE's initial value
+	maxTableSize      = 1 << 20 // per direction and connection
+	minMemory         = 1 << 20
+	maxMemory         = 16 << 30
 	maxMaxBatch       = 65536
 	defaultRingSlots  = 1 << 16 // 8 MiB
 	defaultMaxBatch   = 1024
@@ -66,7 +70,8 @@ type Config struct {
 	RingSlots int `mapstructure:"ring_slots"`
 
 	// MaxConnections bounds the TCP connections followed at once, in the
-	// kernel (every TCP connection, LRU) and in the tracker (HTTP/2 ones).
+	// kernel (every TCP connection, LRU) and in the tracker (HTTP/2 ones,
+	// LRU too: a new one evicts the least recently active).
 	MaxConnections int `mapstructure:"max_connections"`
 
 	// MaxStreamsPerConnection bounds the open streams tracked per connection.
@@ -76,6 +81,17 @@ type Config struct {
 	// CONTINUATION, PUSH_PROMISE payload) copied in the kernel and decoded;
 	// a larger block is cut, counted, and its call's method may be unknown.
 	MaxHeaderBlock int `mapstructure:"max_header_block"`
+
+	// MaxHeaderTableSize caps the HPACK table kept per direction of a
+	// connection, whatever size the peer announces: beyond it the oldest
+	// entries are dropped and a header naming one is not decoded (counted).
+	MaxHeaderTableSize int `mapstructure:"max_header_table_size"`
+
+	// MaxMemory is the tracker's memory budget in bytes (connections,
+	// streams, HPACK tables, header-block buffers): over it the least
+	// recently active connections are evicted (their open calls emitted
+	// with what was seen), counted.
+	MaxMemory int `mapstructure:"max_memory"`
 
 	// IdleTimeout ends connections and streams with no bytes for this long
 	// (their calls are emitted with what was seen).
@@ -175,6 +191,8 @@ func createDefaultConfig() *Config {
 		MaxConnections:          h2.DefaultMaxConns,
 		MaxStreamsPerConnection: h2.DefaultMaxStreamsPerConn,
 		MaxHeaderBlock:          defaultHeaderCap,
+		MaxHeaderTableSize:      h2.DefaultMaxHeaderTableSize,
+		MaxMemory:               h2.DefaultMemoryBudget,
 		IdleTimeout:             defaultIdleWindow,
 		MaxBatch:                defaultMaxBatch,
 		ServiceName:             defaultServiceNm,
@@ -204,6 +222,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxHeaderBlock < minHeaderBlock || c.MaxHeaderBlock > maxHeaderBlock {
 		errs = append(errs, fmt.Errorf("max_header_block %d: must be from %d to %d bytes", c.MaxHeaderBlock, minHeaderBlock, maxHeaderBlock))
+	}
+	if c.MaxHeaderTableSize < minTableSize || c.MaxHeaderTableSize > maxTableSize {
+		errs = append(errs, fmt.Errorf("max_header_table_size %d: must be from %d to %d", c.MaxHeaderTableSize, minTableSize, maxTableSize))
+	}
+	if c.MaxMemory < minMemory || c.MaxMemory > maxMemory {
+		errs = append(errs, fmt.Errorf("max_memory %d: must be from %d to %d", c.MaxMemory, minMemory, maxMemory))
 	}
 	if c.IdleTimeout < minIdleTimeout {
 		errs = append(errs, fmt.Errorf("idle_timeout %s: must be at least %s", c.IdleTimeout, minIdleTimeout))

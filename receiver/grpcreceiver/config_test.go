@@ -31,7 +31,7 @@ func TestConfigCustom(t *testing.T) {
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, &Config{
 		Hook: HookSyscalls, RingSlots: 4096, MaxConnections: 1024, MaxStreamsPerConnection: 100, MaxHeaderBlock: 4096,
-		IdleTimeout: 30 * time.Second, Ports: []uint16{50051, 8443}, MaxBatch: 64, ServiceName: "mesh",
+		MaxHeaderTableSize: 8192, MaxMemory: 32 << 20, IdleTimeout: 30 * time.Second, Ports: []uint16{50051, 8443}, MaxBatch: 64, ServiceName: "mesh",
 		TLS: TLSConfig{RescanInterval: 10 * time.Second}, Spans: createDefaultConfig().Spans,
 	}, cfg)
 }
@@ -99,6 +99,8 @@ func TestConfigInvalid(t *testing.T) {
 		"connections": func(c *Config) { c.MaxConnections = 1 },
 		"streams":     func(c *Config) { c.MaxStreamsPerConnection = 0 },
 		"header":      func(c *Config) { c.MaxHeaderBlock = 1 << 21 },
+		"table":       func(c *Config) { c.MaxHeaderTableSize = 1 << 21 },
+		"memory":      func(c *Config) { c.MaxMemory = 1000 },
 		"idle":        func(c *Config) { c.IdleTimeout = time.Millisecond },
 		"batch":       func(c *Config) { c.MaxBatch = 0 },
 		"port":        func(c *Config) { c.Ports = []uint16{0} },

@@ -146,10 +146,11 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 	}
 	offset := time.Now().UnixNano() - int64(bootNow())
 	r.tracker = h2.NewTracker(h2.Config{
-		MaxConns:          r.cfg.MaxConnections,
-		MaxStreamsPerConn: r.cfg.MaxStreamsPerConnection,
-		MaxHeaderBlock:    r.cfg.MaxHeaderBlock,
-		IdleTimeout:       r.cfg.IdleTimeout,
+		MaxConns:           r.cfg.MaxConnections,
+		MaxStreamsPerConn:  r.cfg.MaxStreamsPerConnection,
+		MaxHeaderBlock:     r.cfg.MaxHeaderBlock,
+		IdleTimeout:        r.cfg.IdleTimeout,
+		MaxHeaderTableSize: uint32(r.cfg.MaxHeaderTableSize), // Validate: at most 1 MiB
 	}, r.emit, h2.OffsetClock(offset))
 	r.dec = capture.NewDecoder(r.tracker)
 	if err := r.startTelemetry(); err != nil {

@@ -54,17 +54,32 @@
 //
 // Each direction has one HPACK state, fed every header block in wire order
 // (also of streams that are dropped). SETTINGS_HEADER_TABLE_SIZE sent one
-// way bounds the table of the blocks that travel the other way. While the
-// table is known from the connection's start, x/net's hpack.Decoder
-// decodes. When it is not (a connection that predates capture, after a gap,
-// a block too large, an HPACK error) the direction decodes with a
-// tolerantDecoder from an empty table: every field it can resolve is right
-// (entries inserted since are the newest ones of the real table, at the
-// same indexes), a reference to an older entry is skipped, and a literal
-// inserted under an unknown name keeps the indexes aligned. As the peer's
-// table turns over, fields decode again (grpc-go re-inserts :path once its
-// entry is evicted). A request whose :path did not decode is a call with
-// FlagMethodUnknown (spanmap names it _OTHER), never a guessed method.
+// way bounds the table of the blocks that travel the other way. One decoder
+// of our own (hpackDecoder) decodes in both modes. While the table is known
+// from the connection's start it accepts size updates up to the peer's
+// SETTINGS only. When it is not (a connection that predates capture, after
+// a gap, a block too large, an HPACK error) the direction decodes from an
+// empty table: every field it can resolve is right (entries inserted since
+// are the newest ones of the real table, at the same indexes), a reference
+// to an older entry is skipped, and a literal inserted under an unknown
+// name keeps the indexes aligned. As the peer's table turns over, fields
+// decode again (grpc-go re-inserts :path once its entry is evicted). A
+// request whose :path did not decode is a call with FlagMethodUnknown
+// (spanmap names it _OTHER), never a guessed method.
+//
+// The same semantics make the table's cap safe: whatever size the peer
+// announces (up to 4 GiB) and uses, the table kept is at most
+// Config.MaxHeaderTableSize (Stats.HPACKTableCapped): it holds the peer's
+// newest entries, and a reference past it is an unknown field. A block of
+// more than MaxFieldsPerBlock fields is decoded no further and leaves the
+// table unknown. We do not use x/net's hpack.Decoder: its table is a slice
+// whose eviction copies every remaining entry (evictOldest does
+// copy(t.ents, t.ents[n:])), so once a large table is full each tiny
+// insertion costs O(table) (350 ms per 16 KiB block of insertions at a
+// 1 MiB table), and it cannot be capped below what the peer uses. Ours is
+// a ring of entries: insertion and eviction are O(1). Entries' strings are
+// copies, never slices of the block buffer. Only x/net's Huffman decoder
+// and the static table's contents are reused.
 //
 // # Calls
 //
@@ -76,8 +91,25 @@
 // Expire finds it idle (FlagEvicted, emitted at its last activity). The
 // Call handed to the emit function is valid during that call only.
 //
-// Memory is bounded: Config.MaxConns connections, MaxStreamsPerConn open
-// streams each, MaxHeaderBlock bytes of header block per direction being
-// assembled, and one HPACK table (at most MaxHeaderTableSize) per
-// direction. A DATA frame header costs a map lookup and no allocation.
+// Memory is bounded by one budget, Config.MemoryBudget: the Tracker keeps
+// an exact account (MemoryUsed) of what it holds: a fixed cost per
+// connection and per stream, the strings of each stream's Call, each HPACK
+// table (its ring of entries and their strings) and each header-block and
+// control buffer (capacity), updated at every allocation and release. At
+// the end of every call that may grow it, the least recently active
+// connections (an LRU list touched by every chunk) are evicted, their open
+// calls emitted with FlagEvicted, until the account fits
+// (ConnsEvictedBudget); the active connection's own streams go next, least
+// recently active first (StreamsEvictedBudget). Within a call the account
+// may pass the budget by what one chunk adds (at most MaxHeaderBlock and
+// the tables' growth). The other bounds: MaxConns connections (a new one
+// evicts the least recently active, ConnsEvictedLimit, so idle connections
+// cannot blind the Tracker), MaxStreamsPerConn open streams each (one more
+// is refused: StreamsOverLimit), MaxHeaderBlock bytes of header block per
+// direction being assembled, one HPACK table of at most MaxHeaderTableSize
+// per direction whatever the peer announces, and MaxFieldsPerBlock fields
+// decoded per block. A connection found not HTTP/2 is forgotten at once:
+// only its id stays, in a set of a few thousand, so that its later chunks
+// cost a lookup (ChunksNotHTTP2). A DATA frame header costs a map lookup
+// and no allocation.
 package h2

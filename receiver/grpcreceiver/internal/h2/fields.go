@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/net/http2/hpack"
 )
 
 // field bits of headerFields.has.
@@ -32,8 +30,6 @@ type headerFields struct {
 	status, grpcStatus, grpcMessage, timeout string
 	traceparent                              string
 }
-
-func (f *headerFields) addHF(hf hpack.HeaderField) { f.add(hf.Name, hf.Value) }
 
 func (f *headerFields) add(name, value string) {
 	var bit uint16

@@ -5,8 +5,6 @@ package h2
 
 import (
 	"encoding/binary"
-
-	"golang.org/x/net/http2/hpack"
 )
 
 // parseState is where a direction's parser stands in its byte stream.
@@ -82,10 +80,8 @@ type direction struct {
 	blockProc     Proc
 	block         []byte
 
-	// dec decodes while the table is known from the connection's start
-	// (strict); tol once it is not (see tolerantDecoder).
-	dec       *hpack.Decoder
-	tol       *tolerantDecoder
+	// hp is the HPACK state (nil: an empty table of the initial size).
+	hp        *hpackDecoder
 	emit      func(name, value string)
 	fields    headerFields
 	allowedTS uint32 // the table size the peer's decoder allows (its SETTINGS)
@@ -109,41 +105,39 @@ func (d *direction) reset(c *conn, dir Dir, fromStart, preface bool) {
 
 // decode decodes the block with the direction's HPACK state into
 // d.fields. It returns whether every field was decoded; the fields before
-// or around what was not are right.
+// or around what was not are right. A malformed block, or one of more than
+// MaxFieldsPerBlock fields, leaves the table unknown.
 func (d *direction) decode(t *Tracker) bool {
-	if d.strict {
-		if d.dec == nil {
-			d.dec = hpack.NewDecoder(initialTableSize, d.fields.addHF)
-			d.dec.SetMaxStringLength(t.cfg.MaxHeaderBlock)
-			d.dec.SetAllowedMaxDynamicTableSize(d.allowedSize(t))
-		}
-		_, err := d.dec.Write(d.block)
-		if err == nil {
-			err = d.dec.Close()
-		}
-		if err == nil {
-			return true
-		}
-		// the fields before the error are right; the table is not
-		d.unknownTable()
-		return false
-	}
-	if d.tol == nil {
-		d.tol = newTolerantDecoder(d.allowedSize(t))
+	if d.hp == nil {
+		d.hp = newHPACKDecoder(d.allowedSize(t), t.cfg.MaxHeaderTableSize, t.cfg.MaxFieldsPerBlock)
 	}
 	if d.emit == nil {
 		d.emit = d.fields.add
 	}
-	complete, err := d.tol.decode(d.block, d.emit)
-	return complete && err == nil
+	capped := d.hp.capped
+	complete, err := d.hp.decode(d.block, d.emit)
+	t.stats.HPACKTableCapped += d.hp.capped - capped
+	if err == nil {
+		return complete
+	}
+	if err == errTooManyFields {
+		t.stats.HeaderBlocksTooManyFields++
+	}
+	d.unknownTable()
+	return false
 }
 
-// unknownTable forgets the HPACK table: the next block is decoded by a
-// tolerantDecoder from an empty table.
+// unknownTable forgets the HPACK table: the next block is decoded from an
+// empty table, accepting any size update up to Config.MaxHeaderTableSize
+// (or the peer's SETTINGS when larger).
 func (d *direction) unknownTable() {
-	d.dec, d.tol, d.strict = nil, nil, false
+	d.hp, d.strict = nil, false
 }
 
+// allowedSize is the largest size update accepted: the peer's SETTINGS
+// exactly while the table is known from the start, else also anything up
+// to MaxHeaderTableSize (always safe, see doc.go). Either way the table
+// kept is at most MaxHeaderTableSize.
 func (d *direction) allowedSize(t *Tracker) uint32 {
 	if d.strict {
 		return d.allowedTS
@@ -458,11 +452,8 @@ func (d *direction) settings(t *Tracker) {
 		v := binary.BigEndian.Uint32(p[2:])
 		o := &d.c.dirs[1-d.dir]
 		o.allowedTS = v
-		if o.dec != nil {
-			o.dec.SetAllowedMaxDynamicTableSize(o.allowedSize(t))
-		}
-		if o.tol != nil {
-			o.tol.limit = o.allowedSize(t)
+		if o.hp != nil {
+			o.hp.setLimit(o.allowedSize(t))
 		}
 	}
 }

@@ -19,6 +19,8 @@ const (
 	DefaultMaxFrameSize       = 1<<24 - 1
 	DefaultResyncMaxFrameSize = 1 << 20
 	DefaultMaxHeaderTableSize = 64 << 10
+	DefaultMaxFieldsPerBlock  = 256
+	DefaultMemoryBudget       = 64 << 20
 	// maxFailedSyncs: a connection not seen from its start whose chunks
 	// never begin a plausible frame chain is taken as not HTTP/2 after
 	// this many.
@@ -27,8 +29,21 @@ const (
 
 // Config bounds a Tracker. Zero values take the defaults.
 type Config struct {
-	MaxConns          int // connections tracked at once; more are counted (ConnsOverLimit) and ignored
-	MaxStreamsPerConn int // open streams per connection; more are counted (StreamsOverLimit)
+	// MaxConns bounds the connections tracked at once: a new one evicts the
+	// least recently active (ConnsEvictedLimit).
+	MaxConns int
+	// MaxStreamsPerConn bounds the open streams per connection: the request
+	// HEADERS of one more is counted (StreamsOverLimit) and not tracked.
+	// The streams held are the peer's own, ended by their response, a
+	// reset, the memory budget or StreamIdleTimeout; refusing the newest
+	// keeps the calls already followed whole.
+	MaxStreamsPerConn int
+	// MemoryBudget bounds the memory the Tracker accounts for
+	// (MemoryUsed: connections, streams and the strings of their calls,
+	// HPACK tables, header-block and control buffers). Over it, the least
+	// recently active connections are evicted (ConnsEvictedBudget), then
+	// the streams of the active one (StreamsEvictedBudget).
+	MemoryBudget int
 	// MaxHeaderBlock bounds a header block (HEADERS + CONTINUATION payload
 	// bytes). A larger one is counted, not decoded, and empties the HPACK
 	// table of its direction. The kernel side should capture header-block
@@ -42,9 +57,17 @@ type Config struct {
 	// lost. ResyncMaxFrameSize is the tighter bound of PlausibleStart.
 	MaxFrameSize       uint32
 	ResyncMaxFrameSize uint32
-	// MaxHeaderTableSize bounds the HPACK table of a direction whose table
-	// is not known from the connection's start.
+	// MaxHeaderTableSize caps the HPACK table kept per direction, whatever
+	// the peer announces (SETTINGS_HEADER_TABLE_SIZE) and uses: beyond it
+	// the newest entries are kept and a reference to an older one is an
+	// unknown field (Stats.HPACKTableCapped counts the size updates above
+	// it). It is also the table size accepted when the table is not known
+	// from the connection's start.
 	MaxHeaderTableSize uint32
+	// MaxFieldsPerBlock bounds the fields decoded per header block; the
+	// rest of a longer block is not decoded and its table becomes unknown
+	// (Stats.HeaderBlocksTooManyFields).
+	MaxFieldsPerBlock int
 }
 
 func (c *Config) setDefaults() {
@@ -72,6 +95,12 @@ func (c *Config) setDefaults() {
 	if c.MaxHeaderTableSize == 0 {
 		c.MaxHeaderTableSize = DefaultMaxHeaderTableSize
 	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = DefaultMemoryBudget
+	}
+	if c.MaxFieldsPerBlock <= 0 {
+		c.MaxFieldsPerBlock = DefaultMaxFieldsPerBlock
+	}
 }
 
 // Clock converts boot-clock nanoseconds to wall-clock timestamps.
@@ -82,13 +111,19 @@ func OffsetClock(offsetNs int64) Clock {
 	return func(b uint64) pcommon.Timestamp { return pcommon.Timestamp(int64(b) + offsetNs) }
 }
 
-type tuple struct{ local, remote Endpoint }
+// tuple is the key of same-host pairing: a connection's endpoints in its
+// network namespace (0 pairs with 0 only).
+type tuple struct {
+	local, remote Endpoint
+	netns         uint32
+}
 
 // conn is a tracked connection.
 type conn struct {
 	id            ConnID
 	role          Role
 	local, remote Endpoint
+	netns         uint32
 	hasTuple      bool
 	fromStart     bool
 	openProc      Proc
@@ -99,7 +134,11 @@ type conn struct {
 	waiting       int    // streams in it whose response ended before their request
 	maxReqSid     uint32 // the highest stream id of a request seen
 	last          uint64 // boot ns of the latest chunk
-	ignored       bool
+	ignored       bool   // found not HTTP/2 (and forgotten)
+	removed       bool   // no longer tracked
+	mem           int    // accounted memory (see budget.go)
+	dirMem        [2]int // of it, the directions' (their last charge)
+	prev, next    *conn  // the LRU list: prev is more recently active
 	failedSyncs   uint32
 	peer          *conn // the other end, on this host and tracked
 	peerID        ConnID
@@ -129,6 +168,7 @@ type stream struct {
 	respEnded bool // the response ended, at respEndNs
 
 	respEndNs uint64
+	mem       int // accounted memory (its last charge)
 	call      Call
 }
 
@@ -142,6 +182,10 @@ type Tracker struct {
 	byTuple map[tuple]*conn
 	free    []*stream
 	stats   Stats
+	used    int   // accounted memory
+	lruHead *conn // the most recently active connection
+	lruTail *conn // the least
+	notH2   idSet // connections found not HTTP/2, forgotten
 }
 
 // NewTracker returns a Tracker that hands each completed call to emit. The
@@ -165,6 +209,7 @@ func NewTracker(cfg Config, emit func(*Call), clock Clock) *Tracker {
 func (t *Tracker) Stats() Stats {
 	s := t.stats
 	s.ConnsLive = uint64(len(t.conns))
+	s.MemoryUsed = uint64(t.used)
 	return s
 }
 
@@ -174,11 +219,10 @@ func (t *Tracker) ConnOpen(o *ConnOpen) {
 	if old := t.conns[o.Conn]; old != nil {
 		t.closeConn(old, o.TimeNs, FlagConnClosed)
 	}
+	t.notH2.remove(o.Conn)
 	c := t.newConn(o.Conn, o.TimeNs)
-	if c == nil {
-		return
-	}
-	c.role, c.local, c.remote, c.openProc = o.Role, o.Local, o.Remote, o.Proc
+	defer t.enforce(c)
+	c.role, c.local, c.remote, c.openProc, c.netns = o.Role, o.Local, o.Remote, o.Proc, o.NetNS
 	c.hasTuple = o.Local.Addr.IsValid() && o.Remote.Addr.IsValid() && o.Local != o.Remote
 	c.fromStart = o.Role != RoleUnknown
 	if c.fromStart {
@@ -193,27 +237,31 @@ func (t *Tracker) ConnOpen(o *ConnOpen) {
 	if !c.hasTuple {
 		return
 	}
-	k := tuple{c.local, c.remote}
+	k := tuple{c.local, c.remote, c.netns}
 	if prev := t.byTuple[k]; prev != nil {
 		t.unlinkTuple(prev)
 	}
 	t.byTuple[k] = c
-	if p := t.byTuple[tuple{c.remote, c.local}]; p != nil {
+	if p := t.byTuple[tuple{c.remote, c.local, c.netns}]; p != nil {
 		c.peer, p.peer = p, c
 		c.peerID, c.peerKnown = p.id, true
 		p.peerID, p.peerKnown = c.id, true
 	}
 }
 
+// newConn tracks a connection; at MaxConns the least recently active one
+// is evicted first.
 func (t *Tracker) newConn(id ConnID, now uint64) *conn {
-	if len(t.conns) >= t.cfg.MaxConns {
-		t.stats.ConnsOverLimit++
-		return nil
+	for len(t.conns) >= t.cfg.MaxConns && t.lruTail != nil {
+		t.stats.ConnsEvictedLimit++
+		t.closeConn(t.lruTail, 0, FlagEvicted)
 	}
 	c := &conn{id: id, reqDir: -1, last: now, streams: make(map[uint32]*stream)}
 	c.dirs[0].reset(c, Egress, false, false)
 	c.dirs[1].reset(c, Ingress, false, false)
 	t.conns[id] = c
+	t.touch(c)
+	t.charge(c, connMem)
 	t.stats.ConnsTracked++
 	return c
 }
@@ -222,17 +270,21 @@ func (t *Tracker) newConn(id ConnID, now uint64) *conn {
 // tracking it as RoleUnknown (its ConnOpen was lost or predates capture).
 func (t *Tracker) Chunk(ch *Chunk) {
 	c := t.conns[ch.Conn]
-	if c == nil {
-		if c = t.newConn(ch.Conn, ch.TimeNs); c == nil {
-			t.stats.ChunksIgnored++
-			return
-		}
-		t.stats.ConnsWithoutOpen++
-	}
-	if c.ignored || ch.Dir > Ingress {
+	if c == nil && t.notH2.has(ch.Conn) {
+		t.stats.ChunksNotHTTP2++
 		t.stats.ChunksIgnored++
 		return
 	}
+	if ch.Dir > Ingress {
+		t.stats.ChunksIgnored++
+		return
+	}
+	if c == nil {
+		c = t.newConn(ch.Conn, ch.TimeNs)
+		t.stats.ConnsWithoutOpen++
+	}
+	defer t.enforce(c)
+	t.touch(c)
 	c.last = max(c.last, ch.TimeNs)
 	if c.waiting > 0 {
 		t.flushWaiting(c, ch.Dir, ch.TimeNs)
@@ -241,9 +293,12 @@ func (t *Tracker) Chunk(ch *Chunk) {
 	if !c.ignored && c.failedSyncs >= maxFailedSyncs && !c.dirs[0].synced && !c.dirs[1].synced {
 		t.notHTTP2(c)
 	}
+	t.chargeDirs(c)
 }
 
-// notHTTP2 stops looking at a connection.
+// notHTTP2 forgets a connection found not HTTP/2: its slot and memory are
+// freed, and its id is remembered (a bounded set) so that its later chunks
+// cost a lookup (ChunksNotHTTP2) until a ConnOpen or ConnClose of the id.
 func (t *Tracker) notHTTP2(c *conn) {
 	if c.ignored {
 		return
@@ -252,16 +307,19 @@ func (t *Tracker) notHTTP2(c *conn) {
 	t.stats.ConnsIgnoredNotHTTP2++
 	for sid, s := range c.streams {
 		delete(c.streams, sid)
-		t.recycle(s)
+		t.recycle(c, s)
 	}
 	for i := range c.dirs {
 		c.dirs[i] = direction{c: c, dir: Dir(i), st: psUnsynced}
 	}
+	t.removeConn(c)
+	t.notH2.add(c.id)
 }
 
 // ConnClose ends a connection: its open streams are emitted with
 // FlagConnClosed.
 func (t *Tracker) ConnClose(cl *ConnClose) {
+	t.notH2.remove(cl.Conn)
 	if c := t.conns[cl.Conn]; c != nil {
 		t.closeConn(c, cl.TimeNs, FlagConnClosed)
 	}
@@ -304,8 +362,18 @@ func (t *Tracker) closeConn(c *conn, endNs uint64, f CallFlags) {
 		}
 		t.finish(c, sid, s, e, f)
 	}
-	delete(t.conns, c.id)
+	t.removeConn(c)
+}
+
+// removeConn stops tracking c and releases its accounted memory.
+func (t *Tracker) removeConn(c *conn) {
+	if t.conns[c.id] == c {
+		delete(t.conns, c.id)
+	}
 	t.unlinkTuple(c)
+	t.lruUnlink(c)
+	t.used -= c.mem
+	c.mem, c.removed = 0, true
 }
 
 func (t *Tracker) unlinkTuple(c *conn) {
@@ -313,7 +381,7 @@ func (t *Tracker) unlinkTuple(c *conn) {
 		return
 	}
 	c.hasTuple = false
-	if k := (tuple{c.local, c.remote}); t.byTuple[k] == c {
+	if k := (tuple{c.local, c.remote, c.netns}); t.byTuple[k] == c {
 		delete(t.byTuple, k)
 	}
 	if c.peer != nil {
@@ -350,6 +418,7 @@ func (t *Tracker) onHeaders(d *direction, decoded bool) {
 		}
 	}
 	s.last = max(s.last, d.blockTime)
+	defer t.chargeLive(c, sid, s)
 	call := &s.call
 	if d.dir == s.reqDir && s.orphan {
 		t.adopt(c, d, s, f)
@@ -439,7 +508,7 @@ func isGRPCContentType(ct string) bool {
 func (t *Tracker) request(c *conn, d *direction, s *stream, f *headerFields) {
 	sid := s.call.StreamID
 	s.call = Call{
-		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote,
+		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns,
 		Proc: d.blockProc, StreamID: sid, StartNs: d.blockTime, GRPCStatus: -1,
 	}
 	call := &s.call
@@ -498,7 +567,16 @@ func (t *Tracker) newStream(c *conn, reqDir Dir, sid uint32, now uint64) *stream
 	return s
 }
 
-func (t *Tracker) recycle(s *stream) {
+// chargeLive charges s's memory if it is still c's stream sid.
+func (t *Tracker) chargeLive(c *conn, sid uint32, s *stream) {
+	if c.streams[sid] == s {
+		t.chargeStream(c, s)
+	}
+}
+
+// recycle releases s, a stream of c no longer in c.streams.
+func (t *Tracker) recycle(c *conn, s *stream) {
+	t.charge(c, -s.mem)
 	*s = stream{}
 	if len(t.free) < 1024 {
 		t.free = append(t.free, s)
@@ -590,7 +668,7 @@ func (t *Tracker) finish(c *conn, sid uint32, s *stream, endNs uint64, f CallFla
 	if s.orphan {
 		c.orphans--
 		t.stats.StreamsUnmatched++
-		t.recycle(s)
+		t.recycle(c, s)
 		return
 	}
 	call := &s.call
@@ -619,5 +697,5 @@ func (t *Tracker) finish(c *conn, sid uint32, s *stream, endNs uint64, f CallFla
 	}
 	t.stats.CallsEmitted++
 	t.emit(call)
-	t.recycle(s)
+	t.recycle(c, s)
 }

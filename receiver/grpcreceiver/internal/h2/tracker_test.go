@@ -374,9 +374,11 @@ func TestExpireAndLimits(t *testing.T) {
 	tr.ConnOpen(&ConnOpen{Conn: 1, Role: RoleClient})
 	tr.ConnOpen(&ConnOpen{Conn: 2, Role: RoleClient})
 	tr.Chunk(&Chunk{Conn: 3, Data: []byte("x")})
+	tr.Chunk(&Chunk{Conn: 3, Dir: 2, Data: []byte("x")})
 	tr.Lost(&Lost{Count: 5})
 	st = tr.Stats()
-	assert.Equal(t, uint64(2), st.ConnsOverLimit)
+	assert.Equal(t, uint64(2), st.ConnsEvictedLimit, "the least recently active goes")
+	assert.Equal(t, uint64(1), st.ConnsLive)
 	assert.Equal(t, uint64(1), st.ChunksIgnored)
 	assert.Equal(t, uint64(5), st.Lost)
 }
@@ -406,6 +408,27 @@ func TestPeerLink(t *testing.T) {
 	assert.Equal(t, ConnID(11), calls[0].ClientConn)
 	assert.True(t, calls[0].ClientConnKnown)
 	assert.Equal(t, int64(1e9+11), int64(calls[0].Start))
+}
+
+// TestPeerLinkNetNS: equal 4-tuples in two network namespaces (two pods'
+// loopback) are not the two ends of one connection.
+func TestPeerLinkNetNS(t *testing.T) {
+	a := Endpoint{netip.MustParseAddr("127.0.0.1"), 40000}
+	b := Endpoint{netip.MustParseAddr("127.0.0.1"), 50051}
+	for _, ns := range [][2]uint32{{7, 8}, {7, 7}} {
+		var calls []Call
+		tr := NewTracker(Config{}, func(c *Call) { calls = append(calls, *c) }, nil)
+		tr.ConnOpen(&ConnOpen{Conn: 11, Role: RoleClient, Local: a, Remote: b, NetNS: ns[0]})
+		tr.ConnOpen(&ConnOpen{Conn: 22, Role: RoleServer, Local: b, Remote: a, NetNS: ns[1]})
+		cb := newWire(true).settings().headers(1, false, 0, req("/a.B/C")...).take()
+		tr.Chunk(&Chunk{Conn: 22, Dir: Ingress, Data: cb, TimeNs: 11})
+		tr.ConnClose(&ConnClose{Conn: 22})
+		require.Len(t, calls, 1)
+		same := ns[0] == ns[1]
+		assert.Equal(t, same, calls[0].PeerFound, "netns %v", ns)
+		assert.Equal(t, same, calls[0].ClientConnKnown, "netns %v", ns)
+		assert.Equal(t, ns[1], calls[0].NetNS)
+	}
 }
 
 func TestResyncConfirmation(t *testing.T) {

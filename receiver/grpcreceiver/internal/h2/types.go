@@ -158,8 +158,12 @@ type Call struct {
 	Conn          ConnID
 	Role          Role
 	Local, Remote Endpoint
+	// NetNS is the connection's network namespace (ConnOpen.NetNS; 0:
+	// unknown): addresses and ports are only unique within it.
+	NetNS uint32
 	// PeerConn is the socket of the other end when it is on this host and
-	// tracked (found by the reversed 4-tuple); PeerFound says whether it is.
+	// tracked (found by the reversed 4-tuple in the same network
+	// namespace); PeerFound says whether it is.
 	PeerConn  ConnID
 	PeerFound bool
 	// ClientConn is the ConnID of the client's socket: Conn on the client
@@ -236,9 +240,11 @@ type Stats struct {
 	ConnsTracked           uint64 // connections tracked (opened or first seen)
 	ConnsLive              uint64 // tracked now (a gauge)
 	ConnsWithoutOpen       uint64 // first seen by a chunk (ConnOpen lost or predating)
-	ConnsOverLimit         uint64 // not tracked: MaxConns reached
-	ConnsIgnoredNotHTTP2   uint64
+	ConnsIgnoredNotHTTP2   uint64 // found not HTTP/2 and forgotten
 	ConnsEvicted           uint64 // idle (Expire)
+	ConnsEvictedLimit      uint64 // the least recently active, for a new one at MaxConns
+	ConnsEvictedBudget     uint64 // the least recently active, over MemoryBudget
+	StreamsEvictedBudget   uint64 // the least recently active of the active connection, over MemoryBudget
 	StreamsEvicted         uint64 // idle streams ended by Expire (emitted with FlagEvicted)
 	StreamsOverLimit       uint64 // request HEADERS not tracked: MaxStreamsPerConn reached
 	StreamsUnmatched       uint64 // response frames of a stream whose request was not seen
@@ -247,7 +253,9 @@ type Stats struct {
 	ResyncsRejected        uint64 // resynchronisations found wrong by the frames that followed
 	ChunksUnsynced         uint64 // chunks skipped while searching for a frame boundary
 	ChunksStale            uint64 // chunks wholly before the stream position (re-sent, late)
-	ChunksIgnored          uint64 // chunks of ignored or untracked connections
+	ChunksIgnored          uint64 // chunks of ignored connections or of no direction
+	ChunksNotHTTP2         uint64 // of them, chunks of connections found not HTTP/2
+	MemoryUsed             uint64 // accounted memory now (a gauge; Tracker.MemoryUsed)
 	BytesReassembled       uint64 // captured bytes consumed in order
 	BytesHoles             uint64 // bytes skipped in allowed holes (uncopied payloads)
 	FramesParsed           uint64
@@ -255,14 +263,18 @@ type Stats struct {
 	HeaderBlocksTooLarge   uint64
 	HeaderBlocksUnverified uint64 // blocks right after a resynchronisation: not decoded
 	HPACKErrors            uint64 // header blocks not fully decodable (unknown dynamic entries, bad encoding)
-	MethodsUnknown         uint64 // calls whose :path could not be decoded
-	CallsEmitted           uint64
-	CallsConnClosed        uint64
-	CallsReset             uint64
-	CallsGoAway            uint64
-	GoAways                uint64 // GOAWAY frames
-	Resets                 uint64 // RST_STREAM frames
-	Lost                   uint64 // records reported lost
+	HPACKTableCapped       uint64 // size updates above MaxHeaderTableSize (the table kept is capped)
+	// HeaderBlocksTooManyFields: blocks of more than MaxFieldsPerBlock
+	// fields (the rest not decoded, the table then unknown).
+	HeaderBlocksTooManyFields uint64
+	MethodsUnknown            uint64 // calls whose :path could not be decoded
+	CallsEmitted              uint64
+	CallsConnClosed           uint64
+	CallsReset                uint64
+	CallsGoAway               uint64
+	GoAways                   uint64 // GOAWAY frames
+	Resets                    uint64 // RST_STREAM frames
+	Lost                      uint64 // records reported lost
 }
 
 // GapsTotal sums Gaps.
