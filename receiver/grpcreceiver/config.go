@@ -6,6 +6,7 @@ package grpcreceiver
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -182,6 +183,18 @@ type TLSConfig struct {
 	// not probed yet get the probes. 0 turns it off (then only what runs at
 	// start and the paths above are probed).
 	RescanInterval time.Duration `mapstructure:"rescan_interval"`
+	// IncludeExecutables and ExcludeExecutables pick the processes whose
+	// executable and libssl are probed by the path of their executable as
+	// the process sees it (/proc/<pid>/exe), with globs (path.Match: * does
+	// not cross /). Exclusion wins; no include list includes every process.
+	// The collector's own executable is never probed.
+	IncludeExecutables []string `mapstructure:"include_executables"`
+	ExcludeExecutables []string `mapstructure:"exclude_executables"`
+	// IncludeCgroups and ExcludeCgroups pick them by cgroup v2 path (the
+	// 0:: line of /proc/<pid>/cgroup), as prefixes of whole components:
+	// /kubepods.slice covers /kubepods.slice/x. Exclusion wins.
+	IncludeCgroups []string `mapstructure:"include_cgroups"`
+	ExcludeCgroups []string `mapstructure:"exclude_cgroups"`
 }
 
 func createDefaultConfig() *Config {
@@ -249,8 +262,37 @@ func (c *Config) Validate() error {
 	if c.TLS.RescanInterval != 0 && c.TLS.RescanInterval < minRescan {
 		errs = append(errs, fmt.Errorf("tls::rescan_interval %s: must be 0 (off) or at least %s", c.TLS.RescanInterval, minRescan))
 	}
-	if len(c.TLS.GoBinaries) > 0 && !c.TLS.Enabled {
-		errs = append(errs, errors.New("tls::go_binaries: set tls::enabled: true as well, or remove them"))
+	for _, l := range []struct {
+		name string
+		list []string
+	}{
+		{"go_binaries", c.TLS.GoBinaries},
+		{"include_executables", c.TLS.IncludeExecutables}, {"exclude_executables", c.TLS.ExcludeExecutables},
+		{"include_cgroups", c.TLS.IncludeCgroups}, {"exclude_cgroups", c.TLS.ExcludeCgroups},
+	} {
+		if len(l.list) > 0 && !c.TLS.Enabled {
+			errs = append(errs, fmt.Errorf("tls::%s: set tls::enabled: true as well, or remove them", l.name))
+		}
+	}
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"include_executables", c.TLS.IncludeExecutables}, {"exclude_executables", c.TLS.ExcludeExecutables}} {
+		for _, g := range l.list {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				errs = append(errs, fmt.Errorf("tls::%s: %q is not a glob (path.Match syntax: *, ?, [a-z], \\ to escape; a closed [ ]): fix or remove it", l.name, g))
+			}
+		}
+	}
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"include_cgroups", c.TLS.IncludeCgroups}, {"exclude_cgroups", c.TLS.ExcludeCgroups}} {
+		for _, cg := range l.list {
+			if !strings.HasPrefix(cg, "/") {
+				errs = append(errs, fmt.Errorf("tls::%s: %q: a cgroup v2 path starts with / (as in /proc/<pid>/cgroup's 0:: line, e.g. /system.slice)", l.name, cg))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

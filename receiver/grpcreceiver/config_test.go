@@ -41,7 +41,9 @@ func TestConfigTLS(t *testing.T) {
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, TLSConfig{
 		Enabled: true, LibSSLPaths: []string{"/opt/app/lib/libssl.so.3"}, GoBinaries: []string{"/opt/app/bin/server"},
-		RescanInterval: 30 * time.Second,
+		RescanInterval:     30 * time.Second,
+		IncludeExecutables: []string{"/opt/app/bin/*"}, ExcludeExecutables: []string{"*/debug-*"},
+		IncludeCgroups: []string{"/kubepods.slice"}, ExcludeCgroups: []string{"/system.slice"},
 	}, cfg.TLS)
 	assert.Equal(t, 10*time.Second, createDefaultConfig().TLS.RescanInterval)
 	cfg.TLS.RescanInterval = 100 * time.Millisecond
@@ -54,6 +56,25 @@ func TestConfigTLS(t *testing.T) {
 	cfg.TLS.LibSSLPaths = nil
 	require.ErrorContains(t, cfg.Validate(), "tls::go_binaries")
 	cfg.TLS.GoBinaries = nil
+	for _, f := range []string{"include_executables", "exclude_executables", "include_cgroups", "exclude_cgroups"} {
+		require.ErrorContains(t, cfg.Validate(), "tls::"+f+": set tls::enabled: true as well")
+	}
+	cfg.TLS.IncludeExecutables, cfg.TLS.ExcludeExecutables, cfg.TLS.IncludeCgroups, cfg.TLS.ExcludeCgroups = nil, nil, nil, nil
+	require.NoError(t, cfg.Validate())
+}
+
+// Bad globs and cgroup paths are refused, naming the setting and the fix.
+func TestConfigTLSFilters(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.TLS.Enabled = true
+	cfg.TLS.IncludeExecutables = []string{"/usr/bin/[a-"}
+	cfg.TLS.ExcludeExecutables = []string{""}
+	cfg.TLS.ExcludeCgroups = []string{"system.slice"}
+	err := cfg.Validate()
+	require.ErrorContains(t, err, `tls::include_executables: "/usr/bin/[a-" is not a glob`)
+	require.ErrorContains(t, err, `tls::exclude_executables: "" is not a glob`)
+	require.ErrorContains(t, err, `tls::exclude_cgroups: "system.slice": a cgroup v2 path starts with /`)
+	cfg.TLS.IncludeExecutables, cfg.TLS.ExcludeExecutables, cfg.TLS.ExcludeCgroups = []string{"/usr/bin/*", `/opt/\*`}, nil, []string{"/system.slice"}
 	require.NoError(t, cfg.Validate())
 }
 

@@ -36,6 +36,10 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
 )
 
+// probeSelf lets the tests whose TLS peers run in the test binary probe it
+// (the collector never probes its own executable).
+var probeSelf = false
+
 // bootIDPath is the kernel's boot id, the base of the span ids.
 var bootIDPath = "/proc/sys/kernel/random/boot_id"
 
@@ -88,8 +92,9 @@ type grpcReceiver struct {
 	stop    chan struct{}
 	done    chan struct{}
 	// The TLS rescan (tls::rescan_interval), when on.
-	rescanStop, rescanDone chan struct{}
-	stopOnce               sync.Once
+	rescanStop context.CancelFunc
+	rescanDone chan struct{}
+	stopOnce   sync.Once
 }
 
 func createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
@@ -134,6 +139,11 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 		TLS:        r.cfg.TLS.Enabled,
 		LibSSL:     r.cfg.TLS.LibSSLPaths,
 		GoBinaries: r.cfg.TLS.GoBinaries,
+		Filter: capture.ProcFilter{
+			IncludeExecutables: r.cfg.TLS.IncludeExecutables, ExcludeExecutables: r.cfg.TLS.ExcludeExecutables,
+			IncludeCgroups: r.cfg.TLS.IncludeCgroups, ExcludeCgroups: r.cfg.TLS.ExcludeCgroups,
+		},
+		ProbeSelf: probeSelf,
 	})
 	if err != nil {
 		return fmt.Errorf("grpc receiver: %w", err)
@@ -143,6 +153,9 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 		zap.Strings("tls_libssl", c.LibSSL()), zap.Strings("tls_go", describeGo(c.GoBinaries())))
 	if skipped := c.GoSkipped(); len(skipped) > 0 {
 		r.set.Logger.Warn("grpc receiver: running Go executables whose crypto/tls is not probed", zap.Int("count", len(skipped)), zap.Strings("why", skipped))
+	}
+	if skipped := c.LibSSLSkipped(); len(skipped) > 0 {
+		r.set.Logger.Warn("grpc receiver: libssl files of running processes not probed", zap.Int("count", len(skipped)), zap.Strings("why", skipped))
 	}
 	offset := time.Now().UnixNano() - int64(bootNow())
 	r.tracker = h2.NewTracker(h2.Config{
@@ -161,8 +174,10 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
 	go r.run()
 	if r.cfg.TLS.Enabled && r.cfg.TLS.RescanInterval > 0 {
-		r.rescanStop, r.rescanDone = make(chan struct{}), make(chan struct{})
-		go r.rescan(r.cfg.TLS.RescanInterval)
+		var ctx context.Context
+		ctx, r.rescanStop = context.WithCancel(context.Background())
+		r.rescanDone = make(chan struct{})
+		go r.rescan(ctx, r.cfg.TLS.RescanInterval)
 	}
 	return nil
 }
@@ -182,18 +197,19 @@ func describeGo(bins []capture.GoBinary) []string {
 }
 
 // rescan probes the TLS libraries and Go executables of processes started
-// since the last look, every interval (tls::rescan_interval).
-func (r *grpcReceiver) rescan(every time.Duration) {
+// since the last look, every interval (tls::rescan_interval), until ctx is
+// done (a scan under way stops at its next process).
+func (r *grpcReceiver) rescan(ctx context.Context, every time.Duration) {
 	defer close(r.rescanDone)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-r.rescanStop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		got := r.cap.RescanTLS()
+		got := r.cap.RescanTLS(ctx)
 		if len(got.LibSSL)+len(got.Go) > 0 {
 			r.set.Logger.Info("grpc receiver: TLS probes on files of processes started since",
 				zap.Strings("tls_libssl", got.LibSSL), zap.Strings("tls_go", describeGo(got.Go)))
@@ -320,7 +336,7 @@ func (r *grpcReceiver) Shutdown(context.Context) error {
 		return nil
 	}
 	if r.rescanStop != nil {
-		close(r.rescanStop)
+		r.rescanStop()
 		<-r.rescanDone
 	}
 	var errs []error

@@ -190,6 +190,8 @@ func TestReceiverTLSOpenSSL(t *testing.T) {
 	testutil.RequireRoot(t)
 	curl, err := exec.LookPath("curl")
 	require.NoError(t, err, "curl (with OpenSSL) is needed for the TLS test: apt-get install curl")
+	probeSelf = true // the server is this process
+	defer func() { probeSelf = false }()
 	sink, stop := startReceiver(t, func(c *Config) { c.TLS.Enabled = true })
 	defer stop()
 	srv, err := grpctest.StartTLS()

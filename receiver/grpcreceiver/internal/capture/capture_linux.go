@@ -6,13 +6,16 @@
 package capture
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -90,6 +93,12 @@ type Options struct {
 	TLS        bool
 	LibSSL     []string
 	GoBinaries []string
+	// Filter picks the processes whose files the TLS probes go in (all by
+	// default). The collector's own executable is never probed.
+	Filter ProcFilter
+	// ProbeSelf probes the collector's own executable too: for tests whose
+	// TLS peers are the test binary itself; never set in the collector.
+	ProbeSelf bool
 	// BoundedLoop walks the frames in the bounded loop that kernels without
 	// bpf_loop (before 5.17) get, on any kernel (for tests).
 	BoundedLoop bool
@@ -115,10 +124,21 @@ type Capture struct {
 	libssl   []string
 	goBins   []GoBinary
 	goSkip   []string
-	sslSeen  files
-	goSeen   files
-	pids     map[string]bool
+	sslSkip  []string
 	detached bool
+	// scanMu serializes the scans (Open's, RescanTLS) and guards what only
+	// they touch: the files and processes seen.
+	scanMu  sync.Mutex
+	sslSeen files
+	goSeen  files
+	pids    map[string]bool
+	// closing stops a scan between two processes (Detach).
+	closing   atomic.Bool
+	tlsFailed atomic.Uint64
+	filter    ProcFilter
+	self      fileID // the collector's executable, never probed
+	selfPID   string
+	probeSelf bool
 }
 
 var socketTracepoints = []string{"sock_send_length", "sock_recv_length"}
@@ -342,6 +362,11 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 		return nil, err
 	}
 	if o.TLS {
+		c.filter, c.probeSelf, c.selfPID = o.Filter, o.ProbeSelf, strconv.Itoa(os.Getpid())
+		if self, err := os.Open("/proc/self/exe"); err == nil {
+			c.self, _ = idOf(self)
+			_ = self.Close()
+		}
 		if err := c.attachTLS(o.LibSSL); err != nil {
 			return nil, err
 		}
@@ -387,38 +412,86 @@ var tlsPrograms = []string{
 }
 
 // attachTLS attaches the OpenSSL probes to every libssl file: those mapped by
-// running processes, the extra paths, and the usual locations; one file
-// reached by several paths is attached once.
+// running processes (one that cannot be probed is listed in LibSSLSkipped),
+// the extra paths and the usual locations (an error there fails the start);
+// one file reached by several paths is attached once.
 func (c *Capture) attachTLS(extra []string) error {
-	paths := append(LibSSLInUse(), extra...)
-	paths = append(paths, "/usr/lib/x86_64-linux-gnu/libssl.so.3", "/usr/lib/x86_64-linux-gnu/libssl.so.1.1", "/usr/lib64/libssl.so.3")
 	c.sslSeen = files{}
-	for _, p := range paths {
-		if !c.sslSeen.add(p) {
+	var looked []string
+	for _, pid := range procPIDs() {
+		if !c.wanted(pid) {
 			continue
 		}
-		if err := c.attachLibSSL(p); err != nil {
+		for _, m := range libSSLOf(pid) {
+			looked = append(looked, m.name())
+			if _, err := c.probeLibSSL(m.name(), m.open); err != nil {
+				c.skipLibSSL(err)
+			}
+		}
+	}
+	usual := []string{"/usr/lib/x86_64-linux-gnu/libssl.so.3", "/usr/lib/x86_64-linux-gnu/libssl.so.1.1", "/usr/lib64/libssl.so.3"}
+	for i, p := range slices.Concat(extra, usual) {
+		looked = append(looked, p)
+		_, err := c.probeLibSSL(p, func() (*os.File, error) { return os.Open(p) })
+		if err != nil && (i < len(extra) || !errors.Is(err, os.ErrNotExist)) {
 			return err
 		}
 	}
 	if len(c.libssl) == 0 {
-		return fmt.Errorf("tls: no libssl found (looked in the running processes' maps and at %v): install OpenSSL or name it in tls::libssl_paths", paths)
+		return fmt.Errorf("tls: no libssl found (looked in the running processes' maps and at %v): install OpenSSL or name it in tls::libssl_paths", looked)
 	}
 	return nil
 }
 
-// attachLibSSL attaches the OpenSSL probes to the libssl at p, all or none.
-func (c *Capture) attachLibSSL(p string) (err error) {
-	ex, err := link.OpenExecutable(p)
+// skipLibSSL records a libssl file that could not be probed.
+func (c *Capture) skipLibSSL(err error) {
+	c.tlsFailed.Add(1)
+	c.tlsMu.Lock()
+	c.sslSkip = append(c.sslSkip, err.Error())
+	c.tlsMu.Unlock()
+}
+
+// probeLibSSL opens a libssl file once, and probes it through that
+// descriptor if it is one not seen yet; isNew says it was.
+func (c *Capture) probeLibSSL(name string, open func() (*os.File, error)) (isNew bool, err error) {
+	f, err := open()
 	if err != nil {
-		return fmt.Errorf("tls: open %s: %w", p, err)
+		return false, fmt.Errorf("tls: open %s: %w", name, err)
+	}
+	defer f.Close()
+	id, err := idOf(f)
+	if err != nil {
+		return false, fmt.Errorf("tls: %s: %w", name, err)
+	}
+	if !c.sslSeen.add(id) {
+		return false, nil
+	}
+	return true, c.attachLibSSL(f, name)
+}
+
+// attachLibSSL attaches the OpenSSL probes to the libssl open as f (name:
+// what to call it), all or none.
+func (c *Capture) attachLibSSL(f *os.File, name string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("tls: %s: %w: parser panic: %v", name, gotls.ErrMalformed, v)
+		}
+	}()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("tls: %s: %w", name, err)
+	}
+	if err := gotls.CheckELF(f, st.Size()); err != nil {
+		return fmt.Errorf("tls: %s: %w", name, err)
+	}
+	ex, err := openExecutable(f)
+	if err != nil {
+		return fmt.Errorf("tls: open %s: %w", name, err)
 	}
 	var links []link.Link
 	defer func() {
 		if err != nil {
-			for _, l := range links {
-				_ = l.Close()
-			}
+			_ = closeLinks(links)
 		}
 	}()
 	for _, a := range []struct {
@@ -441,12 +514,26 @@ func (c *Capture) attachLibSSL(p string) (err error) {
 			continue // OpenSSL before 1.1.1
 		}
 		if err != nil {
-			return fmt.Errorf("tls: attach %s in %s: %w", a.sym, p, err)
+			return fmt.Errorf("tls: attach %s in %s: %w", a.sym, name, err)
 		}
 		links = append(links, l)
 	}
+	return c.keep(links, func() { c.libssl = append(c.libssl, name) })
+}
+
+// errDetached: the capture was detached while a file was being probed.
+var errDetached = errors.New("tls: the capture is detached")
+
+// keep adds the links of a file probed, and records it, unless the capture
+// was detached meanwhile (then they are closed).
+func (c *Capture) keep(links []link.Link, record func()) error {
+	c.tlsMu.Lock()
+	defer c.tlsMu.Unlock()
+	if c.detached {
+		return errDetached // the caller closes them
+	}
 	c.links = append(c.links, links...)
-	c.libssl = append(c.libssl, p)
+	record()
 	return nil
 }
 
@@ -457,12 +544,25 @@ func (c *Capture) LibSSL() []string {
 	return slices.Clone(c.libssl)
 }
 
+// LibSSLSkipped lists the libssl files of running processes that could not
+// be probed, each with why.
+func (c *Capture) LibSSLSkipped() []string {
+	c.tlsMu.Lock()
+	defer c.tlsMu.Unlock()
+	return slices.Clone(c.sslSkip)
+}
+
+// TLSFilesFailed counts the files (executables, libssl) whose parsing or
+// probing failed (each once): hostile or damaged ones among them.
+func (c *Capture) TLSFilesFailed() uint64 { return c.tlsFailed.Load() }
+
 // GoBinary is a Go executable whose crypto/tls is probed.
 type GoBinary struct {
 	Path      string // as configured, or the running process's executable
 	Probes    int    // uprobes attached: Write, Read, Close and every RET of Read
 	Pclntab   bool   // found through .gopclntab (no symbol table)
 	GoVersion string
+	Dev, Ino  uint64 // the file probed (the one parsed)
 }
 
 // GoBinaries lists the Go executables whose crypto/tls is probed.
@@ -474,7 +574,7 @@ func (c *Capture) GoBinaries() []GoBinary {
 
 // GoSkipped lists the running Go executables with crypto/tls that could
 // not be probed, each with why (an old Go, another architecture, no
-// symbols, code that did not decode, a refused uprobe).
+// symbols, code that did not decode, a malformed file, a refused uprobe).
 func (c *Capture) GoSkipped() []string {
 	c.tlsMu.Lock()
 	defer c.tlsMu.Unlock()
@@ -485,47 +585,78 @@ func (c *Capture) GoSkipped() []string {
 // there fails the start: they were asked for) and in those of the running
 // processes (one that cannot be probed is listed in GoSkipped). One file
 // reached by several paths is probed once; a uprobe is on the file, so
-// processes started from it later are covered too.
+// processes started from it later are covered too. The collector's own
+// executable is never probed.
 func (c *Capture) attachGoTLS(configured []string) error {
 	c.goSeen, c.pids = files{}, map[string]bool{}
+	if !c.probeSelf {
+		c.goSeen.add(c.self)
+	}
 	for _, p := range configured {
-		if _, err := os.Stat(p); err != nil {
+		f, err := os.Open(p)
+		if err != nil {
 			return fmt.Errorf("tls: go_binaries: %w", err)
 		}
-		if !c.goSeen.add(p) {
-			continue
+		id, err := idOf(f)
+		if err == nil && c.goSeen.add(id) {
+			err = c.attachGoBinary(f, id, p)
 		}
-		if err := c.attachGoBinary(p, p); err != nil {
+		_ = f.Close()
+		if err != nil {
 			return fmt.Errorf("tls: go_binaries: %s: %w", p, err)
 		}
 	}
 	for _, pid := range procPIDs() {
 		c.pids[pid] = true
-		c.attachGoProcess(pid)
+		if c.wanted(pid) {
+			c.attachGoProcess(pid)
+		}
 	}
 	return nil
 }
 
-// attachGoProcess probes the executable of process pid if it is a Go
+// wanted says whether the files of process pid are to be probed: not the
+// collector itself, and allowed by the include and exclude lists.
+func (c *Capture) wanted(pid string) bool {
+	if pid == c.selfPID && !c.probeSelf {
+		return false
+	}
+	ok, _ := c.filter.allows(pid)
+	return ok
+}
+
+// attachGoProcess probes the executable of process pid (one wanted) if it is a Go
 // program with crypto/tls not seen yet; one that cannot be probed is listed
-// in GoSkipped.
+// in GoSkipped and counted in TLSFilesFailed.
 func (c *Capture) attachGoProcess(pid string) *GoBinary {
 	e := filepath.Join("/proc", pid, "exe")
-	if !c.goSeen.add(e) {
-		return nil // a kernel thread, gone, or a file seen already
+	f, err := os.Open(e)
+	if err != nil {
+		return nil // a kernel thread, or gone
+	}
+	defer f.Close()
+	id, err := idOf(f)
+	if err != nil || !c.goSeen.add(id) {
+		return nil // a file seen already (the collector's own among them)
 	}
 	name, err := os.Readlink(e)
 	if err != nil {
 		name = e
 	}
-	err = c.attachGoBinary(e, name)
-	if err != nil && !errors.Is(err, gotls.ErrNotGo) && !errors.Is(err, gotls.ErrNoTLS) && !errors.Is(err, os.ErrNotExist) {
+	err = c.attachGoBinary(f, id, name)
+	if err != nil && !errors.Is(err, gotls.ErrNotGo) && !errors.Is(err, gotls.ErrNoTLS) && !errors.Is(err, errDetached) {
+		c.tlsFailed.Add(1)
+		c.tlsMu.Lock()
 		c.goSkip = append(c.goSkip, fmt.Sprintf("%s: %v", name, err))
+		c.tlsMu.Unlock()
 	}
 	if err != nil {
 		return nil
 	}
-	return &c.goBins[len(c.goBins)-1]
+	c.tlsMu.Lock()
+	defer c.tlsMu.Unlock()
+	b := c.goBins[len(c.goBins)-1]
+	return &b
 }
 
 // procPIDs lists the processes in /proc.
@@ -552,52 +683,57 @@ type Rescanned struct {
 // their executables (Go crypto/tls) not probed yet. A uprobe is on the
 // file, so every later process of a probed file is covered already; a
 // process that loads libssl only after it was looked at is not. Safe beside
-// the reader; not before Open with TLS nor after Detach.
-func (c *Capture) RescanTLS() Rescanned {
-	c.tlsMu.Lock()
-	defer c.tlsMu.Unlock()
+// the reader; not before Open with TLS. It stops between two processes when
+// ctx is done or the capture is detached (the rest is looked at next time),
+// and holds no lock while it parses files.
+func (c *Capture) RescanTLS(ctx context.Context) Rescanned {
+	c.scanMu.Lock()
+	defer c.scanMu.Unlock()
 	var out Rescanned
-	if c.pids == nil || c.detached {
+	if c.pids == nil || c.closing.Load() {
 		return out
 	}
+	c.tlsMu.Lock()
 	skipped := len(c.goSkip)
-	now := map[string]bool{}
+	c.tlsMu.Unlock()
 	for _, pid := range procPIDs() {
-		now[pid] = true
+		if ctx.Err() != nil || c.closing.Load() {
+			break
+		}
 		if c.pids[pid] {
 			continue
 		}
-		for _, p := range libSSLOf(pid) {
-			if !c.sslSeen.add(p) {
-				continue
-			}
-			if err := c.attachLibSSL(p); err != nil {
+		c.pids[pid] = true
+		if !c.wanted(pid) {
+			continue
+		}
+		for _, m := range libSSLOf(pid) {
+			isNew, err := c.probeLibSSL(m.name(), m.open)
+			switch {
+			case errors.Is(err, errDetached):
+			case err != nil:
+				c.tlsFailed.Add(1)
 				out.Failed = append(out.Failed, err.Error())
-				continue
+			case isNew:
+				out.LibSSL = append(out.LibSSL, m.name())
 			}
-			out.LibSSL = append(out.LibSSL, p)
 		}
 		if b := c.attachGoProcess(pid); b != nil {
 			out.Go = append(out.Go, *b)
 		}
 	}
-	c.pids = now
+	c.tlsMu.Lock()
 	out.GoSkipped = slices.Clone(c.goSkip[skipped:])
+	c.tlsMu.Unlock()
 	return out
 }
 
 // files is a set of files by device and inode: one file reached by
 // several paths (links, /proc/<pid>/root, /proc/<pid>/exe) is one.
-type files map[[2]uint64]bool
+type files map[fileID]bool
 
-// add adds the file at path and says whether it is new (false as well
-// when there is none).
-func (f files) add(path string) bool {
-	var st unix.Stat_t
-	if unix.Stat(path, &st) != nil {
-		return false
-	}
-	id := [2]uint64{st.Dev, st.Ino}
+// add adds the file id and says whether it is new.
+func (f files) add(id fileID) bool {
 	if f[id] {
 		return false
 	}
@@ -605,23 +741,22 @@ func (f files) add(path string) bool {
 	return true
 }
 
-// attachGoBinary attaches the Go TLS programs to the executable at path
-// (name: what to call it), all or none.
-func (c *Capture) attachGoBinary(path, name string) (err error) {
-	p, err := gotls.Find(path)
+// attachGoBinary attaches the Go TLS programs to the executable open as f
+// (id: its device and inode; name: what to call it), all or none: parsed
+// from f and probed through f, the very file.
+func (c *Capture) attachGoBinary(f *os.File, id fileID, name string) (err error) {
+	p, err := gotls.FindFile(f)
 	if err != nil {
 		return err
 	}
-	ex, err := link.OpenExecutable(path)
+	ex, err := openExecutable(f)
 	if err != nil {
 		return err
 	}
 	var links []link.Link
 	defer func() {
 		if err != nil {
-			for _, l := range links {
-				_ = l.Close()
-			}
+			_ = closeLinks(links)
 		}
 	}()
 	at := func(prog string, off uint64) error {
@@ -647,41 +782,19 @@ func (c *Capture) attachGoBinary(path, name string) (err error) {
 			return err
 		}
 	}
-	c.links = append(c.links, links...)
-	c.goBins = append(c.goBins, GoBinary{Path: name, Probes: len(links), Pclntab: p.Pclntab, GoVersion: p.GoVersion})
-	return nil
+	b := GoBinary{Path: name, Probes: len(links), Pclntab: p.Pclntab, GoVersion: p.GoVersion, Dev: id[0], Ino: id[1]}
+	return c.keep(links, func() { c.goBins = append(c.goBins, b) })
 }
 
-// LibSSLInUse lists the libssl files mapped by running processes (/proc/*/maps).
+// LibSSLInUse lists the libssl files mapped by running processes
+// (/proc/*/maps), as paths through their roots.
 func LibSSLInUse() []string {
 	var out []string
-	seen := map[string]bool{}
 	for _, pid := range procPIDs() {
-		for _, p := range libSSLOf(pid) {
-			if !seen[p] {
-				seen[p] = true
-				out = append(out, p)
+		for _, m := range libSSLOf(pid) {
+			if !slices.Contains(out, m.name()) {
+				out = append(out, m.name())
 			}
-		}
-	}
-	return out
-}
-
-// libSSLOf lists the libssl files process pid maps, as paths through its
-// root (/proc/<pid>/root/...: a container's files).
-func libSSLOf(pid string) []string {
-	b, err := os.ReadFile(filepath.Join("/proc", pid, "maps"))
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		i := strings.Index(line, "/")
-		if i < 0 || !strings.Contains(line[i:], "/libssl.so") {
-			continue
-		}
-		if p := filepath.Join("/proc", pid, "root", line[i:]); !slices.Contains(out, p) {
-			out = append(out, p)
 		}
 	}
 	return out
@@ -721,6 +834,7 @@ func (c *Capture) Counters() (Counters, error) {
 	if err := c.coll.Maps["seq_counters"].Lookup(uint32(0), &seq); err != nil {
 		return out, fmt.Errorf("read seq_counters: %w", err)
 	}
+	out.TLSFilesFailed = c.tlsFailed.Load()
 	for _, p := range seq {
 		out.Overrun += p.Overrun
 		out.NoSlot += p.NoSlot
@@ -754,17 +868,17 @@ func (c *Capture) ProgramIDs() []ebpf.ProgramID {
 	return ids
 }
 
-// Detach stops the producers; what is in the ring stays readable.
+// Detach stops the producers; what is in the ring stays readable. A
+// RescanTLS under way stops at its next process; the links are closed
+// concurrently (closeLinks).
 func (c *Capture) Detach() error {
+	c.closing.Store(true)
 	c.tlsMu.Lock()
-	defer c.tlsMu.Unlock()
 	c.detached = true
-	var errs []error
-	for _, l := range c.links {
-		errs = append(errs, l.Close())
-	}
+	links := c.links
 	c.links = nil
-	return errors.Join(errs...)
+	c.tlsMu.Unlock()
+	return closeLinks(links)
 }
 
 // Close detaches, unmaps and closes everything.

@@ -35,6 +35,7 @@ type Counters struct {
 	GoTLSCalls       uint64 // Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls)
 	GoTLSErrors      uint64 // Reads that returned an error
 	TLSAfterClose    uint64 // TLS calls on a closed session, not a new one's start: skipped
+	TLSFilesFailed   uint64 // executables and libssl files that could not be parsed or probed (tls; counted in user space)
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -93,6 +94,7 @@ func (c Counters) Named() []NamedCounter {
 		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
 		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS}, {"go_tls_calls", c.GoTLSCalls},
 		{"go_tls_errors", c.GoTLSErrors}, {"tls_after_close", c.TLSAfterClose},
+		{"tls_files_failed", c.TLSFilesFailed},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
 		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}

@@ -6,6 +6,7 @@
 package capture
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -303,25 +304,26 @@ func TestRescanTLSNewLibSSL(t *testing.T) {
 	_, err = io.ReadFull(out, line)
 	require.NoError(t, err)
 
-	got := c.RescanTLS()
+	got := c.RescanTLS(context.Background())
 	want := filepath.Join("/proc", fmt.Sprint(py.Process.Pid), "root", lib)
 	require.Equal(t, []string{want}, got.LibSSL, "failed: %v", got.Failed)
 	require.Contains(t, c.LibSSL(), want)
-	again := c.RescanTLS()
+	again := c.RescanTLS(context.Background())
 	assert.Empty(t, again.LibSSL, "one file is probed once")
 	require.NoError(t, c.Detach())
-	assert.Empty(t, c.RescanTLS().LibSSL, "nothing after Detach")
+	assert.Empty(t, c.RescanTLS(context.Background()).LibSSL, "nothing after Detach")
 }
 
 // A Go Write after Close fails, but the probe at its entry has walked its
 // bytes already: they must not open a session (mid-stream, bytes never
 // sent); they are counted in tls_after_close. The test process's own
-// crypto/tls is probed (a running Go executable).
+// crypto/tls is probed (a running Go executable; ProbeSelf: the collector
+// never probes its own).
 func TestGoTLSWriteAfterClose(t *testing.T) {
 	testutil.RequireRoot(t)
 	cert, err := grpctest.SelfSigned()
 	require.NoError(t, err)
-	c := mustOpen(t, Options{Hook: HookAuto, RingSlots: 1 << 12, MaxConns: 1024, HeaderCap: 16384, TLS: true})
+	c := mustOpen(t, Options{Hook: HookAuto, RingSlots: 1 << 12, MaxConns: 1024, HeaderCap: 16384, TLS: true, ProbeSelf: true})
 	defer c.Close()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	require.NoError(t, err)

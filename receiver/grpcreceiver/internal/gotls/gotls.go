@@ -9,6 +9,11 @@
 // the kernel replaced). Pure Go: debug/elf, debug/gosym and an x86-64
 // decoder; amd64 executables of Go 1.17+ only (the register ABI the probes
 // read).
+//
+// Every file is untrusted input (any local user can run a program, and the
+// collector runs as root): sizes and offsets read from it are checked
+// against the file before anything is allocated or read, and a panic in the
+// parsers becomes an error wrapping ErrMalformed.
 package gotls
 
 import (
@@ -16,9 +21,12 @@ import (
 	"debug/buildinfo"
 	"debug/elf"
 	"debug/gosym"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"go/version"
+	"io"
+	"os"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -37,7 +45,14 @@ var (
 	ErrArch    = errors.New("not an x86-64 executable")
 	ErrGoABI   = errors.New("built by Go before 1.17 (no register ABI)")
 	ErrNoTable = errors.New("Go executable with neither a symbol table nor a readable .gopclntab")
+	// ErrMalformed: a size or offset in the file points outside it or is
+	// beyond sense, or a parser panicked on it.
+	ErrMalformed = errors.New("malformed executable")
 )
+
+// MaxFuncSize bounds the code of one probed function: crypto/tls's Write,
+// Read and Close are a few hundred bytes to a few KiB.
+const MaxFuncSize = 1 << 20
 
 // Func is one function's probe points, as offsets in the file (what a
 // uprobe takes).
@@ -65,11 +80,49 @@ type Probes struct {
 }
 
 // Find reads the executable at path. Errors wrap ErrNotGo, ErrNoTLS,
-// ErrArch, ErrGoABI or ErrNoTable when the file is not one to probe.
+// ErrArch, ErrGoABI or ErrNoTable when the file is not one to probe, and
+// ErrMalformed when it is not a sound ELF file.
 func Find(path string) (*Probes, error) {
-	f, err := elf.Open(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	return FindFile(f)
+}
+
+// FindFile reads the open file f, through that descriptor only (what is
+// probed later through the same descriptor is what was read); as Find.
+func FindFile(f *os.File) (*Probes, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file", ErrNotGo)
+	}
+	return FindReader(f, st.Size())
+}
+
+// FindReader reads an executable of size bytes from r; as Find. Nothing is
+// allocated beyond a small multiple of size, and a panic of the parsers on
+// a hostile file is returned as an error wrapping ErrMalformed.
+func FindReader(r io.ReaderAt, size int64) (p *Probes, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p, err = nil, fmt.Errorf("%w: parser panic: %v", ErrMalformed, v)
+		}
+	}()
+	if size < 0 {
+		return nil, fmt.Errorf("%w: negative size", ErrMalformed)
+	}
+	if err := CheckELF(r, size); err != nil {
+		return nil, err
+	}
+	sr := io.NewSectionReader(r, 0, size)
+	f, err := elf.NewFile(sr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	defer f.Close()
 	if f.Section(".gopclntab") == nil && f.Section(".go.buildinfo") == nil {
@@ -78,18 +131,18 @@ func Find(path string) (*Probes, error) {
 	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
 		return nil, ErrArch
 	}
-	p := &Probes{}
+	p = &Probes{}
 	names := []string{WriteSym, ReadSym, CloseSym}
-	found, err := fromSymtab(f, names)
+	found, err := fromSymtab(f, size, names)
 	if errors.Is(err, elf.ErrNoSymbols) {
-		found, err = fromPclntab(f, names)
+		found, err = fromPclntab(f, size, names)
 		p.Pclntab = true
 	}
 	if err != nil {
 		return nil, err
 	}
 	// Go 1.13+ records its version (buildinfo); the register ABI is 1.17's.
-	bi, err := buildinfo.ReadFile(path)
+	bi, err := buildinfo.Read(sr)
 	if err != nil {
 		return nil, fmt.Errorf("no Go version in it (%w): %w", err, ErrGoABI)
 	}
@@ -102,14 +155,25 @@ func Find(path string) (*Probes, error) {
 		if fn.Size == 0 {
 			return nil, fmt.Errorf("%s has no size", fn.Name)
 		}
-		if fn.Entry, err = fileOffset(f, fn.Addr); err != nil {
-			return nil, fmt.Errorf("%s: %w", fn.Name, err)
+		if fn.Size > MaxFuncSize {
+			return nil, fmt.Errorf("%w: %s is %d bytes long (more than %d)", ErrMalformed, fn.Name, fn.Size, MaxFuncSize)
 		}
+		seg := progOf(f, fn.Addr)
+		if seg == nil {
+			return nil, fmt.Errorf("%s: address %#x in no executable segment", fn.Name, fn.Addr)
+		}
+		if seg.Off > uint64(size) || seg.Filesz > uint64(size)-seg.Off {
+			return nil, fmt.Errorf("%w: the segment of %s (file offset %#x, %d bytes) is past the end of the file (%d bytes)", ErrMalformed, fn.Name, seg.Off, seg.Filesz, size)
+		}
+		if fn.Size > seg.Vaddr+seg.Filesz-fn.Addr {
+			return nil, fmt.Errorf("%w: %s (%#x, %d bytes) runs past the end of its segment's file bytes", ErrMalformed, fn.Name, fn.Addr, fn.Size)
+		}
+		fn.Entry = fn.Addr - seg.Vaddr + seg.Off
 	}
 	p.Write, p.Read, p.Close = found[0], found[1], found[2]
 	for _, fn := range []*Func{&p.Write, &p.Read, &p.Close} {
-		code, seg := make([]byte, fn.Size), progOf(f, fn.Addr)
-		if _, err := seg.ReadAt(code, int64(fn.Addr-seg.Vaddr)); err != nil {
+		code := make([]byte, fn.Size)
+		if _, err := r.ReadAt(code, int64(fn.Entry)); err != nil {
 			return nil, fmt.Errorf("read %s: %w", fn.Name, err)
 		}
 		fn.Body = fn.Entry + Body(code)
@@ -125,6 +189,21 @@ func Find(path string) (*Probes, error) {
 		}
 	}
 	return p, nil
+}
+
+// sectionData reads a section after checking that its declared size is
+// within the file (debug/elf allocates the declared size).
+func sectionData(s *elf.Section, size int64) ([]byte, error) {
+	if s.Type == elf.SHT_NOBITS {
+		return nil, fmt.Errorf("%w: section %s has no bytes in the file", ErrMalformed, s.Name)
+	}
+	if s.Flags&elf.SHF_COMPRESSED != 0 {
+		return nil, fmt.Errorf("%w: section %s is compressed", ErrMalformed, s.Name)
+	}
+	if s.Offset > uint64(size) || s.Size > uint64(size)-s.Offset {
+		return nil, fmt.Errorf("%w: section %s (file offset %#x, %d bytes) is past the end of the file (%d bytes)", ErrMalformed, s.Name, s.Offset, s.Size, size)
+	}
+	return s.Data()
 }
 
 // Body is the offset in a function's code of the first instruction after
@@ -179,16 +258,16 @@ func Returns(code []byte) ([]uint64, error) {
 
 // fromSymtab finds the functions in .symtab, reading its entries and names
 // in place (a large Go executable has hundreds of thousands of symbols).
-func fromSymtab(f *elf.File, names []string) ([]Func, error) {
+func fromSymtab(f *elf.File, size int64, names []string) ([]Func, error) {
 	symtab := f.SectionByType(elf.SHT_SYMTAB)
 	if symtab == nil || symtab.Link == 0 || int(symtab.Link) >= len(f.Sections) {
 		return nil, elf.ErrNoSymbols
 	}
-	syms, err := symtab.Data()
+	syms, err := sectionData(symtab, size)
 	if err != nil {
 		return nil, err
 	}
-	strs, err := f.Sections[symtab.Link].Data()
+	strs, err := sectionData(f.Sections[symtab.Link], size)
 	if err != nil {
 		return nil, err
 	}
@@ -217,14 +296,22 @@ func fromSymtab(f *elf.File, names []string) ([]Func, error) {
 	return out, nil
 }
 
-func fromPclntab(f *elf.File, names []string) ([]Func, error) {
+func fromPclntab(f *elf.File, size int64, names []string) ([]Func, error) {
 	pcln, text := f.Section(".gopclntab"), f.Section(".text")
 	if pcln == nil || text == nil {
 		return nil, ErrNoTable
 	}
-	data, err := pcln.Data()
+	data, err := sectionData(pcln, size)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoTable, err)
+	}
+	// debug/gosym allocates a Func per entry of the function table the
+	// header declares: at least 8 bytes each (two 4-byte fields) must be there.
+	if len(data) < 16 || data[7] != 8 {
+		return nil, fmt.Errorf("%w: .gopclntab header: not a 64-bit table", ErrNoTable)
+	}
+	if nfunc := binary.LittleEndian.Uint64(data[8:16]); nfunc > uint64(len(data))/8 {
+		return nil, fmt.Errorf("%w: .gopclntab declares %d functions in %d bytes", ErrMalformed, nfunc, len(data))
 	}
 	// The function name table is in there: no name, no need to decode it all.
 	for _, n := range names {
@@ -264,4 +351,112 @@ func fileOffset(f *elf.File, addr uint64) (uint64, error) {
 		return 0, fmt.Errorf("address %#x in no executable segment", addr)
 	}
 	return addr - p.Vaddr + p.Off, nil
+}
+
+// CheckELF checks, before debug/elf reads anything, that the ELF file of
+// size bytes in r has its program and section header tables, and every
+// segment's and section's bytes, inside the file (debug/elf allocates what
+// a header declares, in chunks of up to 10 MiB). Errors wrap ErrMalformed,
+// or ErrNotGo when r is no ELF file at all.
+func CheckELF(r io.ReaderAt, size int64) error {
+	var h [64]byte
+	if size < 52 {
+		return fmt.Errorf("%w: %d bytes, too short for an ELF header", ErrNotGo, size)
+	}
+	n, _ := r.ReadAt(h[:min(int64(len(h)), size)], 0)
+	if n < 52 || string(h[:4]) != elf.ELFMAG {
+		return fmt.Errorf("%w: no ELF header", ErrNotGo)
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	switch elf.Data(h[elf.EI_DATA]) {
+	case elf.ELFDATA2LSB:
+	case elf.ELFDATA2MSB:
+		bo = binary.BigEndian
+	default:
+		return fmt.Errorf("%w: ELF data encoding %d", ErrMalformed, h[elf.EI_DATA])
+	}
+	var phoff, shoff uint64
+	var phentsize, phnum, shentsize, shnum, shstrndx uint64
+	is64 := false
+	switch elf.Class(h[elf.EI_CLASS]) {
+	case elf.ELFCLASS64:
+		if n < 64 {
+			return fmt.Errorf("%w: short ELF header", ErrMalformed)
+		}
+		is64 = true
+		phoff, shoff = bo.Uint64(h[32:]), bo.Uint64(h[40:])
+		phentsize, phnum = uint64(bo.Uint16(h[54:])), uint64(bo.Uint16(h[56:]))
+		shentsize, shnum, shstrndx = uint64(bo.Uint16(h[58:])), uint64(bo.Uint16(h[60:])), uint64(bo.Uint16(h[62:]))
+	case elf.ELFCLASS32:
+		phoff, shoff = uint64(bo.Uint32(h[28:])), uint64(bo.Uint32(h[32:]))
+		phentsize, phnum = uint64(bo.Uint16(h[42:])), uint64(bo.Uint16(h[44:]))
+		shentsize, shnum, shstrndx = uint64(bo.Uint16(h[46:])), uint64(bo.Uint16(h[48:])), uint64(bo.Uint16(h[50:]))
+	default:
+		return fmt.Errorf("%w: ELF class %d", ErrMalformed, h[elf.EI_CLASS])
+	}
+	fsize := uint64(size)
+	within := func(off, n uint64) bool { return off <= fsize && n <= fsize-off }
+	table := func(what string, off, entsize, num, min uint64) ([]byte, error) {
+		if num == 0 {
+			return nil, nil
+		}
+		if entsize < min || !within(off, entsize*num) { // entsize and num are 16-bit: no overflow
+			return nil, fmt.Errorf("%w: %s table (offset %#x, %d entries of %d bytes) outside the file (%d bytes)", ErrMalformed, what, off, num, entsize, size)
+		}
+		b := make([]byte, entsize*num)
+		if _, err := r.ReadAt(b, int64(off)); err != nil {
+			return nil, fmt.Errorf("%w: %s table: %w", ErrMalformed, what, err)
+		}
+		return b, nil
+	}
+	if shnum == 0 && shoff != 0 || shstrndx == uint64(elf.SHN_XINDEX) {
+		return fmt.Errorf("%w: extended section numbering", ErrMalformed)
+	}
+	if shnum > 0 && shstrndx >= shnum {
+		return fmt.Errorf("%w: section name table %d of %d sections", ErrMalformed, shstrndx, shnum)
+	}
+	phMin, shMin := uint64(32), uint64(40)
+	if is64 {
+		phMin, shMin = 56, 64
+	}
+	ph, err := table("program header", phoff, phentsize, phnum, phMin)
+	if err != nil {
+		return err
+	}
+	for i := range phnum {
+		e := ph[i*phentsize:]
+		off, filesz := uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[16:]))
+		if is64 {
+			off, filesz = bo.Uint64(e[8:]), bo.Uint64(e[32:])
+		}
+		if !within(off, filesz) {
+			return fmt.Errorf("%w: segment %d (file offset %#x, %d bytes) outside the file (%d bytes)", ErrMalformed, i, off, filesz, size)
+		}
+	}
+	sh, err := table("section header", shoff, shentsize, shnum, shMin)
+	if err != nil {
+		return err
+	}
+	for i := range shnum {
+		e := sh[i*shentsize:]
+		typ := elf.SectionType(bo.Uint32(e[4:]))
+		off, n := uint64(bo.Uint32(e[16:])), uint64(bo.Uint32(e[20:]))
+		if is64 {
+			off, n = bo.Uint64(e[24:]), bo.Uint64(e[32:])
+		}
+		// debug/elf reads the section names whatever their type says (a
+		// NOBITS one reads as zeros, of the declared size).
+		if (typ != elf.SHT_NOBITS || i == shstrndx) && !within(off, n) {
+			return fmt.Errorf("%w: section %d (file offset %#x, %d bytes) outside the file (%d bytes)", ErrMalformed, i, off, n, size)
+		}
+		// ... and decompress them to the size their header declares.
+		flags := uint64(bo.Uint32(e[8:]))
+		if is64 {
+			flags = bo.Uint64(e[8:])
+		}
+		if i == shstrndx && elf.SectionFlag(flags)&elf.SHF_COMPRESSED != 0 {
+			return fmt.Errorf("%w: compressed section name table", ErrMalformed)
+		}
+	}
+	return nil
 }

@@ -4,20 +4,27 @@
 package gotls
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls/elftest"
 )
 
 const tlsProgram = `package main
@@ -213,5 +220,106 @@ func TestReturns(t *testing.T) {
 	for _, cut := range []int{1, 2, 9, 12} {
 		_, err = Returns(code[:cut])
 		assert.Error(t, err, "cut at %d", cut)
+	}
+}
+
+// The synthetic executable (the fuzz seeds' base) is one Find accepts: the
+// three functions, their stack checks and their two RETs each.
+func TestFindSynthetic(t *testing.T) {
+	b := elftest.Synthetic("go1.22.0")
+	p, err := FindReader(bytes.NewReader(b), int64(len(b)))
+	require.NoError(t, err)
+	assert.Equal(t, "go1.22.0", p.GoVersion)
+	for _, fn := range []Func{p.Write, p.Read, p.Close} {
+		assert.Equal(t, fn.Entry+6, fn.Body, fn.Name)
+		assert.Equal(t, []uint64{fn.Entry + 7, fn.Entry + 9}, fn.Returns, fn.Name)
+	}
+	b = elftest.Synthetic("go1.16")
+	_, err = FindReader(bytes.NewReader(b), int64(len(b)))
+	assert.ErrorIs(t, err, ErrGoABI)
+}
+
+// A Go executable whose symbol table says crypto/tls.(*Conn).Write is 2^62
+// bytes long (or whose .symtab runs past its end) is an error naming the
+// problem, never a panic (it was: makeslice: len out of range).
+func TestFindHostileSizes(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the probes read the amd64 register ABI")
+	}
+	bin := build(t, tlsProgram)
+	require.NoError(t, elftest.PatchFileSymbolSize(bin, WriteSym, 1<<62))
+	_, err := Find(bin)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), WriteSym)
+
+	syn := elftest.Synthetic("go1.22.0")
+	for name, size := range map[string]uint64{"max": 1 << 62, "past the segment": 1 << 19, "wraps": ^uint64(0)} {
+		b := slices.Clone(syn)
+		require.NoError(t, elftest.PatchSymbolSize(b, ReadSym, size))
+		_, err := FindReader(bytes.NewReader(b), int64(len(b)))
+		require.ErrorIs(t, err, ErrMalformed, name)
+		assert.Contains(t, err.Error(), ReadSym, name)
+	}
+	// .symtab declared 2^40 bytes long: refused before debug/elf allocates it.
+	b := slices.Clone(syn)
+	f, err := elf.NewFile(bytes.NewReader(b))
+	require.NoError(t, err)
+	sh := f.SectionByType(elf.SHT_SYMTAB)
+	shOff := binary.LittleEndian.Uint64(b[40:])
+	idx := slices.Index(f.Sections, sh)
+	binary.LittleEndian.PutUint64(b[shOff+uint64(idx)*64+32:], 1<<40)
+	_, err = FindReader(bytes.NewReader(b), int64(len(b)))
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), fmt.Sprintf("section %d (file offset", idx))
+}
+
+// FuzzFind feeds mutated executables to FindReader: it must not panic (the
+// parsers' panics are recovered, and counted as ErrMalformed), allocate more
+// than a small multiple of the input, nor take long. Seeds in
+// testdata/fuzz/FuzzFind (TestFuzzSeeds writes them).
+func FuzzFind(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		_, err := FindReader(bytes.NewReader(b), int64(len(b)))
+		took := time.Since(start)
+		runtime.ReadMemStats(&after)
+		if err != nil && strings.Contains(err.Error(), "parser panic") {
+			t.Logf("recovered: %v", err) // allowed, but worth seeing
+		}
+		if d := after.TotalAlloc - before.TotalAlloc; d > 64*uint64(len(b))+4<<20 {
+			t.Fatalf("%d bytes allocated for an input of %d", d, len(b))
+		}
+		if took > 5*time.Second {
+			t.Fatalf("took %s for an input of %d bytes", took, len(b))
+		}
+	})
+}
+
+// fuzzSeeds are the synthetic executable, one built by an old Go and one
+// with a hostile symbol size.
+func fuzzSeeds() [][]byte {
+	huge := elftest.Synthetic("go1.22.0")
+	_ = elftest.PatchSymbolSize(huge, WriteSym, 1<<62)
+	return [][]byte{elftest.Synthetic("go1.22.0"), elftest.Synthetic("go1.16"), huge}
+}
+
+// The committed seeds are fuzzSeeds (GOTLS_WRITE_SEEDS=1 rewrites them).
+func TestFuzzSeeds(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzFind")
+	for i, s := range fuzzSeeds() {
+		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
+		path := filepath.Join(dir, fmt.Sprintf("synthetic-%d", i))
+		if os.Getenv("GOTLS_WRITE_SEEDS") != "" {
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
+		}
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got), "%s: run with GOTLS_WRITE_SEEDS=1", path)
 	}
 }
