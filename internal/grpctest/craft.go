@@ -4,44 +4,52 @@
 package grpctest
 
 import (
+	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 )
 
-// SetSymbolSize rewrites, in place, the st_size of the function symbol name
-// in the .symtab of the 64-bit ELF file at path: a hostile executable for
-// tests of what parses other processes' files (a size of 1<<62 made the
-// Go TLS probe finder panic). The program still runs as before.
-func SetSymbolSize(path, name string, size uint64) error {
-	f, err := elf.Open(path)
+// Hostile executables for tests of what parses other processes' files (a
+// symbol size of 1<<62 made the Go TLS probe finder panic); the programs
+// still run as before.
+
+// PatchSymbolSize sets the st_size of the .symtab entry named name in the
+// ELF image b, in place.
+func PatchSymbolSize(b []byte, name string, size uint64) error {
+	f, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
-	st := f.SectionByType(elf.SHT_SYMTAB)
-	syms, serr := f.Symbols()
-	order := f.ByteOrder
-	f.Close()
-	if st == nil || serr != nil {
-		return fmt.Errorf("%s: no symbol table (%v)", path, serr)
+	defer f.Close()
+	symtab := f.SectionByType(elf.SHT_SYMTAB)
+	if symtab == nil {
+		return elf.ErrNoSymbols
+	}
+	syms, err := f.Symbols() // entry i+1 of .symtab (the null symbol skipped)
+	if err != nil {
+		return err
 	}
 	for i, s := range syms {
-		if s.Name != name || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
-			continue
+		if s.Name == name {
+			at := symtab.Offset + uint64(i+1)*elf.Sym64Size + 16
+			f.ByteOrder.PutUint64(b[at:], size)
+			return nil
 		}
-		// Symbols() leaves out the null symbol at index 0; st_size is at +16.
-		off := int64(st.Offset) + int64(i+1)*elf.Sym64Size + 16
-		w, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		_, err = w.WriteAt(binary.LittleEndian.AppendUint64(nil, size), off)
-		if order != binary.LittleEndian {
-			err = fmt.Errorf("%s: big-endian ELF", path)
-		}
-		return errors.Join(err, w.Close())
 	}
-	return fmt.Errorf("%s: no function symbol %s", path, name)
+	return fmt.Errorf("%s: %w", name, errors.New("no such symbol"))
+}
+
+// PatchFileSymbolSize patches the executable at path (PatchSymbolSize),
+// keeping its mode.
+func PatchFileSymbolSize(path, name string, size uint64) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := PatchSymbolSize(b, name, size); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o755)
 }

@@ -60,7 +60,7 @@ func TestGRPCHostileInputs(t *testing.T) {
 
 	crafted := filepath.Join(dir, "liar")
 	require.NoError(t, grpctest.BuildTLSProgram(crafted))
-	require.NoError(t, grpctest.SetSymbolSize(crafted, "crypto/tls.(*Conn).Write", 1<<62))
+	require.NoError(t, grpctest.PatchFileSymbolSize(crafted, "crypto/tls.(*Conn).Write", 1<<62))
 	liar, err := grpctest.StartTLSProgram(crafted)
 	require.NoError(t, err)
 	defer liar.Kill()

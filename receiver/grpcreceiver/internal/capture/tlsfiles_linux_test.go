@@ -18,7 +18,6 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls"
-	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls/elftest"
 )
 
 // A running Go program whose symbol table says crypto/tls.(*Conn).Write is
@@ -28,7 +27,7 @@ func TestTLSHostileExecutable(t *testing.T) {
 	testutil.RequireRoot(t)
 	bad := filepath.Join(t.TempDir(), "grpctls-hostile")
 	testutil.CopyFile(t, buildGRPCTLS(t), bad, 0o755)
-	require.NoError(t, elftest.PatchFileSymbolSize(bad, gotls.WriteSym, 1<<62))
+	require.NoError(t, grpctest.PatchFileSymbolSize(bad, gotls.WriteSym, 1<<62))
 	p, err := grpctest.StartTLSProgram(bad, "-wait")
 	require.NoError(t, err)
 	t.Cleanup(p.Kill)

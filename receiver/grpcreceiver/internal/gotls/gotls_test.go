@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/arch/x86/x86asm"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls/elftest"
 )
 
@@ -247,7 +248,7 @@ func TestFindHostileSizes(t *testing.T) {
 		t.Skip("the probes read the amd64 register ABI")
 	}
 	bin := build(t, tlsProgram)
-	require.NoError(t, elftest.PatchFileSymbolSize(bin, WriteSym, 1<<62))
+	require.NoError(t, grpctest.PatchFileSymbolSize(bin, WriteSym, 1<<62))
 	_, err := Find(bin)
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), WriteSym)
@@ -255,7 +256,7 @@ func TestFindHostileSizes(t *testing.T) {
 	syn := elftest.Synthetic("go1.22.0")
 	for name, size := range map[string]uint64{"max": 1 << 62, "past the segment": 1 << 19, "wraps": ^uint64(0)} {
 		b := slices.Clone(syn)
-		require.NoError(t, elftest.PatchSymbolSize(b, ReadSym, size))
+		require.NoError(t, grpctest.PatchSymbolSize(b, ReadSym, size))
 		_, err := FindReader(bytes.NewReader(b), int64(len(b)))
 		require.ErrorIs(t, err, ErrMalformed, name)
 		assert.Contains(t, err.Error(), ReadSym, name)
@@ -304,7 +305,7 @@ func FuzzFind(f *testing.F) {
 // with a hostile symbol size.
 func fuzzSeeds() [][]byte {
 	huge := elftest.Synthetic("go1.22.0")
-	_ = elftest.PatchSymbolSize(huge, WriteSym, 1<<62)
+	_ = grpctest.PatchSymbolSize(huge, WriteSym, 1<<62)
 	return [][]byte{elftest.Synthetic("go1.22.0"), elftest.Synthetic("go1.16"), huge}
 }
 

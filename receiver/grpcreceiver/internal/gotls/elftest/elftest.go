@@ -7,12 +7,8 @@
 package elftest
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"errors"
-	"fmt"
-	"os"
 )
 
 // TLSSymbols are the functions the synthetic executable defines (those
@@ -128,43 +124,4 @@ func Synthetic(goVersion string) []byte {
 	sec(4, ".strtab", elf.SHT_STRTAB, 0, 0, strOff, uint64(len(strtab)), 0, 0, 1, 0)
 	sec(5, ".shstrtab", elf.SHT_STRTAB, 0, 0, shstrOff, uint64(len(shstr)), 0, 0, 1, 0)
 	return b
-}
-
-// PatchSymbolSize sets the st_size of the .symtab entry named name in the
-// ELF image b, in place.
-func PatchSymbolSize(b []byte, name string, size uint64) error {
-	f, err := elf.NewFile(bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	symtab := f.SectionByType(elf.SHT_SYMTAB)
-	if symtab == nil {
-		return elf.ErrNoSymbols
-	}
-	syms, err := f.Symbols() // entry i+1 of .symtab (the null symbol skipped)
-	if err != nil {
-		return err
-	}
-	for i, s := range syms {
-		if s.Name == name {
-			at := symtab.Offset + uint64(i+1)*elf.Sym64Size + 16
-			f.ByteOrder.PutUint64(b[at:], size)
-			return nil
-		}
-	}
-	return fmt.Errorf("%s: %w", name, errors.New("no such symbol"))
-}
-
-// PatchFileSymbolSize patches the executable at path (PatchSymbolSize),
-// keeping its mode.
-func PatchFileSymbolSize(path, name string, size uint64) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := PatchSymbolSize(b, name, size); err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o755)
 }
