@@ -102,6 +102,9 @@ type Options struct {
 	// BoundedLoop walks the frames in the bounded loop that kernels without
 	// bpf_loop (before 5.17) get, on any kernel (for tests).
 	BoundedLoop bool
+	// SingleUprobes attaches one perf-event uprobe per probe point even
+	// where the kernel has uprobe_multi links (for tests and comparison).
+	SingleUprobes bool
 }
 
 // Capture is the loaded, attached programs and their mapped ring.
@@ -136,6 +139,12 @@ type Capture struct {
 	closing   atomic.Bool
 	tlsFailed atomic.Uint64
 	filter    ProcFilter
+	// multi: the TLS programs are loaded for uprobe_multi links (Linux
+	// 6.6+): one link per program and file, whose close waits for one RCU
+	// grace period for all its probe points. A perf-event uprobe's close
+	// waits for its own, under a kernel-wide lock: 190 of them took 18 s to
+	// close under load, which is what kept the collector from stopping.
+	multi     bool
 	self      fileID // the collector's executable, never probed
 	selfPID   string
 	probeSelf bool
@@ -280,8 +289,14 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
 	progs := append(hookPrograms(hook), "h2_state")
+	multi := false
 	if o.TLS {
 		progs = append(progs, tlsPrograms...)
+		if multi = !o.SingleUprobes && features.HaveBPFLinkUprobeMulti() == nil; multi {
+			for _, p := range tlsPrograms {
+				spec.Programs[p].AttachType = ebpf.AttachTraceUprobeMulti
+			}
+		}
 	} else {
 		delete(spec.Maps, "h2_tls_calls")
 		delete(spec.Maps, "h2_go_calls")
@@ -321,7 +336,7 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 		return nil, fmt.Errorf("set h2_have_loop: %w", err)
 	}
 
-	c := &Capture{hook: hook, why: why}
+	c := &Capture{hook: hook, why: why, multi: multi}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -505,20 +520,60 @@ func (c *Capture) attachLibSSL(f *os.File, name string) (err error) {
 		{"SSL_write_ex", "h2_ssl_write_ex", false}, {"SSL_write_ex", "h2_ssl_write_ret", true},
 		{"SSL_read_ex", "h2_ssl_read_ex", false}, {"SSL_read_ex", "h2_ssl_read_ret", true},
 	} {
-		attach := ex.Uprobe
-		if a.ret {
-			attach = ex.Uretprobe
-		}
-		l, err := attach(a.sym, c.coll.Programs[a.prog], nil)
+		ls, err := c.uprobes(ex, a.prog, a.sym, nil, a.ret)
 		if err != nil && strings.HasSuffix(a.sym, "_ex") && errors.Is(err, link.ErrNoSymbol) {
 			continue // OpenSSL before 1.1.1
 		}
 		if err != nil {
 			return fmt.Errorf("tls: attach %s in %s: %w", a.sym, name, err)
 		}
-		links = append(links, l)
+		links = append(links, ls...)
 	}
 	return c.keep(links, func() { c.libssl = append(c.libssl, name) })
+}
+
+// uprobes attaches prog to symbol sym (when offs is nil) or to the file
+// offsets offs of ex, at entry or (ret) return: one uprobe_multi link where
+// the programs were loaded for them (c.multi), else one perf-event uprobe
+// per point. All or none.
+func (c *Capture) uprobes(ex *link.Executable, prog, sym string, offs []uint64, ret bool) ([]link.Link, error) {
+	p := c.coll.Programs[prog]
+	if c.multi {
+		syms, opts := []string{sym}, (*link.UprobeMultiOptions)(nil)
+		if sym == "" {
+			syms, opts = nil, &link.UprobeMultiOptions{Addresses: offs}
+		}
+		attach := ex.UprobeMulti
+		if ret {
+			attach = ex.UretprobeMulti
+		}
+		l, err := attach(syms, p, opts)
+		if err != nil {
+			return nil, err
+		}
+		return []link.Link{l}, nil
+	}
+	attach := ex.Uprobe
+	if ret {
+		attach = ex.Uretprobe
+	}
+	if sym != "" {
+		l, err := attach(sym, p, nil)
+		if err != nil {
+			return nil, err
+		}
+		return []link.Link{l}, nil
+	}
+	var links []link.Link
+	for _, off := range offs {
+		l, err := attach("", p, &link.UprobeOptions{Address: off})
+		if err != nil {
+			_ = closeLinks(links)
+			return nil, fmt.Errorf("at file offset %#x: %w", off, err)
+		}
+		links = append(links, l)
+	}
+	return links, nil
 }
 
 // errDetached: the capture was detached while a file was being probed.
@@ -559,7 +614,7 @@ func (c *Capture) TLSFilesFailed() uint64 { return c.tlsFailed.Load() }
 // GoBinary is a Go executable whose crypto/tls is probed.
 type GoBinary struct {
 	Path      string // as configured, or the running process's executable
-	Probes    int    // uprobes attached: Write, Read, Close and every RET of Read
+	Probes    int    // probe points: Write, Read, Close and every RET of Read
 	Pclntab   bool   // found through .gopclntab (no symbol table)
 	GoVersion string
 	Dev, Ino  uint64 // the file probed (the one parsed)
@@ -759,30 +814,24 @@ func (c *Capture) attachGoBinary(f *os.File, id fileID, name string) (err error)
 			_ = closeLinks(links)
 		}
 	}()
-	at := func(prog string, off uint64) error {
-		l, err := ex.Uprobe("", c.coll.Programs[prog], &link.UprobeOptions{Address: off})
-		if err != nil {
-			return fmt.Errorf("uprobe at file offset %#x (%s): %w", off, prog, err)
-		}
-		links = append(links, l)
-		return nil
-	}
 	// After the stack checks (a call that grows its stack starts over);
 	// Write is walked there, Read at each of its RETs.
+	points := 0
 	for _, a := range []struct {
 		prog string
-		off  uint64
-	}{{"h2_go_write", p.Write.Body}, {"h2_go_read", p.Read.Body}, {"h2_go_close", p.Close.Body}} {
-		if err := at(a.prog, a.off); err != nil {
-			return err
+		offs []uint64
+	}{
+		{"h2_go_write", []uint64{p.Write.Body}}, {"h2_go_read", []uint64{p.Read.Body}},
+		{"h2_go_close", []uint64{p.Close.Body}}, {"h2_go_read_ret", p.Read.Returns},
+	} {
+		ls, err := c.uprobes(ex, a.prog, "", a.offs, false)
+		if err != nil {
+			return fmt.Errorf("uprobe (%s): %w", a.prog, err)
 		}
+		links = append(links, ls...)
+		points += len(a.offs)
 	}
-	for _, r := range p.Read.Returns {
-		if err := at("h2_go_read_ret", r); err != nil {
-			return err
-		}
-	}
-	b := GoBinary{Path: name, Probes: len(links), Pclntab: p.Pclntab, GoVersion: p.GoVersion, Dev: id[0], Ino: id[1]}
+	b := GoBinary{Path: name, Probes: points, Pclntab: p.Pclntab, GoVersion: p.GoVersion, Dev: id[0], Ino: id[1]}
 	return c.keep(links, func() { c.goBins = append(c.goBins, b) })
 }
 
