@@ -374,7 +374,8 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 	testutil.RequireRoot(t)
 	curl, err := exec.LookPath("curl")
 	require.NoError(t, err, "curl (with OpenSSL) is needed for the TLS test: apt-get install curl")
-	c, err := Open(Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384, TLS: true})
+	// ProbeSelf: the server runs in this process, which is never probed otherwise.
+	c, err := Open(Options{Hook: HookAuto, RingSlots: 1 << 14, MaxConns: 4096, HeaderCap: 16384, TLS: true, ProbeSelf: true})
 	require.NoError(t, err)
 	defer c.Close()
 	t.Logf("libssl: %v", c.LibSSL())
@@ -435,7 +436,7 @@ func TestCaptureTLSOpenSSLEx(t *testing.T) {
 	out, err := exec.Command("../../../../scripts/python-grpc.sh").Output()
 	require.NoError(t, err, "scripts/python-grpc.sh: a venv with grpcio and h2 from PyPI (needs python3-venv and the network the first time)")
 	py := strings.TrimSpace(string(out))
-	c := mustOpen(t, Options{Hook: HookAuto, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384, TLS: true})
+	c := mustOpen(t, Options{Hook: HookAuto, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384, TLS: true, ProbeSelf: true})
 	defer c.Close()
 	srv, err := grpctest.StartTLS()
 	require.NoError(t, err)
