@@ -359,7 +359,7 @@ func (r *grpcReceiver) Shutdown(context.Context) error {
 	r.cap = nil
 	k, t, d := r.kernel, r.tstats, r.dstats
 	r.set.Logger.Info("grpc receiver: stopped",
-		zap.Uint64("calls", t.CallsEmitted), zap.Uint64("records", d.Records), zap.Uint64("records_lost", d.Lost),
+		zap.Uint64("calls", t.CallsEmitted), zap.Uint64("tracker_memory_bytes", t.MemoryUsed), zap.Uint64("records", d.Records), zap.Uint64("records_lost", d.Lost),
 		zap.Uint64("kernel_desync", k.Desync), zap.Uint64("bytes_copied", k.BytesCopied), zap.Int64("spans_dropped", r.dropped.Load()))
 	return errors.Join(errs...)
 }
@@ -428,7 +428,7 @@ func namedFields(s any) []capture.NamedCounter {
 	v := reflect.ValueOf(s)
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		if f.Name == "ConnsLive" || !f.IsExported() {
+		if f.Name == "ConnsLive" || f.Name == "MemoryUsed" || !f.IsExported() { // gauges, not counters
 			continue
 		}
 		switch fv := v.Field(i); fv.Kind() {
