@@ -684,6 +684,7 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 	}
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	o->family = family;
+	o->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 	o->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
 	o->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	if (family == AF_INET) {

@@ -7,7 +7,10 @@
  *
  * Every record starts with struct h2_rec. Then, by kind:
  *   H2_REC_OPEN   struct h2_open: a TCP connection found to speak HTTP/2
- *                 (emitted once, before its first H2_REC_DATA);
+ *                 (emitted once, before its first H2_REC_DATA): its
+ *                 endpoints, its role and the inode of its socket's network
+ *                 namespace (two pods' loopback connections can have equal
+ *                 addresses and ports);
  *   H2_REC_DATA   nseg segments, each struct h2_seg then len bytes of one
  *                 direction's byte stream at stream offset off, the next
  *                 segment at the next multiple of 8;
@@ -66,6 +69,8 @@ struct h2_open {
 	__u8 family;    /* AF_INET (2) or AF_INET6 (10); 0 for TLS (endpoints unknown) */
 	__u8 role;      /* enum h2_role */
 	__u8 _pad[2];
+	__u32 netns;    /* inode of the socket's network namespace (0 for TLS: unknown) */
+	__u32 _pad2;    /* 96 bytes: a multiple of 8 */
 };
 
 struct h2_close {

@@ -67,6 +67,7 @@ func TestDecodeOpenClose(t *testing.T) {
 	le.PutUint16(o[80:], 5000)
 	le.PutUint16(o[82:], 443)
 	o[84], o[85] = afInet, uint8(h2.RoleClient)
+	le.PutUint32(o[88:], 4026531840) // the socket's network namespace
 	d.Item(&ring.Item{Kind: ring.Record, Data: o})
 	require.Contains(t, rec.opens, h2.ConnID(7))
 	assert.Equal(t, h2.ConnOpen{
@@ -74,6 +75,7 @@ func TestDecodeOpenClose(t *testing.T) {
 		Local:  h2.Endpoint{Addr: netip.MustParseAddr("127.0.0.1"), Port: 5000},
 		Remote: h2.Endpoint{Addr: netip.MustParseAddr("127.0.0.2"), Port: 443},
 		Role:   h2.RoleClient,
+		NetNS:  4026531840,
 	}, rec.opens[7])
 
 	// IPv6, v4-mapped addresses unmapped.
@@ -88,7 +90,9 @@ func TestDecodeOpenClose(t *testing.T) {
 	// TLS: no socket, the endpoints unknown.
 	ot := append([]byte(nil), o...)
 	ot[84] = 0
+	le.PutUint32(ot[88:], 0)
 	require.NoError(t, d.Record(ot))
+	assert.Zero(t, rec.opens[7].NetNS)
 	assert.False(t, rec.opens[7].Local.Addr.IsValid())
 	assert.False(t, rec.opens[7].Remote.Addr.IsValid())
 
@@ -116,6 +120,11 @@ func TestDecodeMalformed(t *testing.T) {
 		"segment past":  dataRecord(0, h2.Chunk{})[:RecHeaderSize+4],
 		"data past end": good[:len(good)-1],
 		"short open":    header(KindOpen, 0, 0),
+		"open without netns": func() []byte {
+			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize-8)...) // the 88-byte open before the netns
+			o[84] = afInet
+			return o
+		}(),
 		"short close":   header(KindClose, 0, 0),
 		"bad family": func() []byte {
 			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...)
