@@ -35,6 +35,8 @@ type Counters struct {
 	GoTLSCalls       uint64 // Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls)
 	GoTLSErrors      uint64 // Reads that returned an error
 	TLSAfterClose    uint64 // TLS calls on a closed session, not a new one's start: skipped
+	NotH2Calls       uint64 // calls on connections known not HTTP/2: skipped after one lookup
+	PromoteFailed    uint64 // HTTP/2 connections not moved into the HTTP/2 map (never expected)
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -78,6 +80,8 @@ func (c *Counters) add(p h2H2Stats) {
 	c.GoTLSCalls += p.GoTlsCalls
 	c.GoTLSErrors += p.GoTlsErrors
 	c.TLSAfterClose += p.TlsAfterClose
+	c.NotH2Calls += p.NotH2Calls
+	c.PromoteFailed += p.PromoteFailed
 }
 
 // Named lists the counters by a stable snake_case name, for self-telemetry.
@@ -93,6 +97,7 @@ func (c Counters) Named() []NamedCounter {
 		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
 		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS}, {"go_tls_calls", c.GoTLSCalls},
 		{"go_tls_errors", c.GoTLSErrors}, {"tls_after_close", c.TLSAfterClose},
+		{"not_http2_calls", c.NotH2Calls}, {"promote_failed", c.PromoteFailed},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
 		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}
