@@ -27,10 +27,19 @@
  * writing (or reading) one socket at the same time can see each other's
  * bytes in those counters; an overlap is skipped, a hole is a gap.
  *
- * Per connection (LRU hash keyed by the struct sock's address): unknown ->
- * HTTP/2 (the client preface, or a SETTINGS frame, at offset 0; a plausible
- * frame header for a connection that predates the capture) or not HTTP/2
- * (then every later call is one lookup). An HTTP/2 direction walks its frames
+ * Per connection (keyed by the struct sock's address), in three LRU maps so
+ * that connections that are not HTTP/2, however many a local user opens,
+ * never push out the state of one that is:
+ *   h2_pending  not yet classified (every TCP connection at establishment,
+ *               or at its first call when it predates the capture); sized
+ *               on its own (Options.MaxPending);
+ *   h2_conns    found HTTP/2 (the client preface, or a SETTINGS frame, at
+ *               offset 0; a plausible frame header for a connection that
+ *               predates the capture): moved here from h2_pending
+ *               (max_connections);
+ *   h2_not_h2   found not HTTP/2: the key only, nothing else kept.
+ * A call looks in h2_conns first, then h2_not_h2 (a hit: skipped, that one
+ * lookup more), then h2_pending. TLS sessions go the same way. An HTTP/2 direction walks its frames
  * with bpf_loop (Linux 5.17+; before, a bounded loop of global functions),
  * keeping the offset of the next frame header, the end of the payload to
  * copy and the first 4 bytes of a header split across calls; it copies every frame header, the payloads the tracker needs
@@ -147,12 +156,29 @@ struct h2_key {
 	__u32 kind; /* enum h2_key_kind */
 };
 
-struct {
+/* A connection map: LRU hash, sized by the loader. */
+struct h2_conn_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536); /* replaced by the loader */
 	__type(key, struct h2_key);
 	__type(value, struct h2_conn);
-} h2_conns SEC(".maps");
+};
+
+/* HTTP/2 connections (H2_YES). */
+struct h2_conn_map h2_conns SEC(".maps");
+
+/* Connections not yet classified (H2_UNKNOWN): a flood of them evicts its
+ * own kind only. */
+struct h2_conn_map h2_pending SEC(".maps");
+
+/* Connections found not HTTP/2 (H2_NO): the key only. One evicted is seen
+ * again as a connection that predates the capture (h2_pending, mid-stream). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); /* replaced by the loader */
+	__type(key, struct h2_key);
+	__type(value, __u8);
+} h2_not_h2 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -306,7 +332,11 @@ static __always_inline void h2_established(struct sock *sk, int oldstate)
 		c.d[cs].nf = H2_PREFACE_LEN;
 		c.d[cs].copy_end = H2_PREFACE_LEN;
 	}
-	bpf_map_update_elem(&h2_conns, &key, &c, BPF_ANY);
+	/* A new connection: whatever a socket at this address was is gone
+	 * (its TCP_CLOSE forgot it; this covers one missed). */
+	bpf_map_update_elem(&h2_pending, &key, &c, BPF_ANY);
+	bpf_map_delete_elem(&h2_not_h2, &key);
+	bpf_map_delete_elem(&h2_conns, &key);
 	if (st)
 		st->conns_established++;
 }
@@ -324,7 +354,7 @@ struct {
 } h2_tls_closed SEC(".maps");
 
 /* Writes the connection's H2_REC_CLOSE (if its open was written) and forgets
- * it. idx: the staging buffer of the calling context. */
+ * it, in whichever map it is. idx: the staging buffer of the calling context. */
 static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool task)
 {
 	struct h2_stats *st = h2_st();
@@ -334,8 +364,15 @@ static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool tas
 	__u8 one = 1;
 
 	c = bpf_map_lookup_elem(&h2_conns, &key);
-	if (!c)
+	if (!c) {
+		/* Not HTTP/2, or not classified yet: nothing to write. */
+		bool known = !bpf_map_delete_elem(&h2_pending, &key);
+
+		known = !bpf_map_delete_elem(&h2_not_h2, &key) || known;
+		if (known && key.kind != H2_K_SOCK)
+			bpf_map_update_elem(&h2_tls_closed, &key, &one, BPF_ANY);
 		return;
+	}
 	if (key.kind != H2_K_SOCK)
 		bpf_map_update_elem(&h2_tls_closed, &key, &one, BPF_ANY);
 	if (c->opened && (s = bpf_map_lookup_elem(&h2_scratchbuf, &idx))) {
@@ -684,6 +721,7 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 	}
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	o->family = family;
+	o->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 	o->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
 	o->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	if (family == AF_INET) {
@@ -761,6 +799,71 @@ static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, s
 	return yes;
 }
 
+/* ---- Where a connection's state is ---- */
+
+/*
+ * The connection's state, cheapest first: an HTTP/2 connection's
+ * (h2_conns); a connection known not HTTP/2 (h2_not_h2: NULL, *skip); one
+ * not classified yet (h2_pending, *pending). NULL without *skip: not known.
+ * sk: a socket key's socket, looked at (TCP?) before h2_pending is; 0 for TLS.
+ */
+static __always_inline struct h2_conn *h2_find(struct h2_key *key, struct sock *sk, struct h2_stats *st, bool *pending,
+					       bool *skip)
+{
+	struct h2_conn *c = bpf_map_lookup_elem(&h2_conns, key);
+
+	*pending = false;
+	*skip = false;
+	if (c)
+		return c;
+	if (bpf_map_lookup_elem(&h2_not_h2, key)) {
+		st->not_h2_calls++;
+		*skip = true;
+		return NULL;
+	}
+	if (sk && !h2_is_tcp(sk)) {
+		st->not_tcp++;
+		*skip = true;
+		return NULL;
+	}
+	*pending = true;
+	return bpf_map_lookup_elem(&h2_pending, key);
+}
+
+/* A connection found not HTTP/2: its key into h2_not_h2, its state dropped. */
+static __always_inline void h2_demote(struct h2_key *key)
+{
+	__u8 one = 1;
+
+	bpf_map_update_elem(&h2_not_h2, key, &one, BPF_ANY);
+	bpf_map_delete_elem(&h2_pending, key);
+}
+
+/*
+ * A connection found HTTP/2 (state H2_YES in h2_pending): moved into
+ * h2_conns. Both directions may get here at once: the first inserts the
+ * whole state, each copies its own direction's (its call changed it), the
+ * calls after find it in h2_conns. Returns the state to go on with. (A call
+ * that missed h2_conns just before the move and h2_pending just after it
+ * takes the connection for one it has not seen: picked up again mid-stream,
+ * under a new id. The window is a few instructions.)
+ */
+static __always_inline struct h2_conn *h2_promote(struct h2_key *key, struct h2_conn *c, int dir,
+						  struct h2_stats *st)
+{
+	struct h2_conn *n;
+
+	bpf_map_update_elem(&h2_conns, key, c, BPF_NOEXIST);
+	n = bpf_map_lookup_elem(&h2_conns, key);
+	if (!n) {
+		st->promote_failed++;
+		return c; /* walked from h2_pending; tried again at the next call */
+	}
+	n->d[dir] = c->d[dir];
+	bpf_map_delete_elem(&h2_pending, key);
+	return n;
+}
+
 /* ---- A send or receive on a socket ---- */
 
 /*
@@ -768,9 +871,11 @@ static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, s
  * stream offsets, w (in s) holds its buffer (ub) or iovec array (iov, iov_n).
  * Detection, the gap check, the walk, the counters.
  */
-static __always_inline void h2_call(struct h2_conn *c, struct sock *sk, int dir, __u64 start, __u64 end, long ret,
-				    struct h2_scratch *s, struct h2_walk *w, struct h2_stats *st, bool tls)
+static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool pending, struct sock *sk, int dir,
+				    __u64 start, __u64 end, long ret, struct h2_scratch *s, struct h2_walk *w,
+				    struct h2_stats *st, bool tls)
 {
+	bool detected = false, open = false;
 	struct h2_head hd;
 	__u64 a1, a2;
 
@@ -829,10 +934,17 @@ static __always_inline void h2_call(struct h2_conn *c, struct sock *sk, int dir,
 		}
 	}
 	if (c->state == H2_UNKNOWN) {
-		bool open;
-
-		if (!h2_detect(c, dir, start, &hd, st, &open))
+		if (!h2_detect(c, dir, start, &hd, st, &open)) {
+			if (pending && c->state == H2_NO)
+				h2_demote(key);
 			return;
+		}
+		detected = true;
+	}
+	/* HTTP/2 from here on (decided now, or by the other direction). */
+	if (pending)
+		c = h2_promote(key, c, dir, st);
+	if (detected) {
 		if (c->role == H2_ROLE_UNKNOWN || start != 0) {
 			/* Mid-stream: the walk starts at this call's frame header. */
 			c->d[dir].desync = 0;
@@ -930,6 +1042,7 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	__u64 nr, a1, a2, start, end;
 	struct h2_stats *st = h2_st();
 	struct h2_scratch *s;
+	bool pending, skip;
 	struct h2_conn *c;
 	struct h2_walk *w;
 	__u64 *busy;
@@ -937,17 +1050,15 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	if (!st || ret <= 0)
 		return 0;
 	st->sock_calls++;
-	c = bpf_map_lookup_elem(&h2_conns, &key);
+	c = h2_find(&key, sk, st, &pending, &skip);
+	if (skip)
+		return 0;
 	if (!c) {
 		struct h2_conn n = {};
 
-		if (!h2_is_tcp(sk)) {
-			st->not_tcp++;
-			return 0;
-		}
 		n.id = h2_new_id();
-		bpf_map_update_elem(&h2_conns, &key, &n, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&h2_conns, &key);
+		bpf_map_update_elem(&h2_pending, &key, &n, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&h2_pending, &key);
 		if (!c)
 			return 0;
 		st->conns_predating++;
@@ -1033,7 +1144,7 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 		c->d[dir].lastoff--;
 	}
 
-	h2_call(c, sk, dir, start, end, ret, s, w, st, false);
+	h2_call(c, &key, pending, sk, dir, start, end, ret, s, w, st, false);
 out:
 	__sync_lock_test_and_set(busy, 0);
 	return 0;
@@ -1219,12 +1330,15 @@ static __always_inline bool h2_session_start(const __u8 *b)
 static __always_inline void h2_tls_data(struct h2_key key, __u64 buf, int dir, long ret, struct h2_stats *st)
 {
 	struct h2_scratch *s;
+	bool pending, skip;
 	struct h2_conn *c;
 	struct h2_walk *w;
 	__u64 start, end;
 	__u64 *busy;
 
-	c = bpf_map_lookup_elem(&h2_conns, &key);
+	c = h2_find(&key, 0, st, &pending, &skip);
+	if (skip)
+		return;
 	if (!c) {
 		struct h2_conn n = {};
 
@@ -1242,8 +1356,8 @@ static __always_inline void h2_tls_data(struct h2_key key, __u64 buf, int dir, l
 		}
 		n.id = h2_new_id();
 		n.d[0].based = n.d[1].based = 1;
-		bpf_map_update_elem(&h2_conns, &key, &n, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&h2_conns, &key);
+		bpf_map_update_elem(&h2_pending, &key, &n, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&h2_pending, &key);
 		if (!c)
 			return;
 		st->conns_tls++;
@@ -1257,7 +1371,7 @@ static __always_inline void h2_tls_data(struct h2_key key, __u64 buf, int dir, l
 	start = c->d[dir].lastoff;
 	end = start + ret;
 	c->d[dir].lastoff = end;
-	h2_call(c, 0, dir, start, end, ret, s, w, st, true);
+	h2_call(c, &key, pending, 0, dir, start, end, ret, s, w, st, true);
 	__sync_lock_test_and_set(busy, 0);
 }
 

@@ -7,7 +7,10 @@
  *
  * Every record starts with struct h2_rec. Then, by kind:
  *   H2_REC_OPEN   struct h2_open: a TCP connection found to speak HTTP/2
- *                 (emitted once, before its first H2_REC_DATA);
+ *                 (emitted once, before its first H2_REC_DATA): its
+ *                 endpoints, its role and the inode of its socket's network
+ *                 namespace (two pods' loopback connections can have equal
+ *                 addresses and ports);
  *   H2_REC_DATA   nseg segments, each struct h2_seg then len bytes of one
  *                 direction's byte stream at stream offset off, the next
  *                 segment at the next multiple of 8;
@@ -66,6 +69,8 @@ struct h2_open {
 	__u8 family;    /* AF_INET (2) or AF_INET6 (10); 0 for TLS (endpoints unknown) */
 	__u8 role;      /* enum h2_role */
 	__u8 _pad[2];
+	__u32 netns;    /* inode of the socket's network namespace (0 for TLS: unknown) */
+	__u32 _pad2;    /* 96 bytes: a multiple of 8 */
 };
 
 struct h2_close {
@@ -110,6 +115,9 @@ struct h2_stats {
 	__u64 go_tls_calls;   /* Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls opt-in) */
 	__u64 go_tls_errors;  /* Reads that returned an error (their bytes before it still walked) */
 	__u64 tls_after_close; /* TLS calls on a closed session that were not a new session's start: skipped */
+	/* Appended (the counters above keep their places). */
+	__u64 not_h2_calls;   /* calls on connections known not HTTP/2 (h2_not_h2): skipped after one lookup */
+	__u64 promote_failed; /* HTTP/2 connections that could not be moved into h2_conns (walked from h2_pending; never expected) */
 };
 
 #endif

@@ -70,9 +70,10 @@ type Config struct {
 	// counted, and the calls they carried are flagged with a gap.
 	RingSlots int `mapstructure:"ring_slots"`
 
-	// MaxConnections bounds the TCP connections followed at once, in the
-	// kernel (every TCP connection, LRU) and in the tracker (HTTP/2 ones,
-	// LRU too: a new one evicts the least recently active).
+	// MaxConnections bounds the HTTP/2 connections followed at once, in the
+	// kernel (LRU; connections not classified yet, and those found not
+	// HTTP/2, have maps of their own, max(4*MaxConnections, 16384) each) and
+	// in the tracker (LRU too: a new one evicts the least recently active).
 	MaxConnections int `mapstructure:"max_connections"`
 
 	// MaxStreamsPerConnection bounds the open streams tracked per connection.

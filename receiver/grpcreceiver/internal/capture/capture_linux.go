@@ -74,13 +74,21 @@ const (
 	// bpf_loop; with it, 8192.
 	BoundedSteps = 1024
 	slotSize     = 128
+	// MinPending is the least default Options.MaxPending.
+	MinPending = 16384
 )
 
 // Options configure Open.
 type Options struct {
 	Hook      Hook // "" is auto
 	RingSlots int  // 128-byte slots, a power of two
-	MaxConns  int  // connections the kernel tracks at once (LRU)
+	MaxConns  int  // HTTP/2 connections the kernel tracks at once (LRU, h2_conns)
+	// MaxPending bounds the connections not classified yet (every TCP
+	// connection, from its establishment to its first bytes; LRU,
+	// h2_pending) and, apart, the keys of those found not HTTP/2 (LRU,
+	// h2_not_h2). 0: max(4*MaxConns, MinPending). A flood of connections
+	// evicts only its own kind: never an HTTP/2 connection's state.
+	MaxPending int
 	HeaderCap int  // payload bytes copied per header-carrying frame (the rest counted cut)
 	MaxIov    int  // iovecs walked per call (0: 1024)
 	// TLS also captures the plaintext of TLS sessions. OpenSSL: uprobes on
@@ -243,6 +251,7 @@ func Open(o Options) (*Capture, error) {
 	if o.MaxIov <= 0 {
 		o.MaxIov = 1024
 	}
+
 	hook, why, err := Preflight(o.Hook)
 	if err != nil {
 		return nil, err
@@ -308,7 +317,18 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 	}
 	delete(spec.Maps, "seq_scratchbuf") // seq_ring.h's; h2 stages in h2_scratchbuf
 	spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
+	// The connection maps are preallocated (LRU hash), in kernel memory, per
+	// entry: h2_conns and h2_pending about 210 bytes (48 of element head, the
+	// 16-byte key, the 128-byte struct h2_conn, 16 of hash bucket), h2_not_h2
+	// about 90 (a 1-byte value rounded to 8). MaxConns 4096 and the default
+	// MaxPending 16384: 0.8 + 3.4 + 1.4 MiB.
 	spec.Maps["h2_conns"].MaxEntries = uint32(o.MaxConns)
+	pending := o.MaxPending
+	if pending <= 0 {
+		pending = max(4*o.MaxConns, MinPending)
+	}
+	spec.Maps["h2_pending"].MaxEntries = uint32(pending)
+	spec.Maps["h2_not_h2"].MaxEntries = uint32(pending)
 	for name, v := range map[string]any{
 		"seq_ring_mask": uint64(o.RingSlots - 1),
 		"h2_hdr_cap":    uint32(o.HeaderCap),

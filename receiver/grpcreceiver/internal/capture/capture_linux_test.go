@@ -206,17 +206,7 @@ func testCaptureGRPCGo(t *testing.T, hook Hook, bounded bool) {
 		return n >= 2
 	}, 20*time.Second, 50*time.Millisecond)
 
-	cnt, err := c.Counters()
-	require.NoError(t, err)
-	t.Logf("hook %s: %+v decoder %+v", hook, cnt, dec.Stats())
-	require.Zero(t, rec.lost)
-	require.Zero(t, dec.Stats().Malformed)
-	// Calls whose bytes the kernel could not capture: a program preempted
-	// mid-run (PREEMPT_RT, or a loaded preemptible kernel) makes the next run
-	// on that CPU skip (busy) or the kernel skip the program (recursion).
-	// Each is counted; the rest must be exact.
-	lostCalls := int(cnt.Busy + cnt.ProgMisses)
-	require.LessOrEqual(t, cnt.Desync, uint64(lostCalls), "every gap explained by a counted loss")
+	cnt, lostCalls := checkCounters(t, c, rec, dec, hook)
 
 	// Find the client and the server socket of this connection.
 	var client0, server0 h2.ConnOpen
@@ -246,6 +236,24 @@ func testCaptureGRPCGo(t *testing.T, hook Hook, bounded bool) {
 	}
 	assert.GreaterOrEqual(t, cnt.ConnsNotH2, uint64(2), "the HTTP/1.1 client and server sockets")
 	assert.Zero(t, cnt.Overrun)
+}
+
+// checkCounters reads the counters of a drained capture, checks that the
+// ring lost nothing and every record decoded, and returns the counters and
+// the calls whose bytes the kernel could not capture: a program preempted
+// mid-run (PREEMPT_RT, or a loaded preemptible kernel) makes the next run on
+// that CPU skip (busy) or the kernel skip the program (recursion). Each is
+// counted, and every gap is one of them; the rest must be exact.
+func checkCounters(t *testing.T, c *Capture, rec *recorder, dec *Decoder, hook Hook) (Counters, int) {
+	t.Helper()
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	t.Logf("hook %s: %+v decoder %+v", hook, cnt, dec.Stats())
+	require.Zero(t, rec.lost)
+	require.Zero(t, dec.Stats().Malformed)
+	lostCalls := int(cnt.Busy + cnt.ProgMisses)
+	require.LessOrEqual(t, cnt.Desync, uint64(lostCalls), "every gap explained by a counted loss")
+	return cnt, lostCalls
 }
 
 // checkSession checks a connection captured from its start (a client or a

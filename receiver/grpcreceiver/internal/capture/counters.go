@@ -36,6 +36,8 @@ type Counters struct {
 	GoTLSErrors      uint64 // Reads that returned an error
 	TLSAfterClose    uint64 // TLS calls on a closed session, not a new one's start: skipped
 	TLSFilesFailed   uint64 // executables and libssl files that could not be parsed or probed (tls; counted in user space)
+	NotH2Calls       uint64 // calls on connections known not HTTP/2: skipped after one lookup
+	PromoteFailed    uint64 // HTTP/2 connections not moved into the HTTP/2 map (never expected)
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -79,6 +81,8 @@ func (c *Counters) add(p h2H2Stats) {
 	c.GoTLSCalls += p.GoTlsCalls
 	c.GoTLSErrors += p.GoTlsErrors
 	c.TLSAfterClose += p.TlsAfterClose
+	c.NotH2Calls += p.NotH2Calls
+	c.PromoteFailed += p.PromoteFailed
 }
 
 // Named lists the counters by a stable snake_case name, for self-telemetry.
@@ -95,6 +99,7 @@ func (c Counters) Named() []NamedCounter {
 		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS}, {"go_tls_calls", c.GoTLSCalls},
 		{"go_tls_errors", c.GoTLSErrors}, {"tls_after_close", c.TLSAfterClose},
 		{"tls_files_failed", c.TLSFilesFailed},
+		{"not_http2_calls", c.NotH2Calls}, {"promote_failed", c.PromoteFailed},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
 		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}

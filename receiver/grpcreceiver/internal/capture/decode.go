@@ -16,7 +16,7 @@ import (
 // programs store it on the machines they run on).
 const (
 	RecHeaderSize = 40 // sizeof(struct h2_rec)
-	OpenSize      = 88 // sizeof(struct h2_open)
+	OpenSize      = 96 // sizeof(struct h2_open)
 	CloseSize     = 56 // sizeof(struct h2_close)
 	SegHeaderSize = 16 // sizeof(struct h2_seg)
 
@@ -125,7 +125,10 @@ func (d *Decoder) Record(b []byte) error {
 		if err != nil {
 			return err
 		}
-		d.open = h2.ConnOpen{Conn: h.conn, TimeNs: h.timeNs, Proc: h.proc, Local: local, Remote: remote, Role: h2.Role(role)}
+		d.open = h2.ConnOpen{
+			Conn: h.conn, TimeNs: h.timeNs, Proc: h.proc, Local: local, Remote: remote, Role: h2.Role(role),
+			NetNS: le.Uint32(b[88:]),
+		}
 		if est := le.Uint64(b[40:]); est != 0 {
 			d.open.TimeNs = est
 		}

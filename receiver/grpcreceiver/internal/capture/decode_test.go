@@ -67,6 +67,7 @@ func TestDecodeOpenClose(t *testing.T) {
 	le.PutUint16(o[80:], 5000)
 	le.PutUint16(o[82:], 443)
 	o[84], o[85] = afInet, uint8(h2.RoleClient)
+	le.PutUint32(o[88:], 4026531840) // the socket's network namespace
 	d.Item(&ring.Item{Kind: ring.Record, Data: o})
 	require.Contains(t, rec.opens, h2.ConnID(7))
 	assert.Equal(t, h2.ConnOpen{
@@ -74,6 +75,7 @@ func TestDecodeOpenClose(t *testing.T) {
 		Local:  h2.Endpoint{Addr: netip.MustParseAddr("127.0.0.1"), Port: 5000},
 		Remote: h2.Endpoint{Addr: netip.MustParseAddr("127.0.0.2"), Port: 443},
 		Role:   h2.RoleClient,
+		NetNS:  4026531840,
 	}, rec.opens[7])
 
 	// IPv6, v4-mapped addresses unmapped.
@@ -88,7 +90,9 @@ func TestDecodeOpenClose(t *testing.T) {
 	// TLS: no socket, the endpoints unknown.
 	ot := append([]byte(nil), o...)
 	ot[84] = 0
+	le.PutUint32(ot[88:], 0)
 	require.NoError(t, d.Record(ot))
+	assert.Zero(t, rec.opens[7].NetNS)
 	assert.False(t, rec.opens[7].Local.Addr.IsValid())
 	assert.False(t, rec.opens[7].Remote.Addr.IsValid())
 
@@ -116,6 +120,11 @@ func TestDecodeMalformed(t *testing.T) {
 		"segment past":  dataRecord(0, h2.Chunk{})[:RecHeaderSize+4],
 		"data past end": good[:len(good)-1],
 		"short open":    header(KindOpen, 0, 0),
+		"open without netns": func() []byte {
+			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize-8)...) // the 88-byte open before the netns
+			o[84] = afInet
+			return o
+		}(),
 		"short close":   header(KindClose, 0, 0),
 		"bad family": func() []byte {
 			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...)
@@ -137,11 +146,63 @@ func TestDecodeMalformed(t *testing.T) {
 	}
 }
 
-func FuzzDecode(f *testing.F) {
+// openRecord builds a struct h2_open: IPv4 127.0.0.1:5000 -> 127.0.0.2:443,
+// a client, in network namespace 4026531840.
+func openRecord() []byte {
+	o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...)
+	le.PutUint64(o[40:], 900)
+	copy(o[48:], []byte{127, 0, 0, 1})
+	copy(o[64:], []byte{127, 0, 0, 2})
+	le.PutUint16(o[80:], 5000)
+	le.PutUint16(o[82:], 443)
+	o[84], o[85] = afInet, uint8(h2.RoleClient)
+	le.PutUint32(o[88:], 4026531840)
+	return o
+}
+
+// countingSink sums what it is handed, allocating nothing.
+type countingSink struct {
+	opens, chunks, closes int
+	bytes                 uint64
+}
+
+func (s *countingSink) ConnOpen(*h2.ConnOpen)   { s.opens++ }
+func (s *countingSink) Chunk(c *h2.Chunk)       { s.chunks++; s.bytes += uint64(len(c.Data)) }
+func (s *countingSink) ConnClose(*h2.ConnClose) { s.closes++ }
+func (s *countingSink) Lost(*h2.Lost)           {}
+
+// maxDecodeAllocs bounds the allocations of one Record call, whatever its
+// input: none for a good record, an error's for a malformed one.
+const maxDecodeAllocs = 8
+
+// The record decoder on any bytes (a BPF program's record is only as
+// trustworthy as the kernel's copy of it): no panic, no more bytes handed to
+// the sink than the record holds, at most one open or close, and a bounded
+// number of allocations, not growing with the record or its segment count.
+// Seeds: testdata/fuzz/FuzzDecodeRecord (the fixtures' records).
+func FuzzDecodeRecord(f *testing.F) {
 	f.Add(dataRecord(0, h2.Chunk{Offset: 3, Data: []byte("xyz")}))
 	f.Add(header(KindClose, 0, 0))
+	f.Add(openRecord())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		d := NewDecoder(newRecorder())
-		_ = d.Record(b)
+		sink := &countingSink{}
+		d := NewDecoder(sink)
+		err := d.Record(b)
+		st := d.Stats()
+		if sink.bytes > uint64(len(b)) {
+			t.Fatalf("%d bytes handed out from a %d-byte record", sink.bytes, len(b))
+		}
+		if st.Bytes != sink.bytes || st.Chunks != uint64(sink.chunks) {
+			t.Fatalf("stats %+v, sink %+v", st, sink)
+		}
+		if sink.opens+sink.closes > 1 || (sink.opens+sink.closes == 1 && (err != nil || sink.chunks > 0)) {
+			t.Fatalf("sink %+v, err %v", sink, err)
+		}
+		if len(b) >= RecHeaderSize && sink.chunks > int(le.Uint16(b[34:])) {
+			t.Fatalf("%d chunks from %d segments", sink.chunks, le.Uint16(b[34:]))
+		}
+		if allocs := testing.AllocsPerRun(1, func() { _ = d.Record(b) }); allocs > maxDecodeAllocs {
+			t.Fatalf("%v allocations decoding %d bytes (err %v)", allocs, len(b), err)
+		}
 	})
 }

@@ -145,6 +145,8 @@ type h2H2Stats struct {
 	GoTlsCalls       uint64
 	GoTlsErrors      uint64
 	TlsAfterClose    uint64
+	NotH2Calls       uint64
+	PromoteFailed    uint64
 }
 
 type h2H2TlsArgs struct {
@@ -196,6 +198,8 @@ const (
 	h2MapH2Conns        = "h2_conns"
 	h2MapH2Counters     = "h2_counters"
 	h2MapH2GoCalls      = "h2_go_calls"
+	h2MapH2NotH2        = "h2_not_h2"
+	h2MapH2Pending      = "h2_pending"
 	h2MapH2Scratchbuf   = "h2_scratchbuf"
 	h2MapH2TlsCalls     = "h2_tls_calls"
 	h2MapH2TlsClosed    = "h2_tls_closed"
@@ -312,6 +316,8 @@ type h2MapSpecs struct {
 	H2Conns       *ebpf.MapSpec `ebpf:"h2_conns"`
 	H2Counters    *ebpf.MapSpec `ebpf:"h2_counters"`
 	H2GoCalls     *ebpf.MapSpec `ebpf:"h2_go_calls"`
+	H2NotH2       *ebpf.MapSpec `ebpf:"h2_not_h2"`
+	H2Pending     *ebpf.MapSpec `ebpf:"h2_pending"`
 	H2Scratchbuf  *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
 	H2TlsCalls    *ebpf.MapSpec `ebpf:"h2_tls_calls"`
 	H2TlsClosed   *ebpf.MapSpec `ebpf:"h2_tls_closed"`
@@ -360,6 +366,8 @@ type h2Maps struct {
 	H2Conns       *ebpf.Map `ebpf:"h2_conns"`
 	H2Counters    *ebpf.Map `ebpf:"h2_counters"`
 	H2GoCalls     *ebpf.Map `ebpf:"h2_go_calls"`
+	H2NotH2       *ebpf.Map `ebpf:"h2_not_h2"`
+	H2Pending     *ebpf.Map `ebpf:"h2_pending"`
 	H2Scratchbuf  *ebpf.Map `ebpf:"h2_scratchbuf"`
 	H2TlsCalls    *ebpf.Map `ebpf:"h2_tls_calls"`
 	H2TlsClosed   *ebpf.Map `ebpf:"h2_tls_closed"`
@@ -376,6 +384,8 @@ func (m *h2Maps) Close() error {
 		m.H2Conns,
 		m.H2Counters,
 		m.H2GoCalls,
+		m.H2NotH2,
+		m.H2Pending,
 		m.H2Scratchbuf,
 		m.H2TlsCalls,
 		m.H2TlsClosed,
