@@ -89,8 +89,8 @@ type Options struct {
 	// h2_not_h2). 0: max(4*MaxConns, MinPending). A flood of connections
 	// evicts only its own kind: never an HTTP/2 connection's state.
 	MaxPending int
-	HeaderCap int  // payload bytes copied per header-carrying frame (the rest counted cut)
-	MaxIov    int  // iovecs walked per call (0: 1024)
+	HeaderCap  int // payload bytes copied per header-carrying frame (the rest counted cut)
+	MaxIov     int // iovecs walked per call (0: 1024)
 	// TLS also captures the plaintext of TLS sessions. OpenSSL: uprobes on
 	// SSL_write, SSL_read, SSL_write_ex, SSL_read_ex (entry and return) and
 	// SSL_free in every libssl found mapped by a running process, in LibSSL,

@@ -125,7 +125,7 @@ func TestDecodeMalformed(t *testing.T) {
 			o[84] = afInet
 			return o
 		}(),
-		"short close":   header(KindClose, 0, 0),
+		"short close": header(KindClose, 0, 0),
 		"bad family": func() []byte {
 			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize)...)
 			o[84] = 7
