@@ -325,10 +325,17 @@ func FuzzDecode(f *testing.F) {
 		if err := Decode(ticket, b2, &ev2); err != nil {
 			t.Fatalf("re-decoding %x (from %x): %v", b2, b, err)
 		}
-		if !assert.ObjectsAreEqual(ev, ev2) {
+		want := ev
+		if len(ev.Comm) > commSize {
+			// A comm made valid UTF-8 (U+FFFD for each invalid byte) can be
+			// longer than its 16-byte field, which Encode cuts: it cannot
+			// come back whole (found by the fuzzer).
+			want.Comm = ev2.Comm
+		}
+		if !assert.ObjectsAreEqual(want, ev2) {
 			t.Fatalf("round trip changed the event:\n%+v\n%+v", ev, ev2)
 		}
-		if b3 := Encode(&ev2); !bytes.Equal(b2, b3) {
+		if b3 := Encode(&ev2); len(ev.Comm) <= commSize && !bytes.Equal(b2, b3) {
 			t.Fatalf("Encode not stable:\n%x\n%x", b2, b3)
 		}
 		// Decoding into a used Event gives the same result.
