@@ -827,7 +827,16 @@ static __always_inline struct h2_conn *h2_find(struct h2_key *key, struct sock *
 		return NULL;
 	}
 	*pending = true;
-	return bpf_map_lookup_elem(&h2_pending, key);
+	c = bpf_map_lookup_elem(&h2_pending, key);
+	if (c)
+		return c;
+	/* Moved by h2_promote on another CPU since the first lookup (it
+	 * inserts into h2_conns before it deletes from h2_pending): without
+	 * this look, the call would take the connection for one never seen. */
+	c = bpf_map_lookup_elem(&h2_conns, key);
+	if (c)
+		*pending = false;
+	return c;
 }
 
 /* A connection found not HTTP/2: its key into h2_not_h2, its state dropped. */
@@ -843,10 +852,12 @@ static __always_inline void h2_demote(struct h2_key *key)
  * A connection found HTTP/2 (state H2_YES in h2_pending): moved into
  * h2_conns. Both directions may get here at once: the first inserts the
  * whole state, each copies its own direction's (its call changed it), the
- * calls after find it in h2_conns. Returns the state to go on with. (A call
- * that missed h2_conns just before the move and h2_pending just after it
- * takes the connection for one it has not seen: picked up again mid-stream,
- * under a new id. The window is a few instructions.)
+ * calls after find it in h2_conns. Returns the state in h2_conns, NULL
+ * when it could not be moved (the call is skipped, the next one tries
+ * again): the walk only ever sees h2_conns' values, so that the verifier
+ * explores it once, not once per map it could come from. A pending entry
+ * made for the key while h2_conns already held it (an eviction or a close
+ * raced) is dropped with its call: its offsets are not the connection's.
  */
 static __always_inline struct h2_conn *h2_promote(struct h2_key *key, struct h2_conn *c, int dir,
 						  struct h2_stats *st)
@@ -857,10 +868,14 @@ static __always_inline struct h2_conn *h2_promote(struct h2_key *key, struct h2_
 	n = bpf_map_lookup_elem(&h2_conns, key);
 	if (!n) {
 		st->promote_failed++;
-		return c; /* walked from h2_pending; tried again at the next call */
+		return NULL;
+	}
+	bpf_map_delete_elem(&h2_pending, key);
+	if (n->id != c->id) {
+		st->promote_failed++;
+		return NULL;
 	}
 	n->d[dir] = c->d[dir];
-	bpf_map_delete_elem(&h2_pending, key);
 	return n;
 }
 
@@ -916,7 +931,10 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 		hd.n = 0;
 	}
 
-	if (tls && c->state == H2_UNKNOWN && c->role == H2_ROLE_UNKNOWN && start == 0) {
+	/* Only h2_pending holds connections not classified (h2_conns: H2_YES);
+	 * testing pending first spares the verifier the detection on the
+	 * h2_conns path. */
+	if (tls && pending && c->state == H2_UNKNOWN && c->role == H2_ROLE_UNKNOWN && start == 0) {
 		/* TLS: the first call seen on the session. Its first byte when it
 		 * starts with the client preface, or with a SETTINGS frame that is
 		 * not an ACK (the server's preface; a server writes it, and a
@@ -933,7 +951,7 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 			c->d[cs].nf = c->d[cs].copy_end = H2_PREFACE_LEN;
 		}
 	}
-	if (c->state == H2_UNKNOWN) {
+	if (pending && c->state == H2_UNKNOWN) {
 		if (!h2_detect(c, dir, start, &hd, st, &open)) {
 			if (pending && c->state == H2_NO)
 				h2_demote(key);
@@ -942,15 +960,15 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 		detected = true;
 	}
 	/* HTTP/2 from here on (decided now, or by the other direction). */
-	if (pending)
-		c = h2_promote(key, c, dir, st);
+	if (pending && !(c = h2_promote(key, c, dir, st)))
+		return;
 	if (detected) {
 		if (c->role == H2_ROLE_UNKNOWN || start != 0) {
 			/* Mid-stream: the walk starts at this call's frame header. */
 			c->d[dir].desync = 0;
 			c->d[dir].nf = c->d[dir].copy_end = c->d[dir].seen = start;
 		}
-		if (open) {
+		if (open && !c->opened) {
 			h2_emit_open(c, sk, s);
 			st->records++;
 		}

@@ -117,7 +117,7 @@ struct h2_stats {
 	__u64 tls_after_close; /* TLS calls on a closed session that were not a new session's start: skipped */
 	/* Appended (the counters above keep their places). */
 	__u64 not_h2_calls;   /* calls on connections known not HTTP/2 (h2_not_h2): skipped after one lookup */
-	__u64 promote_failed; /* HTTP/2 connections that could not be moved into h2_conns (walked from h2_pending; never expected) */
+	__u64 promote_failed; /* calls skipped moving their HTTP/2 connection into h2_conns: not inserted, or a stale pending entry (never expected) */
 };
 
 #endif

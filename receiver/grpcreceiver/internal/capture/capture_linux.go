@@ -76,6 +76,9 @@ const (
 	slotSize     = 128
 	// MinPending is the least default Options.MaxPending.
 	MinPending = 16384
+	// lruSlack is the kernel's LOCAL_FREE_TARGET (kernel/bpf/bpf_lru_list.h):
+	// the free entries of an LRU map one CPU takes at a time.
+	lruSlack = 128
 )
 
 // Options configure Open.
@@ -320,15 +323,24 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 	// The connection maps are preallocated (LRU hash), in kernel memory, per
 	// entry: h2_conns and h2_pending about 210 bytes (48 of element head, the
 	// 16-byte key, the 128-byte struct h2_conn, 16 of hash bucket), h2_not_h2
-	// about 90 (a 1-byte value rounded to 8). MaxConns 4096 and the default
-	// MaxPending 16384: 0.8 + 3.4 + 1.4 MiB.
-	spec.Maps["h2_conns"].MaxEntries = uint32(o.MaxConns)
+	// about 90 (a 1-byte value rounded to 8). Each gets lruSlack entries per
+	// possible CPU on top: the kernel's LRU (before Linux 6.16) moves free
+	// entries to a CPU's own list that many at a time, and evicts live
+	// entries when the shared list is empty while other CPUs' lists still
+	// hold free ones (seen on 6.1: a 16-entry h2_conns lost live HTTP/2
+	// connections with 4 in use). MaxConns 4096, the default MaxPending
+	// 16384, 8 CPUs: 1.0 + 3.6 + 1.5 MiB.
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("possible CPUs: %w", err)
+	}
 	pending := o.MaxPending
 	if pending <= 0 {
 		pending = max(4*o.MaxConns, MinPending)
 	}
-	spec.Maps["h2_pending"].MaxEntries = uint32(pending)
-	spec.Maps["h2_not_h2"].MaxEntries = uint32(pending)
+	spec.Maps["h2_conns"].MaxEntries = uint32(o.MaxConns + lruSlack*ncpu)
+	spec.Maps["h2_pending"].MaxEntries = uint32(pending + lruSlack*ncpu)
+	spec.Maps["h2_not_h2"].MaxEntries = uint32(pending + lruSlack*ncpu)
 	for name, v := range map[string]any{
 		"seq_ring_mask": uint64(o.RingSlots - 1),
 		"h2_hdr_cap":    uint32(o.HeaderCap),

@@ -78,6 +78,13 @@ func testCaptureConnectionFlood(t *testing.T, hook Hook) {
 			sessions = append(sessions, o)
 		}
 	}
+	for id, o := range rec.opens {
+		n := [2]int{}
+		if ch := rec.chunks[id]; ch != nil {
+			n = [2]int{len(ch[0]), len(ch[1])}
+		}
+		t.Logf("open %d: role %d %v -> %v, chunks egress %d ingress %d", id, o.Role, o.Local, o.Remote, n[0], n[1])
+	}
 	require.Len(t, sessions, 4, "the client and server sockets of A and B, each opened once: %+v", sessions)
 	// A's client is the one established first; a server socket's peer is a client's local end.
 	var portA uint16
