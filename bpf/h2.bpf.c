@@ -102,6 +102,10 @@ char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses 
 volatile const __u32 h2_hdr_cap = 16384; /* most payload bytes copied per frame */
 volatile const __u32 h2_max_iov = 1024;  /* most iovecs walked per call */
 volatile const __u32 h2_have_loop = 1;   /* 0: the kernel has no bpf_loop (Linux 5.17); see h2_step_bounded */
+/* Each connection's share of the ring: bytes copied per second and at most
+ * at once (h2_tokens); 0: no limit. */
+volatile const __u64 h2_rate = 0;
+volatile const __u64 h2_burst = 0;
 
 /* Never read: put the record structs into BTF (the Go layout test reads them). */
 const struct h2_open *const h2_open_btf = 0;
@@ -139,6 +143,10 @@ struct h2_conn {
 	__u8 opened; /* H2_REC_OPEN written */
 	__u8 tries;
 	__u8 _pad[5];
+	/* Its share of the ring (h2_tokens): bytes it may still copy, and when
+	 * that was worked out. */
+	__s64 tb_tokens;
+	__u64 tb_ns;
 };
 
 /* What a connection is keyed by: a TCP socket, an OpenSSL SSL object or a
@@ -879,6 +887,33 @@ static __always_inline struct h2_conn *h2_promote(struct h2_key *key, struct h2_
 	return n;
 }
 
+/*
+ * A connection's share of the ring, a token bucket of copied bytes: h2_rate
+ * a second, h2_burst at most. One process pair writing header blocks faster
+ * than the reader drains them would otherwise lap the ring, and every other
+ * connection's records with it. A call made while the bucket is empty is
+ * not walked (throttled): a counted hole, after which the direction finds
+ * its frames again at a later call, once the bucket refilled. The bucket
+ * may go below zero by what one call copied. Racy across CPUs by design: a
+ * bound, not an account.
+ */
+static __always_inline bool h2_tokens(struct h2_conn *c)
+{
+	__u64 now = bpf_ktime_get_boot_ns(), dt = 0;
+	__s64 t;
+
+	if (now > c->tb_ns)
+		dt = now - c->tb_ns;
+	if (dt > 1000000000ULL)
+		dt = 1000000000ULL;
+	t = c->tb_tokens + (__s64)(dt * h2_rate / 1000000000ULL);
+	if (t > (__s64)h2_burst)
+		t = (__s64)h2_burst;
+	c->tb_tokens = t;
+	c->tb_ns = now;
+	return t > 0;
+}
+
 /* ---- A send or receive on a socket ---- */
 
 /*
@@ -999,6 +1034,15 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	w->pos = start > w->d.seen ? start : w->d.seen;
 	if (w->pos >= end)
 		return;
+	if (h2_rate && !h2_tokens(c)) {
+		st->throttled++;
+		st->throttled_bytes += end - w->pos;
+		st->desync++;
+		w->d.desync = 1;
+		w->d.seen = end;
+		c->d[dir] = w->d;
+		return;
+	}
 	w->end = end;
 	w->rec_len = sizeof(struct h2_rec);
 	h2_fill_rec(&w->hdr, c, H2_REC_DATA, dir, true);
@@ -1026,6 +1070,8 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	}
 	w->d.seen = w->end;
 	c->d[dir] = w->d;
+	if (h2_rate)
+		c->tb_tokens -= w->copied;
 	st->frames += w->frames;
 	st->bytes_copied += w->copied;
 	st->bytes_skipped += w->skipped;

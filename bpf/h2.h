@@ -118,6 +118,8 @@ struct h2_stats {
 	/* Appended (the counters above keep their places). */
 	__u64 not_h2_calls;   /* calls on connections known not HTTP/2 (h2_not_h2): skipped after one lookup */
 	__u64 promote_failed; /* calls skipped moving their HTTP/2 connection into h2_conns: not inserted, or a stale pending entry (never expected) */
+	__u64 throttled;      /* calls not walked: their connection had copied its share of the ring (h2_rate) */
+	__u64 throttled_bytes; /* ... their bytes (a hole: the direction finds its frames again later) */
 };
 
 #endif

@@ -49,9 +49,15 @@ const (
 	defaultIdleWindow = 5 * time.Minute
 	defaultRescan     = 10 * time.Second
 	minRescan         = time.Second
-	maxMaxMethods     = 1 << 16
-	minValueLength    = 16
-	maxValueLength    = 1 << 16
+	// 8 MiB/s: over 100 k gRPC calls a second on one connection (grpc-go's
+	// unary calls copy about 36 bytes of frame headers and header blocks
+	// per call and socket once HPACK has indexed them: TestCaptureTLSGo).
+	defaultCaptureRate = 8 << 20
+	minCaptureRate     = 64 << 10
+	maxCaptureRate     = 1 << 30
+	maxMaxMethods      = 1 << 16
+	minValueLength     = 16
+	maxValueLength     = 1 << 16
 )
 
 // Config is the grpc receiver's configuration. `grpc: {}` uses the defaults.
@@ -83,6 +89,14 @@ type Config struct {
 	// CONTINUATION, PUSH_PROMISE payload) copied in the kernel and decoded;
 	// a larger block is cut, counted, and its call's method may be unknown.
 	MaxHeaderBlock int `mapstructure:"max_header_block"`
+
+	// MaxCaptureRate is each connection's share of the capture ring, in
+	// bytes the kernel copies for it a second (frame headers and header
+	// blocks; an eighth of a second's worth at once, at most a sixteenth of the ring). A connection over it has
+	// calls skipped (counted as throttled) until its share refills, so one
+	// process pair flooding header blocks cannot make every other
+	// connection's records be lost. 0: no limit.
+	MaxCaptureRate int `mapstructure:"max_capture_rate"`
 
 	// MaxHeaderTableSize caps the HPACK table kept per direction of a
 	// connection, whatever size the peer announces: beyond it the oldest
@@ -205,6 +219,7 @@ func createDefaultConfig() *Config {
 		MaxConnections:          h2.DefaultMaxConns,
 		MaxStreamsPerConnection: h2.DefaultMaxStreamsPerConn,
 		MaxHeaderBlock:          defaultHeaderCap,
+		MaxCaptureRate:          defaultCaptureRate,
 		MaxHeaderTableSize:      h2.DefaultMaxHeaderTableSize,
 		MaxMemory:               h2.DefaultMemoryBudget,
 		IdleTimeout:             defaultIdleWindow,
@@ -236,6 +251,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxHeaderBlock < minHeaderBlock || c.MaxHeaderBlock > maxHeaderBlock {
 		errs = append(errs, fmt.Errorf("max_header_block %d: must be from %d to %d bytes", c.MaxHeaderBlock, minHeaderBlock, maxHeaderBlock))
+	}
+	if c.MaxCaptureRate != 0 && (c.MaxCaptureRate < minCaptureRate || c.MaxCaptureRate > maxCaptureRate) {
+		errs = append(errs, fmt.Errorf("max_capture_rate %d: must be 0 (no limit) or from %d to %d bytes a second", c.MaxCaptureRate, minCaptureRate, maxCaptureRate))
 	}
 	if c.MaxHeaderTableSize < minTableSize || c.MaxHeaderTableSize > maxTableSize {
 		errs = append(errs, fmt.Errorf("max_header_table_size %d: must be from %d to %d", c.MaxHeaderTableSize, minTableSize, maxTableSize))

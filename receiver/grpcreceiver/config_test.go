@@ -30,7 +30,7 @@ func TestConfigCustom(t *testing.T) {
 	cfg := loadConfig(t, "custom")
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, &Config{
-		Hook: HookSyscalls, RingSlots: 4096, MaxConnections: 1024, MaxStreamsPerConnection: 100, MaxHeaderBlock: 4096,
+		Hook: HookSyscalls, RingSlots: 4096, MaxConnections: 1024, MaxStreamsPerConnection: 100, MaxHeaderBlock: 4096, MaxCaptureRate: 1 << 20,
 		MaxHeaderTableSize: 8192, MaxMemory: 32 << 20, IdleTimeout: 30 * time.Second, Ports: []uint16{50051, 8443}, MaxBatch: 64, ServiceName: "mesh",
 		TLS: TLSConfig{RescanInterval: 10 * time.Second}, Spans: createDefaultConfig().Spans,
 	}, cfg)
@@ -120,6 +120,7 @@ func TestConfigInvalid(t *testing.T) {
 		"connections": func(c *Config) { c.MaxConnections = 1 },
 		"streams":     func(c *Config) { c.MaxStreamsPerConnection = 0 },
 		"header":      func(c *Config) { c.MaxHeaderBlock = 1 << 21 },
+		"rate":        func(c *Config) { c.MaxCaptureRate = 1000 },
 		"table":       func(c *Config) { c.MaxHeaderTableSize = 1 << 21 },
 		"memory":      func(c *Config) { c.MaxMemory = 1000 },
 		"idle":        func(c *Config) { c.IdleTimeout = time.Millisecond },

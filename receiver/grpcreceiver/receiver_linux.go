@@ -136,6 +136,7 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 		RingSlots:  r.cfg.RingSlots,
 		MaxConns:   r.cfg.MaxConnections,
 		HeaderCap:  r.cfg.MaxHeaderBlock,
+		Rate:       r.cfg.MaxCaptureRate,
 		TLS:        r.cfg.TLS.Enabled,
 		LibSSL:     r.cfg.TLS.LibSSLPaths,
 		GoBinaries: r.cfg.TLS.GoBinaries,
@@ -360,7 +361,7 @@ func (r *grpcReceiver) Shutdown(context.Context) error {
 	k, t, d := r.kernel, r.tstats, r.dstats
 	r.set.Logger.Info("grpc receiver: stopped",
 		zap.Uint64("calls", t.CallsEmitted), zap.Uint64("tracker_memory_bytes", t.MemoryUsed), zap.Uint64("records", d.Records), zap.Uint64("records_lost", d.Lost),
-		zap.Uint64("kernel_desync", k.Desync), zap.Uint64("bytes_copied", k.BytesCopied), zap.Int64("spans_dropped", r.dropped.Load()))
+		zap.Uint64("kernel_desync", k.Desync), zap.Uint64("kernel_throttled", k.Throttled), zap.Uint64("bytes_copied", k.BytesCopied), zap.Int64("spans_dropped", r.dropped.Load()))
 	return errors.Join(errs...)
 }
 

@@ -74,6 +74,8 @@ const (
 	// bpf_loop; with it, 8192.
 	BoundedSteps = 1024
 	slotSize     = 128
+	// MinBurst is the least bucket of Options.Rate: a few header blocks.
+	MinBurst = 64 << 10
 	// MinPending is the least default Options.MaxPending.
 	MinPending = 16384
 	// lruSlack is the kernel's LOCAL_FREE_TARGET (kernel/bpf/bpf_lru_list.h):
@@ -94,6 +96,13 @@ type Options struct {
 	MaxPending int
 	HeaderCap  int // payload bytes copied per header-carrying frame (the rest counted cut)
 	MaxIov     int // iovecs walked per call (0: 1024)
+	// Rate is each connection's share of the ring, in bytes copied a second
+	// (a token bucket: see burst); a call made with
+	// the bucket empty is not walked, counted as throttled, and its
+	// direction finds its frames again later. 0: no limit. Without it one
+	// process pair writing header blocks as fast as loopback takes them laps
+	// the ring, and every other connection's records are lost with it.
+	Rate int
 	// TLS also captures the plaintext of TLS sessions. OpenSSL: uprobes on
 	// SSL_write, SSL_read, SSL_write_ex, SSL_read_ex (entry and return) and
 	// SSL_free in every libssl found mapped by a running process, in LibSSL,
@@ -294,6 +303,13 @@ func hookPrograms(hook Hook) []string {
 // to see the refusal where the kernel has none).
 var tracepointLink = link.Tracepoint
 
+// burst is the most a connection copies at once under Options.Rate: an
+// eighth of a second's worth, at least MinBurst, and at most a sixteenth of
+// the ring (two flooding ends must not fill it between two reads).
+func burst(rate, ringBytes int) int {
+	return max(min(rate/8, ringBytes/16), MinBurst)
+}
+
 // open loads and attaches the programs of hook.
 func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 	spec, err := loadH2()
@@ -345,6 +361,8 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 		"seq_ring_mask": uint64(o.RingSlots - 1),
 		"h2_hdr_cap":    uint32(o.HeaderCap),
 		"h2_max_iov":    uint32(o.MaxIov),
+		"h2_rate":       uint64(o.Rate),
+		"h2_burst":      uint64(burst(o.Rate, o.RingSlots*slotSize)),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)

@@ -38,6 +38,8 @@ type Counters struct {
 	TLSFilesFailed   uint64 // executables and libssl files that could not be parsed or probed (tls; counted in user space)
 	NotH2Calls       uint64 // calls on connections known not HTTP/2: skipped after one lookup
 	PromoteFailed    uint64 // HTTP/2 connections not moved into the HTTP/2 map (never expected)
+	Throttled        uint64 // calls not walked: their connection had copied its share of the ring (Options.Rate)
+	ThrottledBytes   uint64 // their bytes
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -83,6 +85,8 @@ func (c *Counters) add(p h2H2Stats) {
 	c.TLSAfterClose += p.TlsAfterClose
 	c.NotH2Calls += p.NotH2Calls
 	c.PromoteFailed += p.PromoteFailed
+	c.Throttled += p.Throttled
+	c.ThrottledBytes += p.ThrottledBytes
 }
 
 // Named lists the counters by a stable snake_case name, for self-telemetry.
@@ -100,6 +104,7 @@ func (c Counters) Named() []NamedCounter {
 		{"go_tls_errors", c.GoTLSErrors}, {"tls_after_close", c.TLSAfterClose},
 		{"tls_files_failed", c.TLSFilesFailed},
 		{"not_http2_calls", c.NotH2Calls}, {"promote_failed", c.PromoteFailed},
+		{"throttled", c.Throttled}, {"throttled_bytes", c.ThrottledBytes},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
 		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}

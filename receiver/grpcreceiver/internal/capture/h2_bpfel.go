@@ -29,11 +29,13 @@ type h2H2Conn struct {
 		Based   uint8
 		Pad     [6]uint8
 	}
-	State  uint64
-	Role   uint8
-	Opened uint8
-	Tries  uint8
-	Pad    [5]uint8
+	State    uint64
+	Role     uint8
+	Opened   uint8
+	Tries    uint8
+	Pad      [5]uint8
+	TbTokens int64
+	TbNs     uint64
 }
 
 type h2H2GoCall struct {
@@ -147,6 +149,8 @@ type h2H2Stats struct {
 	TlsAfterClose    uint64
 	NotH2Calls       uint64
 	PromoteFailed    uint64
+	Throttled        uint64
+	ThrottledBytes   uint64
 }
 
 type h2H2TlsArgs struct {
@@ -231,12 +235,14 @@ const (
 	h2ProgH2SysSendto   = "h2_sys_sendto"
 	h2ProgH2SysWrite    = "h2_sys_write"
 	h2ProgH2SysWritev   = "h2_sys_writev"
+	h2VarH2Burst        = "h2_burst"
 	h2VarH2CloseBtf     = "h2_close_btf"
 	h2VarH2HaveLoop     = "h2_have_loop"
 	h2VarH2HdrCap       = "h2_hdr_cap"
 	h2VarH2MaxIov       = "h2_max_iov"
 	h2VarH2NextId       = "h2_next_id"
 	h2VarH2OpenBtf      = "h2_open_btf"
+	h2VarH2Rate         = "h2_rate"
 	h2VarH2SegBtf       = "h2_seg_btf"
 	h2VarSeqRingMask    = "seq_ring_mask"
 )
@@ -332,12 +338,14 @@ type h2MapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2VariableSpecs struct {
+	H2Burst     *ebpf.VariableSpec `ebpf:"h2_burst"`
 	H2CloseBtf  *ebpf.VariableSpec `ebpf:"h2_close_btf"`
 	H2HaveLoop  *ebpf.VariableSpec `ebpf:"h2_have_loop"`
 	H2HdrCap    *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
 	H2MaxIov    *ebpf.VariableSpec `ebpf:"h2_max_iov"`
 	H2NextId    *ebpf.VariableSpec `ebpf:"h2_next_id"`
 	H2OpenBtf   *ebpf.VariableSpec `ebpf:"h2_open_btf"`
+	H2Rate      *ebpf.VariableSpec `ebpf:"h2_rate"`
 	H2SegBtf    *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
 	SeqRingMask *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 }
@@ -401,12 +409,14 @@ func (m *h2Maps) Close() error {
 //
 // It can be passed to loadH2Objects or ebpf.CollectionSpec.LoadAndAssign.
 type h2Variables struct {
+	H2Burst     *ebpf.Variable `ebpf:"h2_burst"`
 	H2CloseBtf  *ebpf.Variable `ebpf:"h2_close_btf"`
 	H2HaveLoop  *ebpf.Variable `ebpf:"h2_have_loop"`
 	H2HdrCap    *ebpf.Variable `ebpf:"h2_hdr_cap"`
 	H2MaxIov    *ebpf.Variable `ebpf:"h2_max_iov"`
 	H2NextId    *ebpf.Variable `ebpf:"h2_next_id"`
 	H2OpenBtf   *ebpf.Variable `ebpf:"h2_open_btf"`
+	H2Rate      *ebpf.Variable `ebpf:"h2_rate"`
 	H2SegBtf    *ebpf.Variable `ebpf:"h2_seg_btf"`
 	SeqRingMask *ebpf.Variable `ebpf:"seq_ring_mask"`
 }
