@@ -1,0 +1,69 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package capture
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+)
+
+// One process pair writes header blocks as fast as loopback takes them (the
+// kernel copies them all) while gRPC calls run on another connection: with
+// each connection's share of the ring (Options.Rate) the flood is throttled
+// (counted) and no record is lost, so every call of the other connection is
+// captured exactly. Without the share the flood laps the ring and takes the
+// other connection's records with it.
+func TestCaptureRateShare(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, hook := range hooksHere(t) {
+		t.Run(string(hook), func(t *testing.T) { testCaptureRateShare(t, hook) })
+	}
+}
+
+func testCaptureRateShare(t *testing.T, hook Hook) {
+	// a 2 MiB ring: the flood would lap it many times over
+	c, err := Open(Options{Hook: hook, RingSlots: 1 << 14, MaxConns: 64, HeaderCap: 16384, Rate: 1 << 20})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	srv, client := grpctest.StartDialed(t)
+	require.Zero(t, grpctest.UnaryConcurrently(ctx, client, 10, 1)(), "failed calls")
+
+	const calls = 300
+	flooded := make(chan int64, 1)
+	go func() { flooded <- grpctest.HPACKFlood(ctx, 32<<20) }()
+	require.Zero(t, grpctest.UnaryConcurrently(ctx, client, calls, 4)(), "failed calls")
+	sent := <-flooded
+	require.GreaterOrEqual(t, sent, int64(16<<20), "the flood did not get out")
+
+	rec := newRecorder()
+	dec := NewDecoder(rec)
+	drain(c, dec)
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	t.Logf("hook %s: flood of %d bytes; %+v decoder %+v", hook, sent, cnt, dec.Stats())
+	assert.Zero(t, rec.lost, "ring records lost")
+	assert.Positive(t, cnt.Throttled, "the flood's calls throttled")
+	assert.Less(t, cnt.BytesCopied, uint64(sent/2), "the flood's bytes mostly not copied")
+
+	p := port(t, srv.Addr)
+	n := 0
+	for _, o := range rec.opens {
+		if (o.Remote.Port == p && o.Role == h2.RoleClient) || (o.Local.Port == p && o.Role == h2.RoleServer) {
+			n++
+			_, _, exact := checkSession(t, rec, o, 10+calls, 0)
+			assert.True(t, exact, "role %d: every call of the ordinary connection", o.Role)
+		}
+	}
+	assert.Equal(t, 2, n, "the ordinary connection's two sockets")
+}
