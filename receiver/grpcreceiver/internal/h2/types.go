@@ -74,6 +74,12 @@ type Chunk struct {
 	Data   []byte
 	TimeNs uint64
 	Proc   Proc
+	// Seq is the TCP sequence number of Data[0] when SeqKnown (a socket's
+	// bytes; not a TLS session's plaintext). Both ends of a connection see
+	// the same byte at the same number, and NAT leaves it alone: the ids of
+	// a call's spans are made from it (spanmap).
+	Seq      uint32
+	SeqKnown bool
 }
 
 // ConnClose ends a connection.
@@ -173,6 +179,12 @@ type Call struct {
 	Side            Side
 	Proc            Proc // the thread that wrote (client) or read (server) the request HEADERS
 	StreamID        uint32
+	// ReqSeq and RespSeq are the TCP sequence numbers of the first byte of
+	// the request's first HEADERS frame and of the response's, when known
+	// (...SeqKnown): what both ends of the call see alike, across hosts and
+	// NAT.
+	ReqSeq, RespSeq           uint32
+	ReqSeqKnown, RespSeqKnown bool
 
 	StartNs, EndNs uint64            // boot clock: first request HEADERS, response END_STREAM
 	Start, End     pcommon.Timestamp // the same, by the Tracker's clock
