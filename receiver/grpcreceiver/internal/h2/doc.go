@@ -50,6 +50,20 @@
 // a write with the time it started and a read with the time it ended. A
 // chunk of a connection after its ConnClose starts a new RoleUnknown one.
 //
+// # Sequence numbers
+//
+// A chunk may carry the TCP sequence number of its first byte
+// (Chunk.SeqKnown: socket bytes, never TLS plaintext). Each direction keeps
+// the (sequence number, offset) pair of its latest such chunk; offsets and
+// sequence numbers differ by a constant modulo 2^32, so the number of any
+// offset follows, across chunks without one and across the 32-bit wrap.
+// A call gets the number of the first byte of its request's first HEADERS
+// frame header (Call.ReqSeq) and of its response's (Call.RespSeq: the
+// block with :status, or else the first response HEADERS seen; an adopted
+// orphan keeps it). Both ends of a connection see the same numbers, NAT
+// leaves them alone, and a connection that predates the capture has them
+// too: they are what spanmap makes a call's ids of.
+//
 // # HPACK
 //
 // Each direction has one HPACK state, fed every header block in wire order

@@ -36,6 +36,13 @@ type direction struct {
 
 	st   parseState
 	next uint64 // offset of the next byte expected (stream position)
+	// seqRef and seqOff: the TCP sequence number of offset seqOff, from the
+	// latest chunk with a known one (seqKnown); offset o is at sequence
+	// number seqRef + uint32(o-seqOff), modulo 2^32.
+	seqRef   uint32
+	seqOff   uint64
+	seqKnown bool
+	hdrOff   uint64 // offset of the first byte of the frame header being parsed
 
 	prefN uint8 // preface bytes matched
 	// firstFrame: the next frame is the first of this direction since its
@@ -78,6 +85,10 @@ type direction struct {
 	blockWire     uint32 // payload bytes of the block's frames
 	blockTime     uint64
 	blockProc     Proc
+	// blockSeq is the TCP sequence number of the first byte of the block's
+	// HEADERS frame header (when blockSeqKnown).
+	blockSeq      uint32
+	blockSeqKnown bool
 	block         []byte
 
 	// hp is the HPACK state (nil: an empty table of the initial size).
@@ -145,11 +156,24 @@ func (d *direction) allowedSize(t *Tracker) uint32 {
 	return max(d.allowedTS, t.cfg.MaxHeaderTableSize)
 }
 
+// seqAt is the TCP sequence number of offset off, when known: offsets
+// differ from sequence numbers by a constant, modulo 2^32 (uint64
+// subtraction wraps, and so does the conversion).
+func (d *direction) seqAt(off uint64) (uint32, bool) {
+	if !d.seqKnown {
+		return 0, false
+	}
+	return d.seqRef + uint32(off-d.seqOff), true
+}
+
 // chunk feeds the bytes of ch to the direction.
 func (d *direction) chunk(t *Tracker, ch *Chunk) {
 	data, off := ch.Data, ch.Offset
 	if len(data) == 0 {
 		return
+	}
+	if ch.SeqKnown {
+		d.seqRef, d.seqOff, d.seqKnown = ch.Seq, off, true
 	}
 	end := off + uint64(len(data))
 	if end <= d.next {
@@ -283,6 +307,9 @@ func (d *direction) parse(t *Tracker, data []byte, ch *Chunk) {
 				d.c.learnReqDir(d.dir)
 			}
 		case psHeader:
+			if d.hdrN == 0 {
+				d.hdrOff = d.next - uint64(len(data))
+			}
 			if d.hdrN == 0 && len(data) >= FrameHeaderLen {
 				d.fh = ParseFrameHeader(data)
 				data = data[FrameHeaderLen:]
@@ -360,6 +387,7 @@ func (d *direction) beginFrame(t *Tracker) bool {
 			d.blockTooLarge = false
 			d.blockWire = 0
 			d.blockTime, d.blockProc = d.fTime, d.fProc
+			d.blockSeq, d.blockSeqKnown = d.seqAt(d.hdrOff)
 			d.block = d.block[:0]
 		}
 		d.blockWire += fh.Length

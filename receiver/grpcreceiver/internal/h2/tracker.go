@@ -168,8 +168,11 @@ type stream struct {
 	respEnded bool // the response ended, at respEndNs
 
 	respEndNs uint64
-	mem       int // accounted memory (its last charge)
-	call      Call
+	// respSeqStatus: call.RespSeq is that of a block with :status (the
+	// response's first HEADERS for sure), not only the first seen.
+	respSeqStatus bool
+	mem           int // accounted memory (its last charge)
+	call          Call
 }
 
 // Tracker turns the captured bytes of connections into calls. Its methods
@@ -436,6 +439,12 @@ func (t *Tracker) onHeaders(d *direction, decoded bool) {
 		return
 	}
 	call.RespHeaderBytes += d.blockWire
+	// the response's first HEADERS: the one with :status, or else the first
+	// of its direction seen
+	if d.blockSeqKnown && (!call.RespSeqKnown || (f.has&hasStatus != 0 && !s.respSeqStatus)) {
+		call.RespSeq, call.RespSeqKnown = d.blockSeq, true
+		s.respSeqStatus = f.has&hasStatus != 0
+	}
 	if f.has&hasStatus != 0 && call.Flags&FlagResponseHeaders == 0 {
 		call.Flags |= FlagResponseHeaders
 		call.HTTPStatus, _ = strconv.Atoi(f.status)
@@ -470,6 +479,7 @@ func (t *Tracker) adopt(c *conn, d *direction, s *stream, f *headerFields) {
 	call.HTTPStatus, call.GRPCStatus, call.GRPCMessage = resp.HTTPStatus, resp.GRPCStatus, resp.GRPCMessage
 	call.ResetCode, call.RespHeaderBytes = resp.ResetCode, resp.RespHeaderBytes
 	call.RespDataFrames, call.RespDataBytes = resp.RespDataFrames, resp.RespDataBytes
+	call.RespSeq, call.RespSeqKnown = resp.RespSeq, resp.RespSeqKnown
 	if resp.Protocol == ProtoGRPC {
 		call.Protocol = ProtoGRPC
 	}
@@ -510,6 +520,7 @@ func (t *Tracker) request(c *conn, d *direction, s *stream, f *headerFields) {
 	s.call = Call{
 		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns,
 		Proc: d.blockProc, StreamID: sid, StartNs: d.blockTime, GRPCStatus: -1,
+		ReqSeq: d.blockSeq, ReqSeqKnown: d.blockSeqKnown,
 	}
 	call := &s.call
 	if d.dir == Ingress {
