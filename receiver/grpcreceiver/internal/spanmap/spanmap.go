@@ -195,6 +195,33 @@ func (m *Mapper) hash(kind string, conn h2.ConnID, local, remote h2.Endpoint, si
 	return sha256.Sum256(b)
 }
 
+// Kinds of the hashes of calls whose sequence numbers are known: nothing
+// of this host goes into them, so both ends compute them alike.
+const (
+	kindClientSeq = "seq.grpc.client.tcpseq"
+	kindServerSeq = "seq.grpc.server.tcpseq"
+)
+
+// seqHash returns sha256(kind \0 ReqSeq \0 (1 RespSeq | 0) \0 stream): what
+// both ends of a call see alike, whatever host, collector, socket or NAT
+// (c.ReqSeqKnown).
+func (m *Mapper) seqHash(kind string, c *h2.Call) [sha256.Size]byte {
+	b := append(m.buf[:0], kind...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, c.ReqSeq)
+	b = append(b, 0)
+	if c.RespSeqKnown {
+		b = append(b, 1)
+		b = binary.BigEndian.AppendUint32(b, c.RespSeq)
+	} else {
+		b = append(b, 0)
+	}
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, c.StreamID)
+	m.buf = b
+	return sha256.Sum256(b)
+}
+
 func spanID(h [sha256.Size]byte) pcommon.SpanID {
 	id := pcommon.SpanID(h[:8])
 	if id.IsEmpty() {
@@ -219,17 +246,24 @@ type IDs struct {
 }
 
 // ClientIDs returns the ids of the client span of c, computed from either
-// end: the client's own call, or the server's when its client is known
-// (c.ClientConnKnown). ok is false when they cannot be known.
+// end: from the call's TCP sequence numbers when they are known (on any
+// host, across NAT), else the client's own call, or the server's when its
+// client is on this host and known (c.ClientConnKnown). ok is false when
+// they cannot be known.
 func (m *Mapper) ClientIDs(c *h2.Call) (IDs, bool) {
-	if !c.ClientConnKnown {
+	var h [sha256.Size]byte
+	switch {
+	case c.ReqSeqKnown:
+		h = m.seqHash(kindClientSeq, c)
+	case !c.ClientConnKnown:
 		return IDs{}, false
+	default:
+		local, remote := c.Local, c.Remote // the client's 4-tuple, from the client
+		if c.Side == h2.SideServer {
+			local, remote = c.Remote, c.Local
+		}
+		h = m.hash("seq.grpc.client", c.ClientConn, local, remote, c.StreamID)
 	}
-	local, remote := c.Local, c.Remote // the client's 4-tuple, from the client
-	if c.Side == h2.SideServer {
-		local, remote = c.Remote, c.Local
-	}
-	h := m.hash("seq.grpc.client", c.ClientConn, local, remote, c.StreamID)
 	ids := IDs{Trace: traceID(h), Span: spanID(h)}
 	if tp := c.TraceParent; tp.Valid {
 		ids.Trace, ids.Parent = tp.TraceID, tp.ParentID
@@ -244,7 +278,12 @@ func (m *Mapper) SpanIDs(c *h2.Call) IDs {
 			return ids
 		}
 	}
-	h := m.hash("seq.grpc.server", c.Conn, c.Local, c.Remote, c.StreamID)
+	var h [sha256.Size]byte
+	if c.ReqSeqKnown {
+		h = m.seqHash(kindServerSeq, c)
+	} else {
+		h = m.hash("seq.grpc.server", c.Conn, c.Local, c.Remote, c.StreamID)
+	}
 	ids := IDs{Trace: traceID(h), Span: spanID(h)}
 	if cl, ok := m.ClientIDs(c); ok {
 		ids.Trace, ids.Parent = cl.Trace, cl.Span
