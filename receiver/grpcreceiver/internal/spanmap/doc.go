@@ -60,4 +60,13 @@
 // tracked) is the child of the request's traceparent, or the root of a new
 // trace. Server span ids are derived from the server socket's identity and
 // the stream id.
+//
+// # Methods not known
+//
+// A call whose :path did not decode is rpc.method _OTHER (semconv), the
+// span named grpc. When h2 could name the HPACK entry the :path refers to
+// (an entry inserted before the capture started, on a connection already
+// open), the span also gets seq.grpc.method_placeholder, "_UNKNOWN_<n>":
+// the same for the calls of one method on one connection (with
+// network.peer.* and process.pid), counted in Stats.SpansMethodPlaceholder.
 package spanmap

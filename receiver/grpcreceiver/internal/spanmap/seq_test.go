@@ -95,3 +95,25 @@ func TestSeqIDsNoCollision(t *testing.T) {
 	assert.Len(t, spans, 2*n)
 	assert.Len(t, traces, n)
 }
+
+// TestMethodPlaceholder: a method named by an HPACK entry from before the
+// capture stays _OTHER (semconv) and gets the entry's placeholder, counted.
+func TestMethodPlaceholder(t *testing.T) {
+	m := New(Config{BootID: boot})
+	c, _ := pair()
+	c.Flags |= h2.FlagMethodUnknown
+	c.Path, c.Service, c.RPC, c.MethodPlaceholder = "", "", "", "_UNKNOWN_7"
+	cs := span(t, m, &c)
+	assert.Equal(t, "grpc", cs.Name())
+	v, _ := cs.Attributes().Get("rpc.method")
+	assert.Equal(t, Other, v.Str())
+	v, ok := cs.Attributes().Get(AttrMethodPlaceholder)
+	require.True(t, ok)
+	assert.Equal(t, "_UNKNOWN_7", v.Str())
+	assert.Equal(t, uint64(1), m.Stats().SpansMethodPlaceholder)
+
+	c.MethodPlaceholder = ""
+	_, ok = span(t, m, &c).Attributes().Get(AttrMethodPlaceholder)
+	assert.False(t, ok)
+	assert.Equal(t, uint64(1), m.Stats().SpansMethodPlaceholder)
+}

@@ -32,6 +32,12 @@ const (
 	AttrReqHeaderBytes  = "seq.grpc.request.header_bytes"
 	AttrRespHeaderBytes = "seq.grpc.response.header_bytes"
 	AttrStreamID        = "seq.grpc.stream_id"
+	// AttrMethodPlaceholder: a method that cannot be known (rpc.method
+	// _OTHER) named by an HPACK entry from before the capture started:
+	// "_UNKNOWN_<n>" (h2.Call.MethodPlaceholder), the same for the calls
+	// of one method on one connection (with network.peer.* and
+	// process.pid: a connection's calls of one method).
+	AttrMethodPlaceholder = "seq.grpc.method_placeholder"
 )
 
 // Defaults of the bounds on what a peer's headers put into a span.
@@ -79,11 +85,12 @@ type Config struct {
 
 // Stats count what the Mapper bounded.
 type Stats struct {
-	MethodsOverLimit      uint64 // calls whose method became _OTHER because MaxMethods were seen already
-	ValuesCut             uint64 // peer-chosen attribute values cut at MaxValueLength
-	StatusMessagesCut     uint64 // grpc-messages cut at MaxStatusMessageLength
-	HTTPMethodsUnknown    uint64 // plain HTTP requests whose method is not a known one (_OTHER)
-	URLQueriesNotExported uint64 // plain HTTP requests whose query was left out (URLQuery off)
+	MethodsOverLimit       uint64 // calls whose method became _OTHER because MaxMethods were seen already
+	ValuesCut              uint64 // peer-chosen attribute values cut at MaxValueLength
+	StatusMessagesCut      uint64 // grpc-messages cut at MaxStatusMessageLength
+	HTTPMethodsUnknown     uint64 // plain HTTP requests whose method is not a known one (_OTHER)
+	URLQueriesNotExported  uint64 // plain HTTP requests whose query was left out (URLQuery off)
+	SpansMethodPlaceholder uint64 // spans given AttrMethodPlaceholder (the tracker counts the calls: method_placeholders)
 }
 
 // Mapper builds spans. It is not safe for concurrent use.
@@ -430,6 +437,10 @@ func (m *Mapper) rpcAttrs(s ptrace.Span, c *h2.Call) {
 	a.PutStr(string(semconv.RPCMethodKey), method)
 	if original != "" {
 		a.PutStr(string(semconv.RPCMethodOriginalKey), original)
+	}
+	if c.Has(h2.FlagMethodUnknown) && c.MethodPlaceholder != "" {
+		m.stats.SpansMethodPlaceholder++
+		a.PutStr(AttrMethodPlaceholder, c.MethodPlaceholder)
 	}
 	// span name: rpc.method, or rpc.system.name when it is _OTHER
 	if method == Other {
