@@ -32,9 +32,11 @@
 // not have seen the handshake (a collector started after the connection
 // was opened, on one node only), and both ends must compute the ids from
 // what they both always see: the numbers of bytes of the call itself.
-// Both ends also need the response's first HEADERS to agree (a reset
-// before any response leaves both without it, alike); a call one end saw
-// only in part (a gap on one side) may get two traces.
+// Both ends must also agree on whether the response's first HEADERS was
+// seen: a call reset before any response leaves both without it, alike,
+// but one that one end saw with its response HEADERS and the other
+// without (a reset crossing the response, a connection closed before the
+// client read it, a gap on one side) gets two traces.
 //
 // Odds of collision: the inputs carry 64 bits of sequence numbers, each
 // half from another kernel's randomised ISN (RFC 6528) moved by the
