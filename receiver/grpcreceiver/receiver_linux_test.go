@@ -175,6 +175,47 @@ func testReceiverGRPCGo(t *testing.T, hook string) {
 	}
 }
 
+// A connection already open when the receiver starts (its HPACK tables
+// unknown): every call after the start is a span at both ends, the first
+// too, and a method named by an entry from before the start is _OTHER
+// with a placeholder, the same for all the calls of the method.
+func TestReceiverPredatingConnection(t *testing.T) {
+	testutil.RequireRoot(t)
+	srv, client := grpctest.StartDialed(t)
+	ctx := context.Background()
+	for range 10 {
+		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
+	}
+
+	sink, stop := startReceiver(t, nil)
+	defer stop()
+	const calls = 40
+	for range calls {
+		require.NoError(t, grpctest.Unary(ctx, client, codes.OK, ""))
+	}
+	port := int64(port(t, srv.Addr))
+	assert.Eventually(t, func() bool { return len(spansOf(sink, port)) >= 2*calls }, 20*time.Second, 50*time.Millisecond)
+	kinds := map[ptrace.SpanKind]int{}
+	placeholders := map[ptrace.SpanKind]map[string]int{ptrace.SpanKindClient: {}, ptrace.SpanKindServer: {}}
+	for _, s := range spansOf(sink, port) {
+		kinds[s.Kind()]++
+		m := attr(s, "rpc.method")
+		if m == spanmap.Other {
+			p := attr(s, spanmap.AttrMethodPlaceholder)
+			assert.NotEmpty(t, p, "%s span of unknown method without a placeholder", s.Kind())
+			placeholders[s.Kind()][p]++
+		} else {
+			assert.Equal(t, grpctest.Service+"/UnaryCall", m)
+		}
+	}
+	t.Logf("spans by kind %v, placeholders %v", kinds, placeholders)
+	assert.Equal(t, calls, kinds[ptrace.SpanKindClient], "every call after the start, the first too")
+	assert.Equal(t, calls, kinds[ptrace.SpanKindServer])
+	for k, ps := range placeholders {
+		assert.LessOrEqual(t, len(ps), 1, "%s: one method, one placeholder", k)
+	}
+}
+
 func port(t *testing.T, addr string) uint16 {
 	t.Helper()
 	ap, err := netipParse(addr)

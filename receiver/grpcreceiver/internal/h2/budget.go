@@ -21,13 +21,23 @@ const (
 
 // mem is the memory of a direction's buffers and HPACK table.
 func (d *direction) mem() int {
-	return cap(d.block) + cap(d.ctl) + d.hp.mem()
+	n := cap(d.block) + cap(d.ctl) + d.hp.mem() + cap(d.pending)*pendingFrameMem
+	for i := range d.pending {
+		n += d.pending[i].block.fields.mem()
+	}
+	return n
+}
+
+// mem is the memory of the strings f holds.
+func (f *headerFields) mem() int {
+	return len(f.method) + len(f.path) + len(f.authority) + len(f.contentType) + len(f.status) +
+		len(f.grpcStatus) + len(f.grpcMessage) + len(f.timeout) + len(f.traceparent)
 }
 
 // callMem is the memory of the strings a Call holds (Service and RPC are
 // parts of Path).
 func callMem(c *Call) int {
-	return len(c.Method) + len(c.Path) + len(c.Authority) + len(c.ContentType) + len(c.GRPCMessage)
+	return len(c.Method) + len(c.Path) + len(c.MethodPlaceholder) + len(c.Authority) + len(c.ContentType) + len(c.GRPCMessage)
 }
 
 // charge adds delta bytes to c's accounted memory (and the total); a

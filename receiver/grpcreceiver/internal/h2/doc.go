@@ -33,12 +33,17 @@
 // is a hole that no uncopied payload explains.
 //
 // A resynchronisation is tentative until confirmFrames frame headers have
-// passed (the first included): until then frames have no effect (no
-// stream, HPACK or SETTINGS change; header blocks are counted as
-// HeaderBlocksUnverified), and a header that fails the resync test or a
+// passed (the first included), and a header that fails the resync test or a
 // chunk landing strictly inside a payload the kernel does not copy proves
 // the resync wrong (ResyncsRejected). So a chunk that begins inside a frame
 // and happens to parse as a frame header cannot swallow the frames after it.
+// Until the confirmation, frames have no effect on streams or SETTINGS:
+// the effects of DATA and RST_STREAM headers and of HEADERS blocks
+// (HeaderBlocksUnverified: decoded into the HPACK table, which a rejection
+// forgets with the framing) are held, at most confirmFrames of them, and
+// applied in wire order when the last confirming frame (or its header
+// block) ends (TentativeFramesApplied). So the calls whose request HEADERS
+// came first after the capture started, or after a gap, are not lost.
 //
 // The two directions of a socket are not ordered with each other: a
 // write's record may come after the record of the read of its answer. A
@@ -49,6 +54,20 @@
 // direction stamped after the response's end. The kernel side should stamp
 // a write with the time it started and a read with the time it ended. A
 // chunk of a connection after its ConnClose starts a new RoleUnknown one.
+//
+// # Sequence numbers
+//
+// A chunk may carry the TCP sequence number of its first byte
+// (Chunk.SeqKnown: socket bytes, never TLS plaintext). Each direction keeps
+// the (sequence number, offset) pair of its latest such chunk; offsets and
+// sequence numbers differ by a constant modulo 2^32, so the number of any
+// offset follows, across chunks without one and across the 32-bit wrap.
+// A call gets the number of the first byte of its request's first HEADERS
+// frame header (Call.ReqSeq) and of its response's (Call.RespSeq: the
+// block with :status, or else the first response HEADERS seen; an adopted
+// orphan keeps it). Both ends of a connection see the same numbers, NAT
+// leaves them alone, and a connection that predates the capture has them
+// too: they are what spanmap makes a call's ids of.
 //
 // # HPACK
 //
@@ -65,7 +84,18 @@
 // name keeps the indexes aligned. As the peer's table turns over, fields
 // decode again (grpc-go re-inserts :path once its entry is evicted). A
 // request whose :path did not decode is a call with FlagMethodUnknown
-// (spanmap names it _OTHER), never a guessed method.
+// (spanmap names it _OTHER), never a guessed method. When it names an entry
+// inserted before the decoder started (the capture, or the direction's last
+// loss of its table), the call gets a placeholder for that entry
+// (Call.MethodPlaceholder, "_UNKNOWN_<n>"): n counts back from the start
+// (the decoder counts its insertions, so dynamic index i names entry
+// i-insertions+1), a number that stays the same while the peer keeps
+// referencing the entry, whatever it inserts since: the calls of one method
+// on one connection share it. Which unresolved field is the :path is
+// taken from the order clients write: the first one after :method (grpc-go
+// and Go's net/http2 write :path after :method with only static fields
+// between), else the first. A method first written after the start is a
+// literal and decodes.
 //
 // The same semantics make the table's cap safe: whatever size the peer
 // announces (up to 4 GiB) and uses, the table kept is at most

@@ -29,9 +29,38 @@ type headerFields struct {
 	method, path, authority, contentType     string
 	status, grpcStatus, grpcMessage, timeout string
 	traceparent                              string
+	// The first indexed field not resolved (unk: its entry number before
+	// the decoder's start, 0 for any other), and the first after :method
+	// (unkAfterMethod): where the :path of a request that predates the
+	// capture is (grpc-go and Go's net/http2 write :path right after
+	// :method, with only static fields between).
+	sawMethod, sawUnk, sawUnkAfterMethod bool
+	unk, unkAfterMethod                  uint32
+}
+
+// unknown records an indexed field not resolved (hpackDecoder.unknown).
+func (f *headerFields) unknown(entry uint32) {
+	if !f.sawUnk {
+		f.sawUnk, f.unk = true, entry
+	}
+	if f.sawMethod && !f.sawUnkAfterMethod {
+		f.sawUnkAfterMethod, f.unkAfterMethod = true, entry
+	}
+}
+
+// pathEntry is the number of the entry before the decoder's start that the
+// block's :path is taken to be (0: none).
+func (f *headerFields) pathEntry() uint32 {
+	if f.sawUnkAfterMethod {
+		return f.unkAfterMethod
+	}
+	return f.unk
 }
 
 func (f *headerFields) add(name, value string) {
+	if name == ":method" {
+		f.sawMethod = true
+	}
 	var bit uint16
 	var dst *string
 	switch name {

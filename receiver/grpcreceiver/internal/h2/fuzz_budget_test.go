@@ -128,6 +128,11 @@ func checkTracker(t *testing.T, tr *Tracker, emitted uint64) {
 		for _, s := range c.streams {
 			want += streamMem + callMem(&s.call)
 		}
+		for i := range c.dirs {
+			if len(c.dirs[i].pending) > confirmFrames {
+				t.Fatalf("connection %d: %d frames held", c.id, len(c.dirs[i].pending))
+			}
+		}
 		if c.mem != want || c.removed || len(c.streams) > tr.cfg.MaxStreamsPerConn {
 			t.Fatalf("connection %d: accounted %d, holds %d; %d streams", c.id, c.mem, want, len(c.streams))
 		}

@@ -51,7 +51,20 @@ type hpackDecoder struct {
 	strBytes  int    // bytes of the entries' strings
 	ops       int    // work of the last block: fields and evictions
 	capped    uint64 // size updates above capSize
+	// ins counts the insertions since the decoder started (or was
+	// emptied): dynamic index i (0 the newest) names the entry inserted
+	// i-ins+1 entries before the start when i >= ins, a number that stays
+	// the same while the peer keeps the entry, whatever it inserts since.
+	ins uint64
+	// unknown, when set, is told of each indexed field it cannot resolve:
+	// the number of the entry before the start (1 the newest), 0 for any
+	// other (an entry inserted since, of unknown name, or evicted).
+	unknown func(entry uint32)
 }
+
+// maxEntryNumber bounds the numbers reported to unknown: no table holds
+// more entries (4 GiB of 32-byte entries).
+const maxEntryNumber = 1 << 27
 
 type hEntry struct {
 	name, value string
@@ -123,6 +136,8 @@ func (t *hpackDecoder) field(block []byte, emit func(name, value string)) ([]byt
 		n, v, ok := t.lookup(idx)
 		if ok {
 			emit(n, v)
+		} else if t.unknown != nil {
+			t.unknown(t.entryNumber(idx))
 		}
 		return block, ok, nil
 	case b&0xe0 == 0x20: // dynamic table size update
@@ -172,10 +187,20 @@ func (t *hpackDecoder) literal(block []byte, emit func(name, value string)) ([]b
 	return block, nameKnown, nil
 }
 
-// fail empties the table.
+// entryNumber is the number of the entry that idx (not resolved) names
+// when it was inserted before the decoder started (1 the newest), else 0.
+func (t *hpackDecoder) entryNumber(idx uint64) uint32 {
+	i := idx - uint64(len(staticTable)) - 1
+	if idx <= uint64(len(staticTable)) || i < t.ins || i-t.ins >= maxEntryNumber {
+		return 0
+	}
+	return uint32(i-t.ins) + 1
+}
+
+// fail empties the table: the decoder starts again.
 func (t *hpackDecoder) fail() {
 	t.ops += t.n
-	t.ring, t.head, t.n, t.size, t.strBytes = nil, 0, 0, 0, 0
+	t.ring, t.head, t.n, t.size, t.strBytes, t.ins = nil, 0, 0, 0, 0, 0
 }
 
 // lookup resolves a full index.
@@ -195,6 +220,7 @@ func (t *hpackDecoder) lookup(idx uint64) (string, string, bool) {
 // insert adds e as the newest entry, evicting the oldest ones to make room.
 func (t *hpackDecoder) insert(e hEntry) {
 	e.size = uint32(len(e.name)+len(e.value)) + 32
+	t.ins++
 	if e.size > t.maxSize {
 		t.fail() // RFC 7541 4.4: the table is emptied
 		return

@@ -5,6 +5,7 @@ package h2
 
 import (
 	"encoding/binary"
+	"unsafe"
 )
 
 // parseState is where a direction's parser stands in its byte stream.
@@ -36,6 +37,13 @@ type direction struct {
 
 	st   parseState
 	next uint64 // offset of the next byte expected (stream position)
+	// seqRef and seqOff: the TCP sequence number of offset seqOff, from the
+	// latest chunk with a known one (seqKnown); offset o is at sequence
+	// number seqRef + uint32(o-seqOff), modulo 2^32.
+	seqRef   uint32
+	seqOff   uint64
+	seqKnown bool
+	hdrOff   uint64 // offset of the first byte of the frame header being parsed
 
 	prefN uint8 // preface bytes matched
 	// firstFrame: the next frame is the first of this direction since its
@@ -51,7 +59,11 @@ type direction struct {
 	// test means the resync was wrong: it is dropped (ResyncsRejected).
 	tentative uint8
 	fTent     bool // the current frame was parsed while tentative
-	blockTent bool // the current header block began while tentative
+	// pending are the effects of the frames parsed while tentative (DATA
+	// and RST_STREAM headers, decoded HEADERS blocks), in wire order:
+	// applied when the resynchronisation is confirmed, forgotten when it is
+	// rejected. At most confirmFrames.
+	pending []pendingFrame
 	// strict: the HPACK table is known from the connection's start, so the
 	// decoder follows the peer's SETTINGS_HEADER_TABLE_SIZE exactly; else it
 	// accepts any size up to Config.MaxHeaderTableSize (always safe, see
@@ -71,21 +83,46 @@ type direction struct {
 	fProc  Proc
 
 	inBlock       bool // a header block waits for CONTINUATION frames
-	blockStream   uint32
 	blockType     uint8
-	blockFlags    uint8
 	blockTooLarge bool
-	blockWire     uint32 // payload bytes of the block's frames
-	blockTime     uint64
-	blockProc     Proc
+	blockTent     bool // the current header block began while tentative
+	hblock             // the current header block's stream, flags, time and fields
 	block         []byte
 
 	// hp is the HPACK state (nil: an empty table of the initial size).
 	hp        *hpackDecoder
 	emit      func(name, value string)
-	fields    headerFields
+	unknown   func(entry uint32)
 	allowedTS uint32 // the table size the peer's decoder allows (its SETTINGS)
 }
+
+// hblock is a complete header block: its frames and what it says.
+type hblock struct {
+	blockStream uint32
+	blockFlags  uint8
+	blockWire   uint32 // payload bytes of the block's frames
+	blockTime   uint64
+	blockProc   Proc
+	// blockSeq is the TCP sequence number of the first byte of the block's
+	// HEADERS frame header (when blockSeqKnown).
+	blockSeq      uint32
+	blockSeqKnown bool
+	fields        headerFields
+}
+
+// pendingFrame is a frame parsed while tentative whose effect waits for
+// the confirmation: a DATA or RST_STREAM (fh, time, code), or a HEADERS
+// block (block).
+type pendingFrame struct {
+	fh    FrameHeader
+	time  uint64
+	code  uint32
+	block hblock
+}
+
+// pendingFrameMem is the memory of a slot of direction.pending (the
+// strings of its fields are added).
+const pendingFrameMem = int(unsafe.Sizeof(pendingFrame{}))
 
 // reset makes d a direction that has not been seen yet. fromStart says
 // whether offset 0 is the direction's first byte; preface whether it begins
@@ -112,8 +149,9 @@ func (d *direction) decode(t *Tracker) bool {
 		d.hp = newHPACKDecoder(d.allowedSize(t), t.cfg.MaxHeaderTableSize, t.cfg.MaxFieldsPerBlock)
 	}
 	if d.emit == nil {
-		d.emit = d.fields.add
+		d.emit, d.unknown = d.fields.add, d.fields.unknown
 	}
+	d.hp.unknown = d.unknown
 	capped := d.hp.capped
 	complete, err := d.hp.decode(d.block, d.emit)
 	t.stats.HPACKTableCapped += d.hp.capped - capped
@@ -145,11 +183,24 @@ func (d *direction) allowedSize(t *Tracker) uint32 {
 	return max(d.allowedTS, t.cfg.MaxHeaderTableSize)
 }
 
+// seqAt is the TCP sequence number of offset off, when known: offsets
+// differ from sequence numbers by a constant, modulo 2^32 (uint64
+// subtraction wraps, and so does the conversion).
+func (d *direction) seqAt(off uint64) (uint32, bool) {
+	if !d.seqKnown {
+		return 0, false
+	}
+	return d.seqRef + uint32(off-d.seqOff), true
+}
+
 // chunk feeds the bytes of ch to the direction.
 func (d *direction) chunk(t *Tracker, ch *Chunk) {
 	data, off := ch.Data, ch.Offset
 	if len(data) == 0 {
 		return
+	}
+	if ch.SeqKnown {
+		d.seqRef, d.seqOff, d.seqKnown = ch.Seq, off, true
 	}
 	end := off + uint64(len(data))
 	if end <= d.next {
@@ -240,6 +291,8 @@ func (d *direction) desync(t *Tracker) {
 	d.block = d.block[:0]
 	d.unknownTable()
 	d.firstFrame = false
+	clear(d.pending)
+	d.pending = d.pending[:0]
 	for _, s := range d.c.streams {
 		s.call.Flags |= FlagGap
 	}
@@ -283,6 +336,9 @@ func (d *direction) parse(t *Tracker, data []byte, ch *Chunk) {
 				d.c.learnReqDir(d.dir)
 			}
 		case psHeader:
+			if d.hdrN == 0 {
+				d.hdrOff = d.next - uint64(len(data))
+			}
 			if d.hdrN == 0 && len(data) >= FrameHeaderLen {
 				d.fh = ParseFrameHeader(data)
 				data = data[FrameHeaderLen:]
@@ -349,7 +405,9 @@ func (d *direction) beginFrame(t *Tracker) bool {
 	d.need = needed(*fh)
 	switch fh.Type {
 	case FrameData:
-		if !d.fTent {
+		if d.fTent {
+			d.pending = append(d.pending, pendingFrame{fh: *fh, time: d.fTime})
+		} else {
 			t.onData(d, fh)
 		}
 	case FrameHeaders, FramePushPromise, FrameContinuation:
@@ -360,6 +418,7 @@ func (d *direction) beginFrame(t *Tracker) bool {
 			d.blockTooLarge = false
 			d.blockWire = 0
 			d.blockTime, d.blockProc = d.fTime, d.fProc
+			d.blockSeq, d.blockSeqKnown = d.seqAt(d.hdrOff)
 			d.block = d.block[:0]
 		}
 		d.blockWire += fh.Length
@@ -402,17 +461,45 @@ func (d *direction) endFrame(t *Tracker) {
 		}
 	case FrameRSTStream:
 		t.stats.Resets++
+		code := binary.BigEndian.Uint32(d.ctl[:4])
 		if d.fTent {
-			return
+			d.pending = append(d.pending, pendingFrame{fh: *fh, time: d.fTime, code: code})
+		} else {
+			t.onReset(d, fh.StreamID, code)
 		}
-		t.onReset(d, fh.StreamID, binary.BigEndian.Uint32(d.ctl[:4]))
 	case FrameGoAway:
 		t.stats.GoAways++
-		if d.fTent {
-			return
+		if !d.fTent {
+			t.onGoAway(d, binary.BigEndian.Uint32(d.ctl[:4])&0x7fffffff)
 		}
-		t.onGoAway(d, binary.BigEndian.Uint32(d.ctl[:4])&0x7fffffff)
 	}
+	if len(d.pending) > 0 && d.tentative == 0 && !d.inBlock && d.st == psHeader {
+		d.confirm(t)
+	}
+}
+
+// confirm applies the effects of the frames parsed while tentative, in
+// wire order, once the resynchronisation is confirmed (confirmFrames frame
+// headers passed and the last of them ended): a call whose request HEADERS
+// came right after the capture started (or a gap) is not lost.
+func (d *direction) confirm(t *Tracker) {
+	t.stats.TentativeFramesApplied += uint64(len(d.pending))
+	fTime := d.fTime
+	for i := range d.pending {
+		p := &d.pending[i]
+		d.fTime = p.time
+		switch p.fh.Type {
+		case FrameData:
+			t.onData(d, &p.fh)
+		case FrameRSTStream:
+			t.onReset(d, p.fh.StreamID, p.code)
+		case FrameHeaders:
+			t.onHeaders(d, &p.block)
+		}
+		*p = pendingFrame{}
+	}
+	d.fTime = fTime
+	d.pending = d.pending[:0]
 }
 
 // stripFrame removes the padding, priority and promised stream id of the
@@ -463,25 +550,27 @@ func (d *direction) settings(t *Tracker) {
 func (d *direction) endBlock(t *Tracker) {
 	t.stats.HeaderBlocks++
 	d.fields = headerFields{}
-	decoded := false
 	if d.blockTent {
-		// perhaps not a header block at all: not decoded, and the table
-		// misses its insertions
+		// perhaps not a header block at all: decoded into the table (a
+		// rejection forgets it with the framing), its effect held until the
+		// resync is confirmed
 		t.stats.HeaderBlocksUnverified++
-		d.unknownTable()
-		return
 	}
 	if d.blockTooLarge {
 		t.stats.HeaderBlocksTooLarge++
 		d.unknownTable() // its insertions are lost
-	} else if decoded = d.decode(t); !decoded {
+	} else if !d.decode(t) {
 		t.stats.HPACKErrors++
 	}
 	if cap(d.block) > shrinkBlockCap {
 		d.block = nil
 	}
 	if d.blockType == FrameHeaders {
-		t.onHeaders(d, decoded)
+		if d.blockTent {
+			d.pending = append(d.pending, pendingFrame{fh: FrameHeader{Type: FrameHeaders}, block: d.hblock})
+		} else {
+			t.onHeaders(d, &d.hblock)
+		}
 	}
 	d.fields = headerFields{}
 }

@@ -168,8 +168,11 @@ type stream struct {
 	respEnded bool // the response ended, at respEndNs
 
 	respEndNs uint64
-	mem       int // accounted memory (its last charge)
-	call      Call
+	// respSeqStatus: call.RespSeq is that of a block with :status (the
+	// response's first HEADERS for sure), not only the first seen.
+	respSeqStatus bool
+	mem           int // accounted memory (its last charge)
+	call          Call
 }
 
 // Tracker turns the captured bytes of connections into calls. Its methods
@@ -390,9 +393,9 @@ func (t *Tracker) unlinkTuple(c *conn) {
 	}
 }
 
-// onHeaders handles a complete HEADERS header block of d (d.fields).
-func (t *Tracker) onHeaders(d *direction, decoded bool) {
-	c, f, sid := d.c, &d.fields, d.blockStream
+// onHeaders handles a complete HEADERS header block b of d.
+func (t *Tracker) onHeaders(d *direction, b *hblock) {
+	c, f, sid := d.c, &b.fields, b.blockStream
 	switch {
 	case f.has&hasMethod != 0:
 		c.learnReqDir(d.dir)
@@ -410,24 +413,24 @@ func (t *Tracker) onHeaders(d *direction, decoded bool) {
 			t.stats.StreamsOverLimit++
 			return
 		}
-		s = t.newStream(c, Dir(c.reqDir), sid, d.blockTime)
+		s = t.newStream(c, Dir(c.reqDir), sid, b.blockTime)
 		c.streams[sid] = s
 		if !isReq {
 			s.orphan = true
 			c.orphans++
 		}
 	}
-	s.last = max(s.last, d.blockTime)
+	s.last = max(s.last, b.blockTime)
 	defer t.chargeLive(c, sid, s)
 	call := &s.call
 	if d.dir == s.reqDir && s.orphan {
-		t.adopt(c, d, s, f)
+		t.adopt(c, d, s, b)
 	} else if d.dir == s.reqDir && call.ReqHeaderBytes == 0 {
-		t.request(c, d, s, f)
+		t.request(c, d, s, b)
 	}
 	if d.dir == s.reqDir {
-		call.ReqHeaderBytes += d.blockWire
-		if d.blockFlags&FlagEndStream != 0 {
+		call.ReqHeaderBytes += b.blockWire
+		if b.blockFlags&FlagEndStream != 0 {
 			call.Flags |= FlagRequestEnded
 		}
 		if s.respEnded && call.Flags&FlagRequestEnded != 0 { // an adopted orphan
@@ -435,7 +438,13 @@ func (t *Tracker) onHeaders(d *direction, decoded bool) {
 		}
 		return
 	}
-	call.RespHeaderBytes += d.blockWire
+	call.RespHeaderBytes += b.blockWire
+	// the response's first HEADERS: the one with :status, or else the first
+	// of its direction seen
+	if b.blockSeqKnown && (!call.RespSeqKnown || (f.has&hasStatus != 0 && !s.respSeqStatus)) {
+		call.RespSeq, call.RespSeqKnown = b.blockSeq, true
+		s.respSeqStatus = f.has&hasStatus != 0
+	}
 	if f.has&hasStatus != 0 && call.Flags&FlagResponseHeaders == 0 {
 		call.Flags |= FlagResponseHeaders
 		call.HTTPStatus, _ = strconv.Atoi(f.status)
@@ -454,22 +463,23 @@ func (t *Tracker) onHeaders(d *direction, decoded bool) {
 	if f.has&hasGRPCMessage != 0 {
 		call.GRPCMessage = DecodeGRPCMessage(f.grpcMessage)
 	}
-	if d.blockFlags&FlagEndStream != 0 {
-		t.end(c, sid, s, d.blockTime)
+	if b.blockFlags&FlagEndStream != 0 {
+		t.end(c, sid, s, b.blockTime)
 	}
 }
 
 // adopt makes an orphan the call of its request, seen now.
-func (t *Tracker) adopt(c *conn, d *direction, s *stream, f *headerFields) {
+func (t *Tracker) adopt(c *conn, d *direction, s *stream, b *hblock) {
 	s.orphan = false
 	c.orphans--
 	resp := s.call
-	t.request(c, d, s, f)
+	t.request(c, d, s, b)
 	call := &s.call
 	call.Flags |= resp.Flags
 	call.HTTPStatus, call.GRPCStatus, call.GRPCMessage = resp.HTTPStatus, resp.GRPCStatus, resp.GRPCMessage
 	call.ResetCode, call.RespHeaderBytes = resp.ResetCode, resp.RespHeaderBytes
 	call.RespDataFrames, call.RespDataBytes = resp.RespDataFrames, resp.RespDataBytes
+	call.RespSeq, call.RespSeqKnown = resp.RespSeq, resp.RespSeqKnown
 	if resp.Protocol == ProtoGRPC {
 		call.Protocol = ProtoGRPC
 	}
@@ -504,12 +514,16 @@ func isGRPCContentType(ct string) bool {
 	return len(ct) >= len(p) && ct[:len(p)] == p && (len(ct) == len(p) || ct[len(p)] == '+' || ct[len(p)] == ';')
 }
 
+// placeholderPrefix begins Call.MethodPlaceholder.
+const placeholderPrefix = "_UNKNOWN_"
+
 // request fills a call from its request headers (d's current block).
-func (t *Tracker) request(c *conn, d *direction, s *stream, f *headerFields) {
-	sid := s.call.StreamID
+func (t *Tracker) request(c *conn, d *direction, s *stream, b *hblock) {
+	sid, f := s.call.StreamID, &b.fields
 	s.call = Call{
 		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns,
-		Proc: d.blockProc, StreamID: sid, StartNs: d.blockTime, GRPCStatus: -1,
+		Proc: b.blockProc, StreamID: sid, StartNs: b.blockTime, GRPCStatus: -1,
+		ReqSeq: b.blockSeq, ReqSeqKnown: b.blockSeqKnown,
 	}
 	call := &s.call
 	if d.dir == Ingress {
@@ -527,6 +541,10 @@ func (t *Tracker) request(c *conn, d *direction, s *stream, f *headerFields) {
 	call.Method, call.Path, call.Authority, call.ContentType = f.method, f.path, f.authority, f.contentType
 	if f.has&hasPath == 0 {
 		call.Flags |= FlagMethodUnknown
+		if n := f.pathEntry(); n > 0 {
+			call.MethodPlaceholder = placeholderPrefix + strconv.FormatUint(uint64(n), 10)
+			t.stats.MethodPlaceholders++
+		}
 	} else if svc, m, ok := SplitPath(f.path); ok {
 		call.Service, call.RPC = svc, m
 	}

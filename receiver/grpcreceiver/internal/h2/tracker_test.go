@@ -452,7 +452,7 @@ func TestResyncConfirmation(t *testing.T) {
 	assert.Equal(t, uint32(3), got.StreamID)
 
 	// unconfirmed frames have no effect: a HEADERS right after a resync is
-	// not decoded
+	// held, and forgotten when the resync is never confirmed
 	v = newConv(t, Config{}, RoleUnknown)
 	v.send(Egress, newWire(false).headers(5, true, 0, req("/a.B/C")...).take())
 	st = v.stats()

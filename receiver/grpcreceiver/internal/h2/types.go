@@ -189,19 +189,27 @@ type Call struct {
 	StartNs, EndNs uint64            // boot clock: first request HEADERS, response END_STREAM
 	Start, End     pcommon.Timestamp // the same, by the Tracker's clock
 
-	Method      string // :method
-	Path        string // :path
-	Authority   string // :authority
-	Service     string // from Path "/Service/Method" (empty when Path is not of that form)
-	RPC         string // the method part of Path
-	ContentType string
-	Protocol    Protocol
-	GRPCStatus  int // grpc-status; -1 when none
-	GRPCMessage string
-	HTTPStatus  int           // :status of the response headers; 0 when none
-	Timeout     time.Duration // grpc-timeout; 0 when none
-	TraceParent TraceParent
-	ResetCode   uint32 // RST_STREAM error code when FlagReset
+	Method    string // :method
+	Path      string // :path
+	Authority string // :authority
+	// MethodPlaceholder, when the :path did not decode (FlagMethodUnknown)
+	// because it names an HPACK entry inserted before the capture (or the
+	// direction's last loss of its table) started, names that entry:
+	// "_UNKNOWN_<n>", n its number counted back from that start (1 the
+	// newest). It stays the same while the peer keeps referencing the
+	// entry, whatever it inserts since, so the calls of one method on one
+	// connection share it; other connections' numbers are their own.
+	MethodPlaceholder string
+	Service           string // from Path "/Service/Method" (empty when Path is not of that form)
+	RPC               string // the method part of Path
+	ContentType       string
+	Protocol          Protocol
+	GRPCStatus        int // grpc-status; -1 when none
+	GRPCMessage       string
+	HTTPStatus        int           // :status of the response headers; 0 when none
+	Timeout           time.Duration // grpc-timeout; 0 when none
+	TraceParent       TraceParent
+	ResetCode         uint32 // RST_STREAM error code when FlagReset
 
 	Flags           CallFlags
 	ReqHeaderBytes  uint32 // HPACK-encoded header block bytes of the request (headers and trailers)
@@ -263,6 +271,7 @@ type Stats struct {
 	Gaps                   [numGapReasons]uint64
 	Resyncs                uint64 // framing found again after a gap or at a predating connection
 	ResyncsRejected        uint64 // resynchronisations found wrong by the frames that followed
+	TentativeFramesApplied uint64 // frames parsed while a resync was tentative whose effects were applied at its confirmation
 	ChunksUnsynced         uint64 // chunks skipped while searching for a frame boundary
 	ChunksStale            uint64 // chunks wholly before the stream position (re-sent, late)
 	ChunksIgnored          uint64 // chunks of ignored connections or of no direction
@@ -273,13 +282,14 @@ type Stats struct {
 	FramesParsed           uint64
 	HeaderBlocks           uint64
 	HeaderBlocksTooLarge   uint64
-	HeaderBlocksUnverified uint64 // blocks right after a resynchronisation: not decoded
+	HeaderBlocksUnverified uint64 // blocks right after a resynchronisation: their effect held until it is confirmed
 	HPACKErrors            uint64 // header blocks not fully decodable (unknown dynamic entries, bad encoding)
 	HPACKTableCapped       uint64 // size updates above MaxHeaderTableSize (the table kept is capped)
 	// HeaderBlocksTooManyFields: blocks of more than MaxFieldsPerBlock
 	// fields (the rest not decoded, the table then unknown).
 	HeaderBlocksTooManyFields uint64
 	MethodsUnknown            uint64 // calls whose :path could not be decoded
+	MethodPlaceholders        uint64 // of them, calls given a MethodPlaceholder
 	CallsEmitted              uint64
 	CallsConnClosed           uint64
 	CallsReset                uint64

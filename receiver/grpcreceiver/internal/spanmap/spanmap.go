@@ -32,6 +32,12 @@ const (
 	AttrReqHeaderBytes  = "seq.grpc.request.header_bytes"
 	AttrRespHeaderBytes = "seq.grpc.response.header_bytes"
 	AttrStreamID        = "seq.grpc.stream_id"
+	// AttrMethodPlaceholder: a method that cannot be known (rpc.method
+	// _OTHER) named by an HPACK entry from before the capture started:
+	// "_UNKNOWN_<n>" (h2.Call.MethodPlaceholder), the same for the calls
+	// of one method on one connection (with network.peer.* and
+	// process.pid: a connection's calls of one method).
+	AttrMethodPlaceholder = "seq.grpc.method_placeholder"
 )
 
 // Defaults of the bounds on what a peer's headers put into a span.
@@ -79,11 +85,12 @@ type Config struct {
 
 // Stats count what the Mapper bounded.
 type Stats struct {
-	MethodsOverLimit      uint64 // calls whose method became _OTHER because MaxMethods were seen already
-	ValuesCut             uint64 // peer-chosen attribute values cut at MaxValueLength
-	StatusMessagesCut     uint64 // grpc-messages cut at MaxStatusMessageLength
-	HTTPMethodsUnknown    uint64 // plain HTTP requests whose method is not a known one (_OTHER)
-	URLQueriesNotExported uint64 // plain HTTP requests whose query was left out (URLQuery off)
+	MethodsOverLimit       uint64 // calls whose method became _OTHER because MaxMethods were seen already
+	ValuesCut              uint64 // peer-chosen attribute values cut at MaxValueLength
+	StatusMessagesCut      uint64 // grpc-messages cut at MaxStatusMessageLength
+	HTTPMethodsUnknown     uint64 // plain HTTP requests whose method is not a known one (_OTHER)
+	URLQueriesNotExported  uint64 // plain HTTP requests whose query was left out (URLQuery off)
+	SpansMethodPlaceholder uint64 // spans given AttrMethodPlaceholder (the tracker counts the calls: method_placeholders)
 }
 
 // Mapper builds spans. It is not safe for concurrent use.
@@ -195,6 +202,33 @@ func (m *Mapper) hash(kind string, conn h2.ConnID, local, remote h2.Endpoint, si
 	return sha256.Sum256(b)
 }
 
+// Kinds of the hashes of calls whose sequence numbers are known: nothing
+// of this host goes into them, so both ends compute them alike.
+const (
+	kindClientSeq = "seq.grpc.client.tcpseq"
+	kindServerSeq = "seq.grpc.server.tcpseq"
+)
+
+// seqHash returns sha256(kind \0 ReqSeq \0 (1 RespSeq | 0) \0 stream): what
+// both ends of a call see alike, whatever host, collector, socket or NAT
+// (c.ReqSeqKnown).
+func (m *Mapper) seqHash(kind string, c *h2.Call) [sha256.Size]byte {
+	b := append(m.buf[:0], kind...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, c.ReqSeq)
+	b = append(b, 0)
+	if c.RespSeqKnown {
+		b = append(b, 1)
+		b = binary.BigEndian.AppendUint32(b, c.RespSeq)
+	} else {
+		b = append(b, 0)
+	}
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, c.StreamID)
+	m.buf = b
+	return sha256.Sum256(b)
+}
+
 func spanID(h [sha256.Size]byte) pcommon.SpanID {
 	id := pcommon.SpanID(h[:8])
 	if id.IsEmpty() {
@@ -219,17 +253,24 @@ type IDs struct {
 }
 
 // ClientIDs returns the ids of the client span of c, computed from either
-// end: the client's own call, or the server's when its client is known
-// (c.ClientConnKnown). ok is false when they cannot be known.
+// end: from the call's TCP sequence numbers when they are known (on any
+// host, across NAT), else the client's own call, or the server's when its
+// client is on this host and known (c.ClientConnKnown). ok is false when
+// they cannot be known.
 func (m *Mapper) ClientIDs(c *h2.Call) (IDs, bool) {
-	if !c.ClientConnKnown {
+	var h [sha256.Size]byte
+	switch {
+	case c.ReqSeqKnown:
+		h = m.seqHash(kindClientSeq, c)
+	case !c.ClientConnKnown:
 		return IDs{}, false
+	default:
+		local, remote := c.Local, c.Remote // the client's 4-tuple, from the client
+		if c.Side == h2.SideServer {
+			local, remote = c.Remote, c.Local
+		}
+		h = m.hash("seq.grpc.client", c.ClientConn, local, remote, c.StreamID)
 	}
-	local, remote := c.Local, c.Remote // the client's 4-tuple, from the client
-	if c.Side == h2.SideServer {
-		local, remote = c.Remote, c.Local
-	}
-	h := m.hash("seq.grpc.client", c.ClientConn, local, remote, c.StreamID)
 	ids := IDs{Trace: traceID(h), Span: spanID(h)}
 	if tp := c.TraceParent; tp.Valid {
 		ids.Trace, ids.Parent = tp.TraceID, tp.ParentID
@@ -244,7 +285,12 @@ func (m *Mapper) SpanIDs(c *h2.Call) IDs {
 			return ids
 		}
 	}
-	h := m.hash("seq.grpc.server", c.Conn, c.Local, c.Remote, c.StreamID)
+	var h [sha256.Size]byte
+	if c.ReqSeqKnown {
+		h = m.seqHash(kindServerSeq, c)
+	} else {
+		h = m.hash("seq.grpc.server", c.Conn, c.Local, c.Remote, c.StreamID)
+	}
 	ids := IDs{Trace: traceID(h), Span: spanID(h)}
 	if cl, ok := m.ClientIDs(c); ok {
 		ids.Trace, ids.Parent = cl.Trace, cl.Span
@@ -391,6 +437,10 @@ func (m *Mapper) rpcAttrs(s ptrace.Span, c *h2.Call) {
 	a.PutStr(string(semconv.RPCMethodKey), method)
 	if original != "" {
 		a.PutStr(string(semconv.RPCMethodOriginalKey), original)
+	}
+	if c.Has(h2.FlagMethodUnknown) && c.MethodPlaceholder != "" {
+		m.stats.SpansMethodPlaceholder++
+		a.PutStr(AttrMethodPlaceholder, c.MethodPlaceholder)
 	}
 	// span name: rpc.method, or rpc.system.name when it is _OTHER
 	if method == Other {
