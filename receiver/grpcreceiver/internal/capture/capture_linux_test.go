@@ -356,9 +356,15 @@ func testCapturePredatingConnection(t *testing.T, hook Hook) {
 	require.GreaterOrEqual(t, cnt.ConnsPredating, uint64(2))
 	p := port(t, srv.Addr)
 	n := 0
+	var cl, sv h2.ConnOpen // the client's and the server's socket (by port)
 	for id, o := range rec.opens {
 		if o.Local.Port != p && o.Remote.Port != p {
 			continue
+		}
+		if o.Local.Port == p {
+			sv = o
+		} else {
+			cl = o
 		}
 		n++
 		assert.Equal(t, h2.RoleUnknown, o.Role)
@@ -378,6 +384,14 @@ func testCapturePredatingConnection(t *testing.T, hook Hook) {
 		}
 	}
 	assert.Equal(t, 2, n, "the client and the server socket")
+	// Picked up mid-stream, each end at its own offsets: the TCP sequence
+	// numbers still name the same bytes on both.
+	for _, pair := range [][2]h2.ConnOpen{{cl, sv}, {sv, cl}} {
+		wr, rd := rec.chunks[pair[0].Conn][h2.Egress], rec.chunks[pair[1].Conn][h2.Ingress]
+		seqBase(t, wr, pair[0], h2.Egress)
+		seqBase(t, rd, pair[1], h2.Ingress)
+		assert.Positive(t, sameBytesAtSeq(t, wr, rd), "bytes captured on both ends")
+	}
 }
 
 // TLS (opt-in): curl (libcurl with OpenSSL 3, HTTP/2 by ALPN) against a

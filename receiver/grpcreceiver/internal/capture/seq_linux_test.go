@@ -27,16 +27,7 @@ import (
 // then the server's.
 func checkSeq(t *testing.T, rec *recorder, cl, sv h2.ConnOpen, req, resp [2]frameStats, calls, lostCalls int) {
 	t.Helper()
-	base := func(o h2.ConnOpen, dir h2.Dir) uint32 {
-		ch := rec.chunks[o.Conn][dir]
-		require.NotEmpty(t, ch, "%v dir %d", o.Role, dir)
-		b := ch[0].Seq - uint32(ch[0].Offset)
-		for _, x := range ch {
-			require.True(t, x.SeqKnown, "%v dir %d: chunk at offset %d without its TCP sequence number", o.Role, dir, x.Offset)
-			require.Equal(t, b, x.Seq-uint32(x.Offset), "%v dir %d: chunk at offset %d (seq %d)", o.Role, dir, x.Offset, x.Seq)
-		}
-		return b
-	}
+	base := func(o h2.ConnOpen, dir h2.Dir) uint32 { return seqBase(t, rec.chunks[o.Conn][dir], o, dir) }
 	assert.Equal(t, base(cl, h2.Egress), base(sv, h2.Ingress), "request direction: the ends' sequence numbers of offset 0")
 	assert.Equal(t, base(sv, h2.Egress), base(cl, h2.Ingress), "response direction")
 
@@ -74,4 +65,40 @@ func checkSeq(t *testing.T, rec *recorder, cl, sv h2.ConnOpen, req, resp [2]fram
 			assert.Positive(t, n, side.name)
 		}
 	}
+}
+
+// seqBase checks that every chunk of a socket's direction has its TCP
+// sequence number, its offset plus one constant, and returns the constant.
+func seqBase(t *testing.T, ch []h2.Chunk, o h2.ConnOpen, dir h2.Dir) uint32 {
+	t.Helper()
+	require.NotEmpty(t, ch, "conn %d dir %d", o.Conn, dir)
+	b := ch[0].Seq - uint32(ch[0].Offset)
+	for _, x := range ch {
+		require.True(t, x.SeqKnown, "conn %d dir %d: chunk at offset %d without its TCP sequence number", o.Conn, dir, x.Offset)
+		require.Equal(t, b, x.Seq-uint32(x.Offset), "conn %d dir %d: chunk at offset %d (seq %d)", o.Conn, dir, x.Offset, x.Seq)
+	}
+	return b
+}
+
+// sameBytesAtSeq checks that the bytes one socket wrote (its egress chunks)
+// and its peer read (ingress) are the same wherever both captured the same
+// sequence number, and returns how many bytes both captured.
+func sameBytesAtSeq(t *testing.T, wr, rd []h2.Chunk) int {
+	t.Helper()
+	read := map[uint32]byte{}
+	for _, x := range rd {
+		for i, b := range x.Data {
+			read[x.Seq+uint32(i)] = b
+		}
+	}
+	n := 0
+	for _, x := range wr {
+		for i, b := range x.Data {
+			if r, ok := read[x.Seq+uint32(i)]; ok {
+				require.Equal(t, b, r, "the byte at sequence number %d", x.Seq+uint32(i))
+				n++
+			}
+		}
+	}
+	return n
 }
