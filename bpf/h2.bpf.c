@@ -111,6 +111,7 @@ volatile const __u64 h2_burst = 0;
 const struct h2_open *const h2_open_btf = 0;
 const struct h2_close *const h2_close_btf = 0;
 const struct h2_seg *const h2_seg_btf = 0;
+const enum h2_rec_flags *const h2_rec_flags_btf = 0;
 
 /* The next connection id (starts at 1). */
 __u64 h2_next_id = 0;
@@ -223,7 +224,8 @@ struct h2_walk {
 	__u32 rseg;            /* scratch offset of the open segment's header (0: none) */
 	__u16 nseg;
 	__u8 stop;
-	__u8 _pad[5];
+	__u8 _pad;
+	__u32 seqbase;         /* H2_F_SEQ: the TCP sequence number of stream offset o is seqbase + (u32)o */
 	__u64 copied, skipped, frames, cut, cut_bytes, records;
 	__u64 win_lo, win_hi;  /* the stream offsets h2_scratch.win holds (within one user segment) */
 	struct h2_rec hdr;     /* the head of every record of this call */
@@ -481,7 +483,7 @@ static __always_inline long h2_copy(struct h2_walk *w, __u64 n, bool hdr)
 		g = (struct h2_seg *)&s->rec.buf[at];
 		g->off = w->pos;
 		g->len = 0;
-		g->_pad = 0;
+		g->seq = w->hdr.flags & H2_F_SEQ ? w->seqbase + (__u32)w->pos : 0;
 		w->rseg = at;
 		w->rec_len = at + sizeof(*g);
 		w->nseg++;
@@ -1046,6 +1048,8 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	w->end = end;
 	w->rec_len = sizeof(struct h2_rec);
 	h2_fill_rec(&w->hdr, c, H2_REC_DATA, dir, true);
+	if (!tls)
+		w->hdr.flags |= H2_F_SEQ; /* the socket's offsets come from TCP sequence numbers (h2_io) */
 
 	if (h2_have_loop) {
 		bpf_loop(H2_STEPS, h2_step, NULL, 0);
@@ -1105,6 +1109,7 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	struct h2_key key = {.ptr = (__u64)sk};
 	__u64 nr, a1, a2, start, end;
 	struct h2_stats *st = h2_st();
+	__u32 seq;
 	struct h2_scratch *s;
 	bool pending, skip;
 	struct h2_conn *c;
@@ -1198,8 +1203,13 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 		d->desync = 1;
 		d->based = 1;
 	}
-	end = h2_off(&c->d[dir], h2_tcp_seq(sk, dir));
+	seq = h2_tcp_seq(sk, dir);
+	end = h2_off(&c->d[dir], seq);
 	start = end - ret;
+	/* The TCP sequence number of each of this call's offsets: taken before
+	 * the FIN correction below, which puts start on the first byte read
+	 * (the FIN's number is no stream byte) without moving any byte's. */
+	w->seqbase = seq - (__u32)end;
 	/* A read that consumed the peer's FIN: copied_seq counts it too. */
 	if (dir == H2_INGRESS && start == c->d[dir].seen + 1 &&
 	    BPF_CORE_READ_BITFIELD_PROBED(sk, sk_shutdown) & RCV_SHUTDOWN) {

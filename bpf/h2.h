@@ -13,7 +13,10 @@
  *                 addresses and ports);
  *   H2_REC_DATA   nseg segments, each struct h2_seg then len bytes of one
  *                 direction's byte stream at stream offset off, the next
- *                 segment at the next multiple of 8;
+ *                 segment at the next multiple of 8; with H2_F_SEQ each
+ *                 segment's seq is the TCP sequence number of its first
+ *                 byte (a socket's bytes; never TLS plaintext, whose
+ *                 offsets are not TCP's);
  *   H2_REC_CLOSE  struct h2_close: the connection reached TCP_CLOSE (TLS:
  *                 SSL_free, Go (*tls.Conn).Close).
  * What a DATA record holds (the contract with the HTTP/2 tracker): every
@@ -57,6 +60,7 @@ struct h2_rec {
 
 enum h2_rec_flags {
 	H2_F_SOFTIRQ = 1 << 0, /* written outside a process context: pid, tid, start_ns are 0 */
+	H2_F_SEQ = 1 << 1,     /* H2_REC_DATA: the segments' seq are TCP sequence numbers (else 0) */
 };
 
 struct h2_open {
@@ -81,7 +85,7 @@ struct h2_close {
 struct h2_seg {
 	__u64 off; /* stream offset of the first byte */
 	__u32 len;
-	__u32 _pad;
+	__u32 seq; /* with H2_F_SEQ: the TCP sequence number of the first byte (else 0) */
 };
 
 /* h2_counters (map): one per-CPU struct h2_stats. */

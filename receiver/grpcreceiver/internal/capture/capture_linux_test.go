@@ -67,6 +67,8 @@ type frameStats struct {
 	headers map[uint32]int // HEADERS frames per stream
 	end     uint64
 	gaps    int
+	// the stream offset of each stream's first HEADERS frame
+	firstHeaders map[uint32]uint64
 }
 
 func walkFrames(t *testing.T, chunks []h2.Chunk, start uint64, maxGaps int) frameStats {
@@ -101,7 +103,7 @@ func walkFrames(t *testing.T, chunks []h2.Chunk, start uint64, maxGaps int) fram
 	for _, c := range chunks {
 		last = max(last, c.Offset+uint64(len(c.Data)))
 	}
-	fs := frameStats{frames: map[uint8]int{}, headers: map[uint32]int{}}
+	fs := frameStats{frames: map[uint8]int{}, headers: map[uint32]int{}, firstHeaders: map[uint32]uint64{}}
 	pos := start
 	for pos < last {
 		hdr, ok := covered(pos, 9)
@@ -134,6 +136,9 @@ func walkFrames(t *testing.T, chunks []h2.Chunk, start uint64, maxGaps int) fram
 			_, ok := covered(pos+9, n)
 			require.True(t, ok, "payload of frame type %d at %d (%d bytes) not captured", typ, pos, n)
 			if typ == 1 {
+				if fs.headers[sid] == 0 {
+					fs.firstHeaders[sid] = pos
+				}
 				fs.headers[sid]++
 			}
 		default:
@@ -223,13 +228,16 @@ func testCaptureGRPCGo(t *testing.T, hook Hook, bounded bool) {
 	assert.Equal(t, client0.Local, server0.Remote)
 	assert.NotZero(t, client0.Proc.PID)
 
-	for _, o := range []h2.ConnOpen{client0, server0} {
-		if _, resp, exact := checkSession(t, rec, o, calls, lostCalls); exact {
-			for sid, n := range resp.headers {
+	var reqs, resps [2]frameStats // the client's, the server's
+	for i, o := range []h2.ConnOpen{client0, server0} {
+		var exact bool
+		if reqs[i], resps[i], exact = checkSession(t, rec, o, calls, lostCalls); exact {
+			for sid, n := range resps[i].headers {
 				assert.Equal(t, 2, n, "stream %d: response headers and trailers", sid)
 			}
 		}
 	}
+	checkSeq(t, rec, client0, server0, reqs, resps, calls, lostCalls)
 	for _, o := range rec.opens {
 		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Local.Port, "HTTP/1.1 server reported")
 		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Remote.Port, "HTTP/1.1 client reported")
@@ -348,9 +356,15 @@ func testCapturePredatingConnection(t *testing.T, hook Hook) {
 	require.GreaterOrEqual(t, cnt.ConnsPredating, uint64(2))
 	p := port(t, srv.Addr)
 	n := 0
+	var cl, sv h2.ConnOpen // the client's and the server's socket (by port)
 	for id, o := range rec.opens {
 		if o.Local.Port != p && o.Remote.Port != p {
 			continue
+		}
+		if o.Local.Port == p {
+			sv = o
+		} else {
+			cl = o
 		}
 		n++
 		assert.Equal(t, h2.RoleUnknown, o.Role)
@@ -370,6 +384,14 @@ func testCapturePredatingConnection(t *testing.T, hook Hook) {
 		}
 	}
 	assert.Equal(t, 2, n, "the client and the server socket")
+	// Picked up mid-stream, each end at its own offsets: the TCP sequence
+	// numbers still name the same bytes on both.
+	for _, pair := range [][2]h2.ConnOpen{{cl, sv}, {sv, cl}} {
+		wr, rd := rec.chunks[pair[0].Conn][h2.Egress], rec.chunks[pair[1].Conn][h2.Ingress]
+		seqBase(t, wr, pair[0], h2.Egress)
+		seqBase(t, rd, pair[1], h2.Ingress)
+		assert.Positive(t, sameBytesAtSeq(t, wr, rd), "bytes captured on both ends")
+	}
 }
 
 // TLS (opt-in): curl (libcurl with OpenSSL 3, HTTP/2 by ALPN) against a

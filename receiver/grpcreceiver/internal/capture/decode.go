@@ -25,6 +25,7 @@ const (
 	KindClose = 3 // H2_REC_CLOSE
 
 	flagSoftirq = 1 // H2_F_SOFTIRQ
+	flagSeq     = 2 // H2_F_SEQ: a DATA record's segments carry TCP sequence numbers
 
 	afInet  = 2
 	afInet6 = 10
@@ -88,6 +89,7 @@ type recHeader struct {
 	dir     uint8
 	nseg    uint16
 	softirq bool
+	seq     bool // the segments' seq fields are TCP sequence numbers
 }
 
 func parseHeader(b []byte) recHeader {
@@ -100,6 +102,7 @@ func parseHeader(b []byte) recHeader {
 		dir:     b[33],
 		nseg:    le.Uint16(b[34:]),
 		softirq: le.Uint32(b[36:])&flagSoftirq != 0,
+		seq:     le.Uint32(b[36:])&flagSeq != 0,
 	}
 }
 
@@ -161,6 +164,9 @@ func (d *Decoder) Record(b []byte) error {
 				return fmt.Errorf("data record: segment %d of %d has %d bytes, %d left", i, h.nseg, n, len(b)-off)
 			}
 			d.chunk = h2.Chunk{Conn: h.conn, Dir: h2.Dir(h.dir), Offset: so, Data: b[off : off+n], TimeNs: h.timeNs, Proc: h.proc}
+			if h.seq {
+				d.chunk.Seq, d.chunk.SeqKnown = le.Uint32(b[off-4:]), true
+			}
 			d.stats.Chunks++
 			d.stats.Bytes += uint64(n)
 			d.sink.Chunk(&d.chunk)

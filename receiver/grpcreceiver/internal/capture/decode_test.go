@@ -30,6 +30,8 @@ func header(kind, dir uint8, nseg uint16) []byte {
 	return b
 }
 
+// dataRecord builds an H2_REC_DATA record of the segments: with H2_F_SEQ
+// when one of them has SeqKnown (each segment's Seq is written either way).
 func dataRecord(dir uint8, segs ...h2.Chunk) []byte {
 	b := header(KindData, dir, uint16(len(segs)))
 	for _, s := range segs {
@@ -39,7 +41,11 @@ func dataRecord(dir uint8, segs ...h2.Chunk) []byte {
 		var g [SegHeaderSize]byte
 		le.PutUint64(g[0:], s.Offset)
 		le.PutUint32(g[8:], uint32(len(s.Data)))
+		le.PutUint32(g[12:], s.Seq)
 		b = append(append(b, g[:]...), s.Data...)
+		if s.SeqKnown {
+			le.PutUint32(b[36:], le.Uint32(b[36:])|flagSeq)
+		}
 	}
 	return b
 }
@@ -55,6 +61,33 @@ func TestDecodeData(t *testing.T) {
 	assert.Equal(t, uint64(100), got[1].Offset)
 	assert.Equal(t, "abc", string(got[1].Data))
 	assert.Equal(t, DecodeStats{Records: 1, Chunks: 2, Bytes: 12}, d.Stats())
+}
+
+// H2_F_SEQ: each segment's seq is its first byte's TCP sequence number;
+// without it (TLS) the field is not one, whatever it holds.
+func TestDecodeDataSeq(t *testing.T) {
+	rec := newRecorder()
+	d := NewDecoder(rec)
+	b := dataRecord(0, h2.Chunk{Offset: 0, Data: []byte("PRI *"), Seq: 0xfffffffe, SeqKnown: true}, h2.Chunk{Offset: 40, Data: []byte("xy"), Seq: 38, SeqKnown: true})
+	require.Equal(t, uint32(flagSeq), le.Uint32(b[36:]))
+	require.NoError(t, d.Record(b))
+	got := rec.chunks[7][h2.Egress]
+	require.Len(t, got, 2)
+	assert.Equal(t, h2.Chunk{Conn: 7, Dir: h2.Egress, Offset: 0, Data: []byte("PRI *"), TimeNs: 1000, Proc: h2.Proc{PID: 42, TID: 43, StartNs: 555}, Seq: 0xfffffffe, SeqKnown: true}, got[0])
+	assert.Equal(t, uint32(38), got[1].Seq)
+	assert.True(t, got[1].SeqKnown)
+
+	le.PutUint32(b[36:], flagSoftirq) // the same segments, the flag cleared
+	require.NoError(t, d.Record(b))
+	got = rec.chunks[7][h2.Egress][2:]
+	require.Len(t, got, 2)
+	for _, c := range got {
+		assert.False(t, c.SeqKnown)
+		assert.Zero(t, c.Seq)
+	}
+	assert.Equal(t, "PRI *", string(got[0].Data))
+	assert.Equal(t, "xy", string(got[1].Data))
+	assert.Equal(t, DecodeStats{Records: 2, Chunks: 4, Bytes: 14}, d.Stats())
 }
 
 func TestDecodeOpenClose(t *testing.T) {
@@ -163,11 +196,18 @@ func openRecord() []byte {
 // countingSink sums what it is handed, allocating nothing.
 type countingSink struct {
 	opens, chunks, closes int
+	seqKnown              int // chunks with SeqKnown
 	bytes                 uint64
 }
 
-func (s *countingSink) ConnOpen(*h2.ConnOpen)   { s.opens++ }
-func (s *countingSink) Chunk(c *h2.Chunk)       { s.chunks++; s.bytes += uint64(len(c.Data)) }
+func (s *countingSink) ConnOpen(*h2.ConnOpen) { s.opens++ }
+func (s *countingSink) Chunk(c *h2.Chunk) {
+	s.chunks++
+	s.bytes += uint64(len(c.Data))
+	if c.SeqKnown {
+		s.seqKnown++
+	}
+}
 func (s *countingSink) ConnClose(*h2.ConnClose) { s.closes++ }
 func (s *countingSink) Lost(*h2.Lost)           {}
 
@@ -179,9 +219,12 @@ const maxDecodeAllocs = 8
 // trustworthy as the kernel's copy of it): no panic, no more bytes handed to
 // the sink than the record holds, at most one open or close, and a bounded
 // number of allocations, not growing with the record or its segment count.
+// H2_F_SEQ (and the segments' seq) decides SeqKnown and nothing else: the
+// record with the flag flipped hands out the same chunks and bytes.
 // Seeds: testdata/fuzz/FuzzDecodeRecord (the fixtures' records).
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(dataRecord(0, h2.Chunk{Offset: 3, Data: []byte("xyz")}))
+	f.Add(dataRecord(1, h2.Chunk{Offset: 3, Data: []byte("xyz"), Seq: 1 << 31, SeqKnown: true}, h2.Chunk{Offset: 9, Data: []byte("a"), Seq: 7, SeqKnown: true}))
 	f.Add(header(KindClose, 0, 0))
 	f.Add(openRecord())
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -200,6 +243,22 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		if len(b) >= RecHeaderSize && sink.chunks > int(le.Uint16(b[34:])) {
 			t.Fatalf("%d chunks from %d segments", sink.chunks, le.Uint16(b[34:]))
+		}
+		if len(b) >= RecHeaderSize {
+			if le.Uint32(b[36:])&flagSeq != 0 {
+				if sink.seqKnown != sink.chunks {
+					t.Fatalf("%d of %d chunks with SeqKnown, H2_F_SEQ set", sink.seqKnown, sink.chunks)
+				}
+			} else if sink.seqKnown != 0 {
+				t.Fatalf("%d chunks with SeqKnown, H2_F_SEQ clear", sink.seqKnown)
+			}
+			flipped := append([]byte(nil), b...)
+			le.PutUint32(flipped[36:], le.Uint32(flipped[36:])^flagSeq)
+			fs := &countingSink{}
+			ferr := NewDecoder(fs).Record(flipped)
+			if fs.chunks != sink.chunks || fs.bytes != sink.bytes || (ferr == nil) != (err == nil) {
+				t.Fatalf("H2_F_SEQ flipped: sink %+v err %v, was %+v err %v", fs, ferr, sink, err)
+			}
 		}
 		if allocs := testing.AllocsPerRun(1, func() { _ = d.Record(b) }); allocs > maxDecodeAllocs {
 			t.Fatalf("%v allocations decoding %d bytes (err %v)", allocs, len(b), err)

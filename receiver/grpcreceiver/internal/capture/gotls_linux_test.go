@@ -184,6 +184,11 @@ func TestCaptureTLSGo(t *testing.T) {
 	for _, o := range sessions {
 		assert.False(t, o.Local.Addr.IsValid(), "a TLS session has no endpoints")
 		_, _, _ = checkSession(t, rec, o, calls+1, lostCalls)
+		for dir := range 2 {
+			for _, ch := range rec.chunks[o.Conn][dir] {
+				require.False(t, ch.SeqKnown, "%v dir %d: plaintext at offset %d with a TCP sequence number", o.Role, dir, ch.Offset)
+			}
+		}
 	}
 	if lostCalls == 0 {
 		assert.Equal(t, unaryCalls(res.PID, res.PID, calls), only(tracked, res.PID), "calls by side, method and status")

@@ -91,7 +91,8 @@ type h2H2Scratch struct {
 		Rseg     uint32
 		Nseg     uint16
 		Stop     uint8
-		Pad      [5]uint8
+		Pad      uint8
+		Seqbase  uint32
 		Copied   uint64
 		Skipped  uint64
 		Frames   uint64
@@ -243,6 +244,7 @@ const (
 	h2VarH2NextId       = "h2_next_id"
 	h2VarH2OpenBtf      = "h2_open_btf"
 	h2VarH2Rate         = "h2_rate"
+	h2VarH2RecFlagsBtf  = "h2_rec_flags_btf"
 	h2VarH2SegBtf       = "h2_seg_btf"
 	h2VarSeqRingMask    = "seq_ring_mask"
 )
@@ -338,16 +340,17 @@ type h2MapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2VariableSpecs struct {
-	H2Burst     *ebpf.VariableSpec `ebpf:"h2_burst"`
-	H2CloseBtf  *ebpf.VariableSpec `ebpf:"h2_close_btf"`
-	H2HaveLoop  *ebpf.VariableSpec `ebpf:"h2_have_loop"`
-	H2HdrCap    *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
-	H2MaxIov    *ebpf.VariableSpec `ebpf:"h2_max_iov"`
-	H2NextId    *ebpf.VariableSpec `ebpf:"h2_next_id"`
-	H2OpenBtf   *ebpf.VariableSpec `ebpf:"h2_open_btf"`
-	H2Rate      *ebpf.VariableSpec `ebpf:"h2_rate"`
-	H2SegBtf    *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
-	SeqRingMask *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
+	H2Burst       *ebpf.VariableSpec `ebpf:"h2_burst"`
+	H2CloseBtf    *ebpf.VariableSpec `ebpf:"h2_close_btf"`
+	H2HaveLoop    *ebpf.VariableSpec `ebpf:"h2_have_loop"`
+	H2HdrCap      *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
+	H2MaxIov      *ebpf.VariableSpec `ebpf:"h2_max_iov"`
+	H2NextId      *ebpf.VariableSpec `ebpf:"h2_next_id"`
+	H2OpenBtf     *ebpf.VariableSpec `ebpf:"h2_open_btf"`
+	H2Rate        *ebpf.VariableSpec `ebpf:"h2_rate"`
+	H2RecFlagsBtf *ebpf.VariableSpec `ebpf:"h2_rec_flags_btf"`
+	H2SegBtf      *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
+	SeqRingMask   *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 }
 
 // h2Objects contains all objects after they have been loaded into the kernel.
@@ -409,16 +412,17 @@ func (m *h2Maps) Close() error {
 //
 // It can be passed to loadH2Objects or ebpf.CollectionSpec.LoadAndAssign.
 type h2Variables struct {
-	H2Burst     *ebpf.Variable `ebpf:"h2_burst"`
-	H2CloseBtf  *ebpf.Variable `ebpf:"h2_close_btf"`
-	H2HaveLoop  *ebpf.Variable `ebpf:"h2_have_loop"`
-	H2HdrCap    *ebpf.Variable `ebpf:"h2_hdr_cap"`
-	H2MaxIov    *ebpf.Variable `ebpf:"h2_max_iov"`
-	H2NextId    *ebpf.Variable `ebpf:"h2_next_id"`
-	H2OpenBtf   *ebpf.Variable `ebpf:"h2_open_btf"`
-	H2Rate      *ebpf.Variable `ebpf:"h2_rate"`
-	H2SegBtf    *ebpf.Variable `ebpf:"h2_seg_btf"`
-	SeqRingMask *ebpf.Variable `ebpf:"seq_ring_mask"`
+	H2Burst       *ebpf.Variable `ebpf:"h2_burst"`
+	H2CloseBtf    *ebpf.Variable `ebpf:"h2_close_btf"`
+	H2HaveLoop    *ebpf.Variable `ebpf:"h2_have_loop"`
+	H2HdrCap      *ebpf.Variable `ebpf:"h2_hdr_cap"`
+	H2MaxIov      *ebpf.Variable `ebpf:"h2_max_iov"`
+	H2NextId      *ebpf.Variable `ebpf:"h2_next_id"`
+	H2OpenBtf     *ebpf.Variable `ebpf:"h2_open_btf"`
+	H2Rate        *ebpf.Variable `ebpf:"h2_rate"`
+	H2RecFlagsBtf *ebpf.Variable `ebpf:"h2_rec_flags_btf"`
+	H2SegBtf      *ebpf.Variable `ebpf:"h2_seg_btf"`
+	SeqRingMask   *ebpf.Variable `ebpf:"seq_ring_mask"`
 }
 
 // h2Programs contains all programs after they have been loaded into the kernel.

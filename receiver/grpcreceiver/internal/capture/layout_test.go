@@ -19,4 +19,19 @@ func TestLayoutMatchesBPF(t *testing.T) {
 		require.NoError(t, spec.Types.TypeByName(name, &s), name)
 		require.Equal(t, uint32(size), s.Size, name)
 	}
+	// A segment's header: off, len, then seq (H2_F_SEQ) in its last 4 bytes.
+	var seg *btf.Struct
+	require.NoError(t, spec.Types.TypeByName("h2_seg", &seg))
+	offsets := map[string]btf.Bits{}
+	for _, m := range seg.Members {
+		offsets[m.Name] = m.Offset
+	}
+	require.Equal(t, map[string]btf.Bits{"off": 0, "len": 64, "seq": 96}, offsets)
+	var flags *btf.Enum
+	require.NoError(t, spec.Types.TypeByName("h2_rec_flags", &flags))
+	values := map[string]uint64{}
+	for _, v := range flags.Values {
+		values[v.Name] = v.Value
+	}
+	require.Equal(t, map[string]uint64{"H2_F_SOFTIRQ": flagSoftirq, "H2_F_SEQ": flagSeq}, values)
 }
