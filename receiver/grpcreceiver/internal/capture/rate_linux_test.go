@@ -31,8 +31,11 @@ func TestCaptureRateShare(t *testing.T) {
 }
 
 func testCaptureRateShare(t *testing.T, hook Hook) {
-	// a 2 MiB ring: the flood would lap it many times over
-	c, err := Open(Options{Hook: hook, RingSlots: 1 << 14, MaxConns: 64, HeaderCap: 16384, Rate: 1 << 20})
+	// An 8 MiB ring, read only once everything is done: it must hold the
+	// calls and what the flood may copy (a 64 KiB burst and 128 KiB a
+	// second per socket: 2.5 MiB if the test takes 10 s, as under QEMU's
+	// emulation), while the flood alone would lap it four times over.
+	c, err := Open(Options{Hook: hook, RingSlots: 1 << 16, MaxConns: 64, HeaderCap: 16384, Rate: 128 << 10})
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
