@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 )
 
 // TLSResult is what cmd/grpctls prints when done.
@@ -100,4 +101,16 @@ func (p *TLSProgram) Result() (TLSResult, error) {
 func (p *TLSProgram) Kill() {
 	_ = p.cmd.Process.Kill()
 	_ = p.cmd.Wait()
+}
+
+// PythonGRPC returns the python of the venv with grpcio and h2 that
+// scripts/python-grpc.sh builds once outside the clone; root is the
+// repository's root as the caller reaches it.
+func PythonGRPC(tb testing.TB, root string) string {
+	tb.Helper()
+	out, err := exec.Command(filepath.Join(root, "scripts", "python-grpc.sh")).Output()
+	if err != nil {
+		tb.Fatalf("scripts/python-grpc.sh: a venv with grpcio and h2 from PyPI (needs python3-venv and the network the first time): %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }

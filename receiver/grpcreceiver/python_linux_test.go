@@ -25,15 +25,6 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 )
 
-// pythonGRPC returns the python of a venv with grpcio (scripts/python-grpc.sh
-// builds it once, outside the clone).
-func pythonGRPC(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("../../scripts/python-grpc.sh").Output()
-	require.NoError(t, err, "scripts/python-grpc.sh: a venv with grpcio from PyPI (needs python3-venv and the network the first time)")
-	return strings.TrimSpace(string(out))
-}
-
 var pyScript = filepath.Join("..", "..", "testdata", "grpc", "py_grpc.py")
 
 // countSpans counts the spans of a method by kind and status.
@@ -50,7 +41,7 @@ func countSpans(spans []ptrace.Span, method string) map[string]int {
 // grpcio (C-core: sendmsg and recvmsg with iovecs) against grpc-go, both ways.
 func TestReceiverPythonGRPC(t *testing.T) {
 	testutil.RequireRoot(t)
-	py := pythonGRPC(t)
+	py := grpctest.PythonGRPC(t, filepath.Join("..", ".."))
 	for _, hook := range []string{HookSocket, HookSyscalls, HookRawSyscalls} {
 		t.Run(hook, func(t *testing.T) {
 			sink, stop := startReceiver(t, func(c *Config) { c.Hook = hook })

@@ -400,7 +400,7 @@ func (r *grpcReceiver) startTelemetry() (err error) {
 	return errors.Join(
 		r.tb.RegisterReceiverGrpcKernelCallback(named(func() []capture.NamedCounter { return r.kernel.Named() })),
 		r.tb.RegisterReceiverGrpcTrackerCallback(named(func() []capture.NamedCounter {
-			return append(trackerCounters(r.tstats), namedFields(r.mstats)...)
+			return append(namedFields(r.tstats), namedFields(r.mstats)...)
 		})),
 		r.tb.RegisterReceiverGrpcConnectionsLiveCallback(func(_ context.Context, o metric.Int64Observer) error {
 			r.mu.Lock()
@@ -416,10 +416,6 @@ func (r *grpcReceiver) startTelemetry() (err error) {
 		}),
 	)
 }
-
-// trackerCounters lists h2.Stats by snake_case field name (the Gaps array as
-// gap_<reason>), without ConnsLive (a gauge of its own).
-func trackerCounters(s h2.Stats) []capture.NamedCounter { return namedFields(s) }
 
 // namedFields lists the uint64 fields of a struct of counters by snake_case
 // field name (an array of them, h2.Stats.Gaps, as gap_<reason>), without

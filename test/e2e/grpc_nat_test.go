@@ -6,7 +6,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -174,7 +173,7 @@ func TestGRPCAcrossNAT(t *testing.T) {
 	for range earlyCalls {
 		require.NoError(t, grpctest.Unary(ctx, early, codes.OK, ""))
 	}
-	py := pythonGRPCE2E(t)
+	py := grpctest.PythonGRPC(t, repoRoot(t))
 	pyStart := pcommon.NewTimestampFromTime(time.Now())
 	out, err := exec.Command(py, filepath.Join(repoRoot(t), "testdata", "grpc", "py_grpc.py"), "client", svcAddr, strconv.Itoa(calls)).CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -255,17 +254,4 @@ func head(s []string, n int) []string {
 		return s[:n]
 	}
 	return s
-}
-
-// pythonGRPCE2E returns the python of the grpcio venv (scripts/python-grpc.sh).
-func pythonGRPCE2E(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command(filepath.Join(repoRoot(t), "scripts", "python-grpc.sh")).Output()
-	require.NoError(t, err, "scripts/python-grpc.sh: a venv with grpcio")
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	var py string
-	for sc.Scan() {
-		py = strings.TrimSpace(sc.Text())
-	}
-	return py
 }

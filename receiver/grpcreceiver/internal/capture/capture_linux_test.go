@@ -463,9 +463,7 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 // tracker's calls exact on both sides.
 func TestCaptureTLSOpenSSLEx(t *testing.T) {
 	testutil.RequireRoot(t)
-	out, err := exec.Command("../../../../scripts/python-grpc.sh").Output()
-	require.NoError(t, err, "scripts/python-grpc.sh: a venv with grpcio and h2 from PyPI (needs python3-venv and the network the first time)")
-	py := strings.TrimSpace(string(out))
+	py := grpctest.PythonGRPC(t, filepath.Join("..", "..", "..", ".."))
 	c := mustOpen(t, Options{Hook: HookAuto, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384, TLS: true, ProbeSelf: true})
 	defer c.Close()
 	srv, err := grpctest.StartTLS()
@@ -473,7 +471,7 @@ func TestCaptureTLSOpenSSLEx(t *testing.T) {
 	defer srv.Stop()
 	const calls = 100
 	cmd := exec.Command(py, "../../../../testdata/grpc/py_h2_tls.py", srv.Addr, fmt.Sprint(calls))
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, strings.Repeat("0 ", calls)+"5\n", string(out), "grpc-status of each call")
 	pyPID, me := cmd.Process.Pid, os.Getpid()
