@@ -899,9 +899,9 @@ static __always_inline struct h2_conn *h2_promote(struct h2_key *key, struct h2_
  * may go below zero by what one call copied. Racy across CPUs by design: a
  * bound, not an account.
  */
-static __always_inline bool h2_tokens(struct h2_conn *c)
+static __always_inline bool h2_tokens(struct h2_conn *c, __u64 now)
 {
-	__u64 now = bpf_ktime_get_boot_ns(), dt = 0;
+	__u64 dt = 0;
 	__s64 t;
 
 	if (now > c->tb_ns)
@@ -1036,7 +1036,9 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	w->pos = start > w->d.seen ? start : w->d.seen;
 	if (w->pos >= end)
 		return;
-	if (h2_rate && !h2_tokens(c)) {
+	/* The record's head first: its time is the bucket's clock too. */
+	h2_fill_rec(&w->hdr, c, H2_REC_DATA, dir, true);
+	if (h2_rate && !h2_tokens(c, w->hdr.time_ns)) {
 		st->throttled++;
 		st->throttled_bytes += end - w->pos;
 		st->desync++;
@@ -1047,7 +1049,6 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	}
 	w->end = end;
 	w->rec_len = sizeof(struct h2_rec);
-	h2_fill_rec(&w->hdr, c, H2_REC_DATA, dir, true);
 	if (!tls)
 		w->hdr.flags |= H2_F_SEQ; /* the socket's offsets come from TCP sequence numbers (h2_io) */
 
