@@ -60,13 +60,16 @@ func stress(t *testing.T) bool {
 // program and file, one wait each, not under that lock) are what makes it
 // fast; older kernels keep single uprobes (the README says what that
 // costs). SHUTDOWN_FILES copies (16); SHUTDOWN_COMPARE=1 measures the single
-// uprobes too (slow).
+// uprobes too (slow). Where the kernel has no uprobe_multi links (before
+// 6.6) the capture falls back to single uprobes: the test then checks that
+// fallback on one copy (ten probe points), still within the 5 s.
 func TestTLSShutdownUnderLoad(t *testing.T) {
 	testutil.RequireRoot(t)
-	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
-		t.Skipf("no uprobe_multi links on this kernel (%v): single uprobes, whose close is slow under load", err)
-	}
+	haveMulti := features.HaveBPFLinkUprobeMulti() == nil
 	n := 16
+	if !haveMulti {
+		n = 1
+	}
 	if v := os.Getenv("SHUTDOWN_FILES"); v != "" {
 		var err error
 		n, err = strconv.Atoi(v)
@@ -74,8 +77,8 @@ func TestTLSShutdownUnderLoad(t *testing.T) {
 	}
 	paths := startTLSCopies(t, n)
 	loaded := stress(t)
-	modes := []bool{false}
-	if os.Getenv("SHUTDOWN_COMPARE") != "" {
+	modes := []bool{!haveMulti}
+	if haveMulti && os.Getenv("SHUTDOWN_COMPARE") != "" {
 		modes = append(modes, true)
 	}
 	for _, single := range modes {
@@ -86,12 +89,12 @@ func TestTLSShutdownUnderLoad(t *testing.T) {
 			files++
 		}
 		require.GreaterOrEqual(t, files, len(paths), "%+v; skipped %v", c.GoBinaries(), c.GoSkipped())
-		require.Equal(t, !single, c.multi)
+		require.Equal(t, !single, c.multi, "uprobe_multi links used where the kernel has them")
 		start := time.Now()
 		require.NoError(t, c.Close())
 		took := time.Since(start)
 		t.Logf("Close with %d Go files (%d probe points), single uprobes %v, load %v: %s", files, probes, single, loaded, took)
-		if !single {
+		if !single || !haveMulti {
 			require.Less(t, took, 5*time.Second)
 		}
 	}
