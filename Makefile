@@ -58,7 +58,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 fuzz-short:
-	GO=$(GO) FUZZTIME=5s scripts/fuzz.sh
+	GO=$(GO) FUZZTIME=5s FUZZMINIMIZETIME=1s scripts/fuzz.sh
 
 e2e: $(COLLECTOR) $(JAEGER) $(LOKI) $(EBPF_EXPORTER)
 	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
