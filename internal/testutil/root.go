@@ -1,8 +1,6 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package testutil holds what several packages' tests share: the one rule
-// for tests that need root. Test code only.
 package testutil
 
 import (
