@@ -156,7 +156,7 @@ clean:
 # the seq receiver's ring-to-logs path and its parts, the spans path, the
 # bpftrace parser and the ebpf_exporter mapping, -count BENCH_COUNT times,
 # printed as one Markdown table (tools/benchtable; medians, and each rate
-# against the ring's read rate of the same run). See BENCHMARKS.md.
+# against the ring's read rate of the same run). See docs/benchmarks.md.
 BENCH_COUNT ?= 3
 BENCH_GO := ReadOneSlot|RingToLogs|AppendEvent|DecodeAndMap|BenchmarkDecode$$|ApplyForkExecExit|ApplyAndExport|ParseCapture|ConfigMetrics
 BENCH_GO_PKGS := ./internal/ring ./internal/event ./receiver/seqreceiver ./receiver/seqreceiver/internal/pdatamap \
@@ -173,7 +173,7 @@ bench-go:
 # (internal/sequencer, bpf/seq.bpf.c), under fork, exec and synthetic getpid
 # workloads on 1 and 2 CPUs. Prints a
 # Markdown table and writes bench-results/{results.json,results.md,bench.png}.
-# See BENCHMARKS.md; e.g. make bench BENCH_FLAGS="-workloads synth -transports hook,sequencer,ringbuf,ringbuf-adaptive,perfbuf"
+# See docs/benchmarks.md; e.g. make bench BENCH_FLAGS="-workloads synth -transports hook,sequencer,ringbuf,ringbuf-adaptive,perfbuf"
 BENCH_FLAGS ?=
 .PHONY: bench
 bench: deps
@@ -182,7 +182,7 @@ bench: deps
 # The grpc receiver's cost on a real gRPC load (root; a few minutes, tools
 # built once into ~/.cache/otelcol-seq/bench-grpc): grpc-go's helloworld
 # server driven by ghz v0.120.0, without and with the receiver, direct and
-# through HAProxy, interleaved rounds. Not part of make test; see BENCHMARKS.md.
+# through HAProxy, interleaved rounds. Not part of make test; see docs/benchmarks.md.
 .PHONY: bench-grpc
 bench-grpc: deps $(COLLECTOR)
 	scripts/bench-grpc.sh

@@ -156,7 +156,7 @@ func Check(t testing.TB, base, cur Round, opt Options, title string) Report {
 func IgnoreNonEbpfExporter(f string) bool { return !strings.HasPrefix(f, Namespace+"_") }
 
 // RefOnly lists ebpf_exporter's own series that the receiver does not
-// export (README, parity table: program states are the collector's own
+// export (receiver/ebpfexporterreceiver/README.md, parity table: program states are the collector's own
 // telemetry; build info is the collector's).
 var RefOnly = []string{
 	Namespace + "_build_info",

@@ -128,7 +128,7 @@ type Config struct {
 
 	// TLS also captures the plaintext of TLS sessions (opt-in: a uprobe hit
 	// costs the traced process about 7 to 11 µs of CPU here, 2 to 6 hits per
-	// gRPC call; see the README). OpenSSL: uprobes on SSL_write, SSL_read, SSL_write_ex,
+	// gRPC call; see README.md beside this file). OpenSSL: uprobes on SSL_write, SSL_read, SSL_write_ex,
 	// SSL_read_ex (entry and return) and SSL_free in every libssl. Go
 	// crypto/tls: uprobes on (*tls.Conn).Write, on Read at its entry and at
 	// every RET instruction (never uretprobes: they break Go stacks) and on

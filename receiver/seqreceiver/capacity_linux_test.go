@@ -24,7 +24,7 @@ import (
 // pipeline loses nothing. The Go model of the producers writes a burst of
 // several times the ring's 65536 slots while the reader runs, at a steady
 // rate far above what a fork or exec storm gives on this class of machine
-// (5 000 – 9 000 events/s in BENCHMARKS.md's transport table; the burst
+// (5 000 – 9 000 events/s in docs/benchmarks.md's transport table; the burst
 // goes at 200 000 records/s, 25 000 under the race detector, which slows
 // the reader twentyfold): the ring absorbs what the reader has not read
 // yet, and every ticket is delivered.

@@ -79,7 +79,7 @@ type Config struct {
 	_ struct{}
 }
 
-// RedactionConfig: the built-in rules (see the README) and additions.
+// RedactionConfig: the built-in rules (see README.md beside this file) and additions.
 type RedactionConfig struct {
 	// Enabled turns redaction on (the default) or off.
 	Enabled bool `mapstructure:"enabled"`

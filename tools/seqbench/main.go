@@ -6,7 +6,7 @@
 // fork, exec and synthetic getpid workloads, read through the receiver's
 // sources, every ticket accounted for. It prints a Markdown table and writes
 // results.json, results.md and bench.png into -out. Run it as root; see
-// BENCHMARKS.md.
+// docs/benchmarks.md.
 //
 //	go run ./tools/seqbench -transports sequencer,ringbuf,perfbuf -workloads fork,exec,synth -cpus 1,2 -duration 5s -out bench-results
 package main

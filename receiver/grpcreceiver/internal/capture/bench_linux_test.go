@@ -20,7 +20,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 )
 
-// BenchmarkHookCost is what each hook costs (root; BENCHMARKS.md has the
+// BenchmarkHookCost is what each hook costs (root; docs/benchmarks.md has the
 // figures and the loop that interleaves the hooks):
 //
 //	go test -run '^$' -bench 'HookCost/raw_syscalls' ./receiver/grpcreceiver/internal/capture/

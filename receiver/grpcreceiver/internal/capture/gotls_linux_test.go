@@ -208,7 +208,7 @@ func TestCaptureTLSGo(t *testing.T) {
 // charged there), the uprobe hits per RPC (the programs' run counts, both
 // ends of each call; other processes' Go TLS calls on the host, if any,
 // count too) and the programs' own run time per hit. Figures in the
-// README's grpc TLS section.
+// receiver/grpcreceiver/README.md, "What TLS costs".
 func TestCaptureTLSGoCost(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin := buildGRPCTLS(t)

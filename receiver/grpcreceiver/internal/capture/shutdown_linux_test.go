@@ -58,8 +58,8 @@ func stress(t *testing.T) bool {
 // close waits for an RCU grace period under the kernel's event_mutex, so
 // even concurrent closes queue. uprobe_multi links (Linux 6.6+: one link per
 // program and file, one wait each, not under that lock) are what makes it
-// fast; older kernels keep single uprobes (the README says what that
-// costs). SHUTDOWN_FILES copies (16); SHUTDOWN_COMPARE=1 measures the single
+// fast; older kernels keep single uprobes (docs/threat-model.md says what
+// that costs). SHUTDOWN_FILES copies (16); SHUTDOWN_COMPARE=1 measures the single
 // uprobes too (slow). Where the kernel has no uprobe_multi links (before
 // 6.6) the capture falls back to single uprobes: the test then checks that
 // fallback on one copy (ten probe points, no added load): it attaches and
