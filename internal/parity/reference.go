@@ -89,10 +89,11 @@ func (r *Reference) Stop(t testing.TB) {
 	}
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-r.done:
+	case err := <-r.done:
+		t.Logf("ebpf_exporter stopped: %v", err)
 	case <-time.After(10 * time.Second):
 		_ = r.cmd.Process.Kill()
-		<-r.done
+		t.Logf("ebpf_exporter killed after 10 s: %v", <-r.done)
 	}
 }
 

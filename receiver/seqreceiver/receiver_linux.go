@@ -224,7 +224,7 @@ func (r *seqReceiver) startSequencer() (err error) {
 	}
 	defer func() {
 		if err != nil {
-			r.closeKernel()
+			err = errors.Join(err, r.closeKernel())
 		}
 	}()
 	// The maps are new: every ticket from 0 on is ours to deliver or count lost,

@@ -47,7 +47,7 @@ func init() {
 // rawSleep sleeps without the Go scheduler (the leader thread may be gone).
 func rawSleep(d time.Duration) {
 	ts := syscall.NsecToTimespec(d.Nanoseconds())
-	syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+	_, _, _ = syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
 // onOtherThread runs fn on a thread other than the leader and waits until
@@ -71,12 +71,12 @@ func runThreadHelper(mode string) int {
 		// the process later with exit_group(5).
 		onOtherThread(func() {
 			rawSleep(100 * time.Millisecond)
-			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 5, 0, 0)
+			_, _, _ = syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 5, 0, 0)
 		})
-		syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0)
+		_, _, _ = syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0)
 	case "thread_exit_group":
 		// A thread that is not the leader calls exit_group(7).
-		onOtherThread(func() { syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 7, 0, 0) })
+		onOtherThread(func() { _, _, _ = syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 7, 0, 0) })
 		for {
 			rawSleep(time.Second)
 		}
@@ -87,7 +87,7 @@ func runThreadHelper(mode string) int {
 		onOtherThread(func() {
 			err := syscall.Exec("/bin/sh", []string{"sh", "-c", "exit 4"}, os.Environ())
 			fmt.Fprintln(os.Stderr, "exec:", err)
-			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 99, 0, 0)
+			_, _, _ = syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 99, 0, 0)
 		})
 		for {
 			rawSleep(time.Second)

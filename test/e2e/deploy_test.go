@@ -218,7 +218,7 @@ func TestImageCapturesHostProcesses(t *testing.T) {
 	require.NoError(t, host.Run())
 	time.Sleep(time.Second)
 	require.NoError(t, podman("stop", "-t", "20", name).Run())
-	<-exited
+	t.Logf("the container exited: %v", <-exited)
 
 	var found bool
 	for _, r := range readExport(t, filepath.Join(outDir, "records.jsonl")) {

@@ -29,7 +29,7 @@ func TestIntegrationPartialAttach(t *testing.T) {
 	e, err := New(Config{ConfigDir: fixturesDir, Names: []string{"ebpfx_partial"}}, zaptest.NewLogger(t))
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
-	defer e.Shutdown(context.Background())
+	t.Cleanup(func() { assert.NoError(t, e.Shutdown(context.Background())) })
 
 	assert.Empty(t, e.Failures())
 	progs := e.Programs()
@@ -76,7 +76,7 @@ func TestIntegrationPartialAttach(t *testing.T) {
 	strict, err := New(Config{ConfigDir: fixturesDir, Names: []string{"ebpfx_partial"}, Strict: true}, zaptest.NewLogger(t))
 	require.NoError(t, err)
 	require.NoError(t, strict.Start(context.Background()))
-	defer strict.Shutdown(context.Background())
+	t.Cleanup(func() { assert.NoError(t, strict.Shutdown(context.Background())) })
 	require.Contains(t, strict.Failures(), "ebpfx_partial")
 	assert.Contains(t, strict.Failures()["ebpfx_partial"].Error(), "kprobes are not available in this kernel")
 	sp := strict.Programs()["ebpfx_partial"]
@@ -92,7 +92,7 @@ func TestIntegrationUSDTReported(t *testing.T) {
 	e, err := New(Config{ConfigDir: fixturesDir, Names: []string{"ebpfx_usdt"}}, zaptest.NewLogger(t))
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
-	defer e.Shutdown(context.Background())
+	t.Cleanup(func() { assert.NoError(t, e.Shutdown(context.Background())) })
 	assert.Empty(t, e.Failures())
 	perr := e.Programs()["ebpfx_usdt"]["ebpfx_usdt"]
 	require.Error(t, perr)

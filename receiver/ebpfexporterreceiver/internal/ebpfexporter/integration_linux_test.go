@@ -476,7 +476,7 @@ metrics:
 	e, err := New(Config{ConfigDir: dir, Names: names, Strict: true}, zaptest.NewLogger(t))
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
-	defer e.Shutdown(context.Background())
+	t.Cleanup(func() { assert.NoError(t, e.Shutdown(context.Background())) })
 
 	failures := e.Failures()
 	assert.NotContains(t, failures, "ebpfx_counters")

@@ -44,7 +44,7 @@ var (
 	ErrNoTLS   = errors.New("no crypto/tls.(*Conn) Write, Read and Close in it")
 	ErrArch    = errors.New("not an x86-64 executable")
 	ErrGoABI   = errors.New("built by Go before 1.17 (no register ABI)")
-	ErrNoTable = errors.New("Go executable with neither a symbol table nor a readable .gopclntab")
+	ErrNoTable = errors.New("a Go executable with neither a symbol table nor a readable .gopclntab")
 	// ErrMalformed: a size or offset in the file points outside it or is
 	// beyond sense, or a parser panicked on it.
 	ErrMalformed = errors.New("malformed executable")

@@ -60,7 +60,7 @@ func build(t *testing.T, src string, flags ...string) string {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module probe\n\ngo 1.22\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
 	bin := filepath.Join(dir, "prog")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(append([]string{"build", "-o", bin}, flags...), ".")...)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(append([]string{"build", "-o", bin}, flags...), ".")...) //nolint:staticcheck // SA1019: the toolchain that built this test, on this machine
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0", "GOARCH=amd64")
 	out, err := cmd.CombinedOutput()
@@ -72,7 +72,7 @@ func build(t *testing.T, src string, flags ...string) string {
 // prints for one function: an independent disassembly.
 func objdumpRets(t *testing.T, bin, fn string) []uint64 {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "tool", "objdump", "-s", "^"+regexp.QuoteMeta(fn)+"$", bin).CombinedOutput()
+	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "tool", "objdump", "-s", "^"+regexp.QuoteMeta(fn)+"$", bin).CombinedOutput() //nolint:staticcheck // SA1019: the toolchain that built this test, on this machine
 	require.NoError(t, err, "%s", out)
 	var rets []uint64
 	for _, line := range strings.Split(string(out), "\n") {

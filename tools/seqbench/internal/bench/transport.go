@@ -5,9 +5,10 @@ package bench
 import (
 	"fmt"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
-	"golang.org/x/sys/unix"
 )
 
 // Transport names what seqbench measures: one of the receiver's transports
