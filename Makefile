@@ -33,7 +33,7 @@ GO_SOURCES := $(shell find receiver -name '*.go' -not -name '*_test.go') $(shell
 # outside the clone for the same reason.
 KERNELS_CACHE ?= $(HOME)/.cache/otelcol-seq/kernels
 
-.PHONY: run test build deps tools generate unit e2e clean lint test-kernels
+.PHONY: run test build deps tools generate unit e2e clean lint drift test-kernels
 
 run: deps $(COLLECTOR)
 	$(COLLECTOR) --config $(CONFIG)
@@ -42,7 +42,7 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc unit fuzz-short e2e test-kernels
+test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short e2e test-kernels
 
 # EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
 # kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
@@ -142,10 +142,32 @@ $(MDATAGEN):
 	printf 'module mdatagentool\ngo 1.25.0\nrequire go.opentelemetry.io/collector/cmd/mdatagen $(MDATAGEN_VERSION)\n' > go.mod && \
 	GOFLAGS=-mod=mod GOBIN=$(TOOLS) $(GO) install go.opentelemetry.io/collector/cmd/mdatagen && rm -rf $$d
 
+# The one compiler of every committed BPF object: Debian 12's clang 14 (the
+# bpf2go directives name it too). Another clang gives other bytes, and the
+# drift check (make drift) would fail on them.
+BPF_CLANG := clang-14
+LLVM_STRIP := llvm-strip-14
+BPF_CLANG_PACKAGES := clang-14 llvm-14 libbpf-dev
+
+# golangci-lint (.golangci.yml), built once from the Go module proxy at a
+# pinned version into the cache outside the clone.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(HOME)/.cache/otelcol-seq/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
+
+$(GOLANGCI_LINT):
+	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+
+# Regenerated code and objects must equal the committed ones (scripts/drift.sh).
+drift:
+	MAKE=$(MAKE) scripts/drift.sh
+
 # Rebuilds the committed BPF objects and Go bindings (needs clang) and the
 # mdatagen code. Building and testing need neither.
 generate: $(MDATAGEN)
-	command -v clang >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ] || (apt-get update -qq && apt-get install -y -qq clang llvm libbpf-dev)
+	command -v $(BPF_CLANG) >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ] || (apt-get update -qq && apt-get install -y -qq $(BPF_CLANG_PACKAGES))
 	$(GO) generate ./...
 	$(MAKE) -B ebpf-programs
 
@@ -192,17 +214,20 @@ bench-grpc: deps $(COLLECTOR)
 # <name>.bpf.o next to its <name>.yaml. The objects are committed; building
 # and testing need no clang.
 EBPF_EXPORTER_OBJECTS := $(patsubst %.c,%.o,$(wildcard testdata/ebpf_exporter/*.bpf.c programs/*.bpf.c))
-EBPF_EXPORTER_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf/headers
+# -fdebug-prefix-map: the objects' BTF line info names the sources relative to
+# the clone, so that they are the same bytes wherever they are built (the
+# drift check compares them).
+EBPF_EXPORTER_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf/headers -fdebug-prefix-map=$(CURDIR)=.
 
 .PHONY: ebpf-programs
 ebpf-programs: $(EBPF_EXPORTER_OBJECTS)
 
 testdata/ebpf_exporter/%.bpf.o: testdata/ebpf_exporter/%.bpf.c testdata/ebpf_exporter/ebpfx.bpf.h
-	@command -v clang >/dev/null || (apt-get update -qq && apt-get install -y -qq clang llvm)
-	clang $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
-	llvm-strip -g $@
+	@command -v $(BPF_CLANG) >/dev/null || (apt-get update -qq && apt-get install -y -qq $(BPF_CLANG_PACKAGES))
+	$(BPF_CLANG) $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
+	$(LLVM_STRIP) -g $@
 
 programs/%.bpf.o: programs/%.bpf.c programs/programs.bpf.h
-	@command -v clang >/dev/null || (apt-get update -qq && apt-get install -y -qq clang llvm)
-	clang $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
-	llvm-strip -g $@
+	@command -v $(BPF_CLANG) >/dev/null || (apt-get update -qq && apt-get install -y -qq $(BPF_CLANG_PACKAGES))
+	$(BPF_CLANG) $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
+	$(LLVM_STRIP) -g $@

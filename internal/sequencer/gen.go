@@ -6,4 +6,4 @@
 // (internal/event) and the pdata mapping are pure Go.
 package sequencer
 
-//go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -type seq_stats -type seq_ctl -type seq_slot -type seq_tx_stats -type seq_event_type seq ../../bpf/seq.bpf.c -- -I../../bpf -I../../bpf/headers
+//go:generate go tool bpf2go -tags linux -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target bpfel -type seq_stats -type seq_ctl -type seq_slot -type seq_tx_stats -type seq_event_type seq ../../bpf/seq.bpf.c -- -I../../bpf -I../../bpf/headers
