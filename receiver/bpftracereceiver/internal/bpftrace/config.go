@@ -106,6 +106,8 @@ type mapSpec struct {
 	monotonic   bool
 	unit        string
 	description string
+	// auto: no MapConfig names the map; the script printed it (autoMapSpec).
+	auto bool
 }
 
 var mapNameRE = regexp.MustCompile(`^@([A-Za-z_][A-Za-z0-9_]*)?$`)
@@ -207,10 +209,7 @@ func (cfg *Config) resolve(checkText bool) ([]*scriptSpec, error) {
 				}
 			}
 			if ms.metricName == "" {
-				ms.metricName = "bpftrace." + spec.name
-				if short := strings.TrimPrefix(mapName, "@"); short != "" {
-					ms.metricName += "." + short
-				}
+				ms.metricName = defaultMetricName(spec.name, mapName)
 			}
 			if other, dup := metricNames[ms.metricName]; dup {
 				fail("%s.name: metric name %q is also used by maps[%q]; give each map its own metric name", mfield, ms.metricName, other)
