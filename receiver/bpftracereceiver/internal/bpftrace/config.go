@@ -63,9 +63,11 @@ type ScriptConfig struct {
 	// program text bpftrace runs. 0 exports only what the script prints
 	// itself, and what bpftrace prints when it exits.
 	PullInterval time.Duration `mapstructure:"pull_interval"`
-	// Maps lists the maps exported as metrics, keyed by map name with the
-	// "@" (e.g. "@syscall", or "@" for the unnamed map). Maps not listed are
-	// not exported.
+	// Maps lists the maps pulled every PullInterval and exported as
+	// metrics, keyed by map name with the "@" (e.g. "@syscall", or "@" for
+	// the unnamed map), and sets their names, types and attributes. A map
+	// not listed is exported only when the script prints it itself (or
+	// bpftrace prints it at exit), with a type from its record (autoMapSpec).
 	Maps map[string]MapConfig `mapstructure:"maps"`
 }
 
