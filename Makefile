@@ -25,15 +25,21 @@ EBPF_EXPORTER_VERSION := v2.5.1
 EBPF_EXPORTER_CACHE ?= $(HOME)/.cache/otelcol-seq/ebpf_exporter/$(EBPF_EXPORTER_VERSION)
 EBPF_EXPORTER := $(EBPF_EXPORTER_CACHE)/ebpf_exporter
 CONFIG ?= config/default.yaml
-APT_PACKAGES := stress-ng bpftool bpftrace
+APT_PACKAGES := stress-ng bpftool bpftrace debootstrap
 
 GO_SOURCES := $(shell find receiver -name '*.go' -not -name '*_test.go') $(shell find receiver -name '*.o')
+
+# Debian 13's and unstable's bpftrace, each in a minimal debootstrap chroot
+# (scripts/bpftrace-chroot.sh), for the bpftrace version matrix; outside the
+# clone so that later clones (CI) reuse them.
+BPFTRACE_CHROOTS ?= $(HOME)/.cache/otelcol-seq/bpftrace
+BPFTRACE_SUITES := trixie sid
 
 # Kernels for the kernel test matrix (scripts/kernels.sh, test/kernels),
 # outside the clone for the same reason.
 KERNELS_CACHE ?= $(HOME)/.cache/otelcol-seq/kernels
 
-.PHONY: run test build deps tools generate unit e2e clean lint drift test-kernels
+.PHONY: run test build deps tools generate unit e2e clean lint drift test-kernels test-bpftrace-versions
 
 run: deps $(COLLECTOR)
 	$(COLLECTOR) --config $(CONFIG)
@@ -42,7 +48,7 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short e2e test-kernels
+test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short test-bpftrace-versions e2e test-kernels
 
 # EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
 # kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
@@ -62,6 +68,19 @@ fuzz-short:
 
 e2e: $(COLLECTOR) $(JAEGER) $(LOKI) $(EBPF_EXPORTER)
 	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
+
+# The bpftrace version matrix (root): the same scripts under the receiver's
+# runner on Debian 12's bpftrace (0.17, the host's), Debian 13's (0.23) and
+# unstable's (0.27), the latter two from Debian's packages in chroots built
+# once into $(BPFTRACE_CHROOTS) (about two minutes cold); prints what each
+# version gave (build/bpftrace-versions.md) and fails where they differ.
+test-bpftrace-versions: deps
+	@for s in $(BPFTRACE_SUITES); do BPFTRACE_CHROOT_CACHE=$(BPFTRACE_CHROOTS) scripts/bpftrace-chroot.sh build $$s || exit 1; done
+	versions="host=$$(command -v bpftrace)"; \
+	for s in $(BPFTRACE_SUITES); do versions="$$versions,$$s=$$(BPFTRACE_CHROOT_CACHE=$(BPFTRACE_CHROOTS) scripts/bpftrace-chroot.sh path $$s)"; done; \
+	BPFTRACE_VERSIONS=$$versions BPFTRACE_MATRIX_OUT=$(CURDIR)/build/bpftrace-versions.md \
+		$(GO) test -count=1 -timeout 10m -run 'TestVersionMatrix|TestSelfPrintedMapsAcrossVersions|TestNewerRecordTypes' ./receiver/bpftracereceiver/internal/bpftrace
+	@cat build/bpftrace-versions.md
 
 # The packages whose tests need a kernel, run inside Debian's 6.1 and 6.1
 # PREEMPT_RT kernels under QEMU (TCG; about 15 minutes, downloads included the

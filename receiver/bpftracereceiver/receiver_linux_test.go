@@ -50,7 +50,7 @@ func TestReceiverRunsScriptForBothPipelines(t *testing.T) {
 	}
 	cfg := &Config{Config: bpftrace.Config{Scripts: []bpftrace.ScriptConfig{{
 		Name:         "ticks",
-		Program:      `BEGIN { printf("receiver-test hello\n"); } interval:ms:50 { @ticks = count(); }`,
+		Program:      `BEGIN { printf("receiver-test hello\n"); @str["k"] = "v"; print(@str); } interval:ms:50 { @ticks = count(); }`,
 		PullInterval: 200 * time.Millisecond,
 		Maps:         map[string]bpftrace.MapConfig{"@ticks": {Type: bpftrace.MapTypeSum}},
 	}}}}
@@ -83,6 +83,17 @@ func TestReceiverRunsScriptForBothPipelines(t *testing.T) {
 		assert.Equal(t, "ticks", v.AsString())
 		assert.Zero(t, sum.DataPoints[0].Value, "%s: the script ran once, cleanly", name)
 	}
+
+	// print(@str): a map of strings, passed on as a log record and counted.
+	assert.Contains(t, bodies(logs.AllLogs()), `{"type": "map", "data": {"@str": {"k": "v"}}}`)
+	m, err := tel.GetMetric("otelcol_receiver_bpftrace_unmapped")
+	require.NoError(t, err)
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	require.True(t, ok)
+	require.Len(t, sum.DataPoints, 1)
+	typ, _ := sum.DataPoints[0].Attributes.Value("type")
+	assert.Equal(t, "map", typ.AsString())
+	assert.Equal(t, int64(1), sum.DataPoints[0].Value)
 
 	require.NoError(t, lr.Shutdown(context.Background()))
 	require.NoError(t, mr.Shutdown(context.Background()))

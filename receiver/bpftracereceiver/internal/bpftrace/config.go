@@ -63,9 +63,11 @@ type ScriptConfig struct {
 	// program text bpftrace runs. 0 exports only what the script prints
 	// itself, and what bpftrace prints when it exits.
 	PullInterval time.Duration `mapstructure:"pull_interval"`
-	// Maps lists the maps exported as metrics, keyed by map name with the
-	// "@" (e.g. "@syscall", or "@" for the unnamed map). Maps not listed are
-	// not exported.
+	// Maps lists the maps pulled every PullInterval and exported as
+	// metrics, keyed by map name with the "@" (e.g. "@syscall", or "@" for
+	// the unnamed map), and sets their names, types and attributes. A map
+	// not listed is exported only when the script prints it itself (or
+	// bpftrace prints it at exit), with a type from its record (autoMapSpec).
 	Maps map[string]MapConfig `mapstructure:"maps"`
 }
 
@@ -106,6 +108,8 @@ type mapSpec struct {
 	monotonic   bool
 	unit        string
 	description string
+	// auto: no MapConfig names the map; the script printed it (autoMapSpec).
+	auto bool
 }
 
 var mapNameRE = regexp.MustCompile(`^@([A-Za-z_][A-Za-z0-9_]*)?$`)
@@ -207,10 +211,7 @@ func (cfg *Config) resolve(checkText bool) ([]*scriptSpec, error) {
 				}
 			}
 			if ms.metricName == "" {
-				ms.metricName = "bpftrace." + spec.name
-				if short := strings.TrimPrefix(mapName, "@"); short != "" {
-					ms.metricName += "." + short
-				}
+				ms.metricName = defaultMetricName(spec.name, mapName)
 			}
 			if other, dup := metricNames[ms.metricName]; dup {
 				fail("%s.name: metric name %q is also used by maps[%q]; give each map its own metric name", mfield, ms.metricName, other)

@@ -5,7 +5,6 @@ package bpftrace
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -88,7 +87,7 @@ func appendMapMetrics(ms pmetric.MetricSlice, script string, spec *mapSpec, md m
 			}
 			dp.SetStartTimestamp(start)
 			dp.SetTimestamp(now)
-			setAttributes(dp.Attributes(), script, spec.attributes, e.key, md.keyed)
+			setAttributes(dp.Attributes(), script, spec, e.key, md.keyed)
 			dp.MoveTo(h.DataPoints().AppendEmpty())
 			points++
 		}
@@ -149,25 +148,21 @@ func appendNumbers(ms pmetric.MetricSlice, name string, spec *mapSpec, typ, scri
 		} else {
 			dp.SetDoubleValue(n.f)
 		}
-		setAttributes(dp.Attributes(), script, spec.attributes, e.key, keyed)
+		setAttributes(dp.Attributes(), script, spec, e.key, keyed)
 	}
 	return len(entries)
 }
 
 // setAttributes sets AttrScript and one attribute per key part: bpftrace
-// joins a multi-key map's key parts with commas. Part i is named names[i],
-// or key<i> beyond the names given.
-func setAttributes(attrs pcommon.Map, script string, names []string, key string, keyed bool) {
+// joins a multi-key map's key parts with commas. Part i is named
+// spec.keyAttribute(i).
+func setAttributes(attrs pcommon.Map, script string, spec *mapSpec, key string, keyed bool) {
 	attrs.PutStr(AttrScript, script)
 	if !keyed {
 		return
 	}
 	for i, part := range strings.Split(key, ",") {
-		name := "key" + strconv.Itoa(i)
-		if i < len(names) {
-			name = names[i]
-		}
-		attrs.PutStr(name, part)
+		attrs.PutStr(spec.keyAttribute(i), part)
 	}
 }
 
@@ -246,16 +241,16 @@ func appendLineLog(lrs plog.LogRecordSlice, script, stream, body string, sev plo
 	lr.Attributes().PutStr(AttrStream, stream)
 }
 
-// appendEventLog appends a WARN record named event (lost events, bpftrace's
-// JSON error records).
-func appendEventLog(lrs plog.LogRecordSlice, script, event, body string, now time.Time) plog.LogRecord {
+// appendEventLog appends a record named event (lost events, bpftrace's JSON
+// error records, records passed on as they are) with severity sev.
+func appendEventLog(lrs plog.LogRecordSlice, script, event, body string, sev plog.SeverityNumber, now time.Time) plog.LogRecord {
 	lr := lrs.AppendEmpty()
 	ts := pcommon.NewTimestampFromTime(now)
 	lr.SetTimestamp(ts)
 	lr.SetObservedTimestamp(ts)
 	lr.SetEventName(event)
-	lr.SetSeverityNumber(plog.SeverityNumberWarn)
-	lr.SetSeverityText(severityText(plog.SeverityNumberWarn))
+	lr.SetSeverityNumber(sev)
+	lr.SetSeverityText(severityText(sev))
 	lr.Body().SetStr(body)
 	lr.Attributes().PutStr(AttrScript, script)
 	lr.Attributes().PutStr(AttrStream, streamStdout)
@@ -263,7 +258,7 @@ func appendEventLog(lrs plog.LogRecordSlice, script, event, body string, now tim
 }
 
 func appendLostEventsLog(lrs plog.LogRecordSlice, script string, lost uint64, now time.Time) {
-	lr := appendEventLog(lrs, script, EventLostEvents, fmt.Sprintf("bpftrace lost %d events (its perf buffer was full)", lost), now)
+	lr := appendEventLog(lrs, script, EventLostEvents, fmt.Sprintf("bpftrace lost %d events (its perf buffer was full)", lost), plog.SeverityNumberWarn, now)
 	lr.Attributes().PutInt(AttrLostEvents, int64(min(lost, uint64(1<<63-1))))
 }
 

@@ -28,9 +28,10 @@
 //	    program: 'tracepoint:syscalls:sys_enter_openat /pid == $1/ { @[str($2)] = count(); }'
 //	    args: ["1234", "nginx"]       # positional parameters $1, $2 (strings)
 //
-// Only the maps listed are exported; scripts keep their other maps as
-// internal state. A listed map must be used by the script (Validate and each
-// start check it).
+// The maps listed are pulled and exported as configured; a map the script
+// prints itself (print(@x), or bpftrace's print of every map at exit) is
+// exported too, listed or not (see Output mapping). A listed map must be used
+// by the script (Validate and each start check it).
 //
 // # Running
 //
@@ -73,16 +74,29 @@
 //     INFO, Timestamp when its first part was received.
 //   - map (count, sum, min, max, plain values), stats (avg() maps: one
 //     number; stats() maps: count, average, total), hist (hist() and lhist()
-//     maps), tseries (later releases; the latest interval's
-//     value): metrics, per the map's MapConfig (below). Values that are not
-//     numbers (strings, tuples, records) are not exported.
+//     maps), tseries (0.2x; the latest interval's value): metrics, per the
+//     map's MapConfig (below), or, for a map no MapConfig names, as an auto
+//     map: the default name, key parts as attributes key, key.1, key.2...,
+//     and the type the record says: hist -> histogram; stats of stats() ->
+//     sum (count and total monotonic Sums, average a Gauge); stats of avg(),
+//     tseries -> gauge; map -> sum when the script assigns count() or sum()
+//     to it, gauge otherwise (min, max, plain values). A printed map with
+//     values that are not numbers (strings, tuples, records, null), or that
+//     does not fit its MapConfig's type, exports what it can, and its JSON
+//     line is passed on (below).
 //   - lost_events: added to Counters.LostEvents, and a WARN log record with
 //     EventName bpftrace.lost_events and attribute bpftrace.lost_events.
 //   - attached_probes: marks the script as running (logged).
-//   - helper_error, runtime_error, print_error, error, warning: a WARN log
-//     record with EventName bpftrace.<type> and the message.
-//   - A stdout line that is not a record: a WARN log record with the line
-//     (and Counters.ParseErrors). Other record types are ignored.
+//   - runtime_error, error, errorf (0.27): an ERROR log record;
+//     helper_error, print_error, warning, warnf (0.27): a WARN log record;
+//     each with EventName bpftrace.<type> and the message and location.
+//   - Any other record type (test_result and benchmark_result of --test and
+//     --bench, later types): passed on, as a map that could not be mapped
+//     is: an INFO log record with EventName bpftrace.<type> and the JSON
+//     line as body, counted by type in Counters.Unmapped.
+//   - A stdout line that is not a record, or a record of a known type whose
+//     data has no shape this package knows: a WARN log record with the line
+//     (and Counters.ParseErrors).
 //
 // Lines bpftrace writes to stderr (its errors and warnings, including the
 // harmless "couldn't set RLIMIT_MEMLOCK" line bpftrace 0.17 prints on
@@ -111,7 +125,8 @@
 // carries bpftrace.script (the script's name). A keyed map's key is split
 // at commas (bpftrace joins a multi-key map's key parts with commas; a
 // string key containing a comma is split too) and part i becomes attribute
-// MapConfig.Attributes[i], or key<i> beyond the names given.
+// MapConfig.Attributes[i], or key<i> beyond the names given (key, key.1,
+// ... for an auto map).
 //
 // The Output gets logs and metrics from one goroutine, batched: every 100ms,
 // or as soon as 1000 log records or data points wait.

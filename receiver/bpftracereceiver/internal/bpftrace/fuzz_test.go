@@ -15,10 +15,13 @@ import (
 )
 
 // FuzzParse feeds arbitrary lines to the JSON parser and what it accepts to
-// the line assembler and the metric mapping (every type): nothing may
+// the line assembler and the metric mapping (every type, and the mapping of
+// a map no MapConfig names): nothing may
 // panic, and every histogram point must be well formed.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/capture/*.jsonl")
+	versions, _ := filepath.Glob("testdata/versions/*/*.jsonl")
+	files = append(files, versions...)
 	files = append(files, "testdata/newer_format.jsonl")
 	for _, file := range files {
 		b, err := os.ReadFile(file)
@@ -51,7 +54,8 @@ func FuzzParse(f *testing.F) {
 		a.add(rec.text, rec.endsLine, time.Unix(0, 0))
 		a.flush()
 		for _, md := range rec.maps {
-			for _, spec := range specs {
+			// As a listed map of each type, and as a map no MapConfig names.
+			for _, spec := range append(specs, autoMapSpec("fuzz", rec.typ, "count", md)) {
 				ms := pmetric.NewMetricSlice()
 				n, _ := appendMapMetrics(ms, "fuzz", spec, md, 1, 2)
 				points := 0

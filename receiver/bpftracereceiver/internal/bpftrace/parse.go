@@ -18,13 +18,25 @@ import (
 type recordKind int
 
 const (
-	kindIgnored        recordKind = iota // a type this package has no use for
+	kindUnknown        recordKind = iota // a type this package does not map: counted, passed on as it is
 	kindText                             // printf, time, join, cat, syscall, value
 	kindMap                              // map, hist, lhist, stats, tseries
 	kindLostEvents                       // lost_events
 	kindAttachedProbes                   // attached_probes
-	kindError                            // helper_error, runtime_error, print_error, error, warning
+	kindError                            // errors and warnings: see errorTypes
 )
+
+// errorTypes are the record types that report an error or a warning, with
+// the severity of their log record: true for an error.
+var errorTypes = map[string]bool{
+	"runtime_error": true,  // 0.2x: a failed runtime check (divide by zero...)
+	"error":         true,  // a script's error message
+	"errorf":        true,  // errorf() (0.27)
+	"helper_error":  false, // a BPF helper failed (map full...)
+	"print_error":   false, // 0.2x: a value print() could not print
+	"warning":       false,
+	"warnf":         false, // warnf() (0.27)
+}
 
 // record is one parsed line of bpftrace's JSON output.
 type record struct {
@@ -39,6 +51,7 @@ type record struct {
 	endsLine bool
 	count    uint64    // kindLostEvents, kindAttachedProbes
 	maps     []mapData // kindMap: normally one map
+	isError  bool      // kindError: an error, not a warning
 }
 
 // mapData is one printed map.
@@ -126,6 +139,11 @@ func parseRecord(line []byte) (record, error) {
 		if err != nil {
 			return record{}, fmt.Errorf("%s record: %w", raw.Type, err)
 		}
+		if raw.Type == "value" && text == "" && isNull(raw.Data) {
+			// 0.2x prints null for a value it cannot print: say so
+			// rather than print nothing.
+			text = "null"
+		}
 		rec.text = text
 	case "map", "hist", "lhist", "stats", "tseries":
 		rec.kind = kindMap
@@ -147,22 +165,30 @@ func parseRecord(line []byte) (record, error) {
 			return record{}, fmt.Errorf("%s record: %w", raw.Type, err)
 		}
 		rec.count = n
-	case "helper_error", "runtime_error", "print_error", "error", "warning":
-		rec.kind = kindError
-		rec.text = errorMessage(raw)
 	default:
-		rec.kind = kindIgnored
+		if isErr, ok := errorTypes[raw.Type]; ok {
+			rec.kind = kindError
+			rec.isError = isErr
+			rec.text = errorMessage(raw)
+		} else {
+			rec.kind = kindUnknown // test_result, benchmark_results, later types
+		}
 	}
 	return rec, nil
+}
+
+func isNull(data json.RawMessage) bool {
+	d := bytes.TrimSpace(data)
+	return len(d) == 0 || bytes.Equal(d, []byte("null"))
 }
 
 // textOf renders a text record's data: strings as they are, anything else
 // (print() of a number or tuple) as compact JSON.
 func textOf(data json.RawMessage) (string, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
+	if isNull(data) {
 		return "", nil
 	}
+	data = bytes.TrimSpace(data)
 	if data[0] == '"' {
 		var s string
 		if err := json.Unmarshal(data, &s); err != nil {

@@ -75,7 +75,7 @@ func TestParseAllCaptured(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			for _, r := range readRecords(t, f) {
 				if strings.Contains(f, "capture/") {
-					assert.NotEqual(t, kindIgnored, r.kind, "bpftrace 0.17 prints no type this package ignores: %s", r.typ)
+					assert.NotEqual(t, kindUnknown, r.kind, "bpftrace 0.17 prints no type this package ignores: %s", r.typ)
 				}
 			}
 		})
@@ -242,8 +242,10 @@ func TestParseNewerFormat(t *testing.T) {
 	assert.Equal(t, "divide by zero at x.bt:3:5", get(10, kindError).text)
 	assert.Equal(t, "map_lookup_elem: No such file or directory at x.bt:4:7", get(11, kindError).text)
 	assert.Equal(t, "print_error", get(12, kindError).typ)
-	assert.Equal(t, "", get(13, kindText).text)
-	assert.Equal(t, kindIgnored, recs[14].kind)
+	assert.True(t, recs[10].isError, "runtime_error is an error")
+	assert.False(t, recs[11].isError, "helper_error is a warning")
+	assert.Equal(t, "null", get(13, kindText).text, "a value bpftrace cannot print reads null, not nothing")
+	assert.Equal(t, kindUnknown, recs[14].kind)
 	assert.Equal(t, valueOther, get(15, kindMap).maps[0].entries[0].kind)
 }
 

@@ -42,6 +42,11 @@ type Counters struct {
 	// ParseErrors: stdout lines that were not bpftrace JSON records, or
 	// whose data had no shape this package knows.
 	ParseErrors uint64
+	// Unmapped: records that could not be mapped to logs or metrics, by
+	// record type (a type this package does not know, such as test_result
+	// or benchmark_result; a map with values that are not numbers). Each is
+	// passed on as an INFO log record holding its JSON line.
+	Unmapped map[string]uint64
 }
 
 // Defaults of the supervisor's timing.
@@ -203,6 +208,7 @@ func (r *Runner) Counters() map[string]Counters {
 			StartFailures: s.startFailures.Load(),
 			LostEvents:    s.lostEvents.Load(),
 			ParseErrors:   s.parseErrors.Load(),
+			Unmapped:      s.unmappedCounts(),
 		}
 	}
 	return out

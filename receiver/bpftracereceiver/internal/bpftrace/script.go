@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -53,6 +54,9 @@ type script struct {
 
 	restarts, startFailures, lostEvents, parseErrors atomic.Uint64
 
+	unmappedMu sync.Mutex
+	unmapped   map[string]uint64 // by record type: Counters.Unmapped
+
 	warnMu sync.Mutex
 	warned map[string]bool // warnings logged once per script
 }
@@ -66,6 +70,30 @@ func (s *script) warnOnce(key, msg string, fields ...zap.Field) {
 	if !seen {
 		s.log.Warn(msg, fields...)
 	}
+}
+
+// maxUnmappedTypes bounds the record types Counters.Unmapped tells apart;
+// further ones are counted as "other".
+const maxUnmappedTypes = 32
+
+// countUnmapped counts one record of type typ that could not be mapped.
+func (s *script) countUnmapped(typ string) {
+	s.unmappedMu.Lock()
+	defer s.unmappedMu.Unlock()
+	if s.unmapped == nil {
+		s.unmapped = map[string]uint64{}
+	}
+	if _, ok := s.unmapped[typ]; !ok && len(s.unmapped) >= maxUnmappedTypes {
+		typ = "other"
+	}
+	s.unmapped[typ]++
+}
+
+// unmappedCounts copies the unmapped counts.
+func (s *script) unmappedCounts() map[string]uint64 {
+	s.unmappedMu.Lock()
+	defer s.unmappedMu.Unlock()
+	return maps.Clone(s.unmapped)
 }
 
 // loop runs bpftrace until Shutdown, restarting it with exponential backoff.
@@ -162,6 +190,7 @@ func (s *script) runOnce() runResult {
 		start:   pcommon.NewTimestampFromTime(started),
 		tmpPath: tmp,
 		display: display,
+		fns:     mapFunctions(text),
 	}
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -284,6 +313,10 @@ type runHandler struct {
 	start   pcommon.Timestamp // the maps' start: bpftrace's start
 	tmpPath string            // the composed program, named in bpftrace's messages...
 	display string            // ...as the script's path (or name)
+	fns     map[string]string // the function the script assigns to each map (mapFunctions)
+	// auto: the specs of printed maps no MapConfig names, by record type
+	// and map name (used by the stdout reader only).
+	auto map[string]*mapSpec
 
 	attached atomic.Bool
 	probes   atomic.Uint64
@@ -335,18 +368,29 @@ func (h *runHandler) handleRecord(line []byte, now time.Time) {
 		h.lineMu.Unlock()
 	case kindMap:
 		ts := pcommon.NewTimestampFromTime(now)
+		mapped := true
 		for _, md := range rec.maps {
 			spec := s.spec.maps[md.name]
 			if spec == nil {
-				continue // not exported
+				spec = h.autoSpec(rec.typ, md)
 			}
+			if spec == nil {
+				mapped = false
+				continue
+			}
+			var err error
 			s.r.batch.addMetrics(func(ms pmetric.MetricSlice) int {
-				n, err := appendMapMetrics(ms, s.spec.name, spec, md, h.start, ts)
-				if err != nil {
-					s.warnOnce("map "+md.name+": "+err.Error(), "bpftrace map not fully exported (logged once)", zap.String("map", md.name), zap.Error(err))
-				}
+				var n int
+				n, err = appendMapMetrics(ms, s.spec.name, spec, md, h.start, ts)
 				return n
 			})
+			if err != nil {
+				mapped = false
+				s.warnOnce("map "+md.name+": "+err.Error(), "bpftrace map not fully exported; the printed map is passed on as a log record (counted in unmapped, logged once)", zap.String("map", md.name), zap.Error(err))
+			}
+		}
+		if !mapped {
+			h.passOn(rec.typ, line, now)
 		}
 	case kindLostEvents:
 		s.lostEvents.Add(rec.count)
@@ -360,13 +404,53 @@ func (h *runHandler) handleRecord(line []byte, now time.Time) {
 		s.log.Info("bpftrace script running", zap.Uint64("probes", rec.count))
 	case kindError:
 		msg := strings.ReplaceAll(rec.text, h.tmpPath, h.display)
+		sev := plog.SeverityNumberWarn
+		if rec.isError {
+			sev = plog.SeverityNumberError
+		}
 		s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
-			appendEventLog(lrs, s.spec.name, "bpftrace."+rec.typ, msg, now)
+			appendEventLog(lrs, s.spec.name, "bpftrace."+rec.typ, msg, sev, now)
 			return 1
 		})
 	default:
-		s.warnOnce("type "+rec.typ, "bpftrace printed a record type this receiver does not use; ignored", zap.String("type", rec.typ))
+		s.warnOnce("type "+rec.typ, "bpftrace printed a record type this receiver does not map; it is passed on as a log record (counted in unmapped, logged once)", zap.String("type", rec.typ))
+		h.passOn(rec.typ, line, now)
 	}
+}
+
+// autoSpec is the spec of a printed map no MapConfig names (autoMapSpec),
+// or nil when its metric name is a listed map's: that map keeps the name.
+func (h *runHandler) autoSpec(recType string, md mapData) *mapSpec {
+	key := recType + " " + md.name
+	if spec, ok := h.auto[key]; ok {
+		return spec
+	}
+	spec := autoMapSpec(h.s.spec.name, recType, h.fns[md.name], md)
+	for _, listed := range h.s.spec.maps {
+		if listed.metricName == spec.metricName {
+			h.s.warnOnce("auto "+md.name, "bpftrace map printed by the script is not exported: its default metric name is a listed map's; list it under maps with a name of its own", zap.String("map", md.name), zap.String("metric", spec.metricName))
+			spec = nil
+			break
+		}
+	}
+	if h.auto == nil {
+		h.auto = map[string]*mapSpec{}
+	}
+	h.auto[key] = spec
+	return spec
+}
+
+// passOn counts a record that could not be mapped (by its type) and passes
+// its JSON line on as an INFO log record named bpftrace.<type>, so that no
+// output is lost.
+func (h *runHandler) passOn(typ string, line []byte, now time.Time) {
+	h.s.countUnmapped(typ)
+	body := strings.ReplaceAll(string(truncate(line, 64<<10)), h.tmpPath, h.display)
+	name := h.s.spec.name
+	h.s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
+		appendEventLog(lrs, name, "bpftrace."+typ, body, plog.SeverityNumberInfo, now)
+		return 1
+	})
 }
 
 // emitLine hands a printed line to the batcher (lineMu held: lines keep

@@ -32,6 +32,7 @@ type TelemetryBuilder struct {
 	ReceiverBpftraceParseErrors   metric.Int64ObservableCounter
 	ReceiverBpftraceRestarts      metric.Int64ObservableCounter
 	ReceiverBpftraceStartFailures metric.Int64ObservableCounter
+	ReceiverBpftraceUnmapped      metric.Int64ObservableCounter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -105,6 +106,21 @@ func (builder *TelemetryBuilder) RegisterReceiverBpftraceStartFailuresCallback(c
 	return nil
 }
 
+// RegisterReceiverBpftraceUnmappedCallback sets callback for observable ReceiverBpftraceUnmapped metric.
+func (builder *TelemetryBuilder) RegisterReceiverBpftraceUnmappedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverBpftraceUnmapped, obs: o})
+		return nil
+	}, builder.ReceiverBpftraceUnmapped)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 type observerInt64 struct {
 	embedded.Int64Observer
 	inst metric.Int64Observable
@@ -155,6 +171,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_bpftrace_start_failures",
 		metric.WithDescription("Starts of a script that failed (no usable bpftrace, an unreadable script, a script that does not compile), by script (attribute `script`). [Development]"),
 		metric.WithUnit("{start}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverBpftraceUnmapped, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_bpftrace_unmapped",
+		metric.WithDescription("Records of bpftrace output that could not be mapped to log records or metrics (a record type the receiver does not know, a map of values that are not numbers), by script and record type (attributes `script`, `type`); each is passed on as an INFO log record holding its JSON line. [Development]"),
+		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

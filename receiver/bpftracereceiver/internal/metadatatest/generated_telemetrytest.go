@@ -84,3 +84,19 @@ func AssertEqualReceiverBpftraceStartFailures(t *testing.T, tt *componenttest.Te
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualReceiverBpftraceUnmapped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_bpftrace_unmapped",
+		Description: "Records of bpftrace output that could not be mapped to log records or metrics (a record type the receiver does not know, a map of values that are not numbers), by script and record type (attributes `script`, `type`); each is passed on as an INFO log record holding its JSON line. [Development]",
+		Unit:        "{record}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_bpftrace_unmapped")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
