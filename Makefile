@@ -54,7 +54,9 @@ test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fu
 # kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
 unit:
 	$(GO) vet ./...
+	$(GO) -C tools vet ./...
 	EBPF_EXPORTER_BIN=$(wildcard $(EBPF_EXPORTER)) $(GO) test -race -count=1 ./...
+	$(GO) -C tools test -race -count=1 ./...
 
 # Every fuzz target (scripts/fuzz.sh): each for 60 s under `make fuzz`, 5 s in
 # `make test` (the seed corpora also run as plain tests in `unit`).
@@ -178,6 +180,7 @@ $(GOLANGCI_LINT):
 
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
+	cd tools && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
 # Regenerated code and objects must equal the committed ones (scripts/drift.sh).
 drift:
@@ -207,7 +210,7 @@ BENCH_GO_PKGS := ./internal/ring ./internal/event ./receiver/seqreceiver ./recei
 .PHONY: bench-go
 bench-go:
 	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH_GO)' -benchmem -count $(BENCH_COUNT) $(BENCH_GO_PKGS) \
-		| tee bench-go.txt | $(GO) run ./tools/benchtable
+		| tee bench-go.txt | $(GO) -C tools run ./benchtable
 
 # The transport benchmark (root; about three minutes): the sequencer, the BPF
 # ring buffer and perf buffers, loaded and read as the seq receiver does
@@ -218,7 +221,8 @@ bench-go:
 BENCH_FLAGS ?=
 .PHONY: bench
 bench: deps
-	$(GO) run ./tools/seqbench $(BENCH_FLAGS)
+	$(GO) -C tools build -o $(CURDIR)/bin/seqbench ./seqbench
+	bin/seqbench $(BENCH_FLAGS)
 
 # The grpc receiver's cost on a real gRPC load (root; a few minutes, tools
 # built once into ~/.cache/otelcol-seq/bench-grpc): grpc-go's helloworld
