@@ -22,6 +22,12 @@ import "time"
 //     CPU that produces nothing (or whose last records were lost) stops
 //     holding the others up; Grace is for a producer caught between its
 //     ticket and its output.
+//
+// Where a producer can be preempted between its ticket and its output
+// (PREEMPT_RT runs BPF programs with migration, not preemption, disabled),
+// another on the same CPU may output a later ticket first: the frontier
+// then gives up on the earlier one, counted lost, and its record is late.
+// The accounting stays exact; the perf transport warns on such kernels.
 type Frontier struct {
 	Grace time.Duration
 	cpus  []cpuMark
