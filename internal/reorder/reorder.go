@@ -147,6 +147,19 @@ func (r *Reorder[T]) FlushTo(end uint64, out func(T)) {
 	r.SkipTo(end)
 }
 
+// GiveUpBelow gives up on every ticket below end that has not come (a
+// Frontier says none will): it releases the held records below end in
+// order, counting the tickets missing between them lost, then whatever
+// follows in sequence.
+func (r *Reorder[T]) GiveUpBelow(end uint64, out func(T)) {
+	if end <= r.next {
+		return
+	}
+	r.giveUpTo(end-1, out)
+	r.SkipTo(end)
+	r.release(out)
+}
+
 // SkipTo gives up on the tickets from Next up to end, when nothing is held
 // below end: tickets claimed whose records never came.
 func (r *Reorder[T]) SkipTo(end uint64) {

@@ -76,9 +76,17 @@ const (
 	PerfWakeupEvents = 16
 	// perfPoll bounds a perf reader's Wait: records below the watermark wake nobody.
 	perfPoll = 25 * time.Millisecond
-	// ReorderWait is how long the reorder stage waits for a missing ticket
-	// before giving up on it (also for tickets claimed whose record never came).
+	// ReorderWait is how long the ring buffer's reorder stage waits for a
+	// missing ticket before giving up on it (also for tickets claimed whose
+	// record never came).
 	ReorderWait = 100 * time.Millisecond
+	// PerfQuietGrace: the perf reorder stage waits for no clock while the
+	// CPUs produce: it gives up on a ticket once every CPU's stream has gone
+	// past it (reorder.Frontier). A CPU that has nothing to send passes it
+	// when its buffer is found empty twice, this long apart, after the
+	// ticket was claimed: longer than a producer takes between its ticket
+	// and its output.
+	PerfQuietGrace = 20 * time.Millisecond
 )
 
 // txRecord is a ring buffer or perf record in the reorder stage.
@@ -119,6 +127,8 @@ type bufSource struct {
 	waiting   bool // tickets missing below waitHead since waitSince, nothing held
 	waitSince time.Time
 	waitHead  uint64
+
+	front *reorder.Frontier // perf: how far every CPU's stream has gone
 }
 
 func newBufSource(s *Sequencer) (*bufSource, error) {
@@ -152,6 +162,13 @@ func newBufSource(s *Sequencer) (*bufSource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open perf buffers: %w", err)
 		}
+		// No clock: a ticket is given up on when every CPU has passed it
+		// (the frontier). The stage may have to hold what all the buffers
+		// hold: the perf reader empties one CPU's buffer before the next.
+		b.ro.MaxWait = 0
+		b.ro.MaxHeld = max(1024, per*n/perfMinRecord)
+		b.front = reorder.NewFrontier(n, PerfQuietGrace)
+		b.front.Pass(0, time.Now())
 	default:
 		return nil, fmt.Errorf("transport %s has no buffer reader", s.transport)
 	}
@@ -207,12 +224,38 @@ func (b *bufSource) setDeadline(t time.Time) {
 	}
 }
 
+// perfMinRecord is the least a record takes in a perf buffer: the perf
+// event header, the sample's size, the ticket and a bare event.
+const perfMinRecord = 8 + 4 + 8 + event.FixedSize
+
 // readInto reads one record or perf loss report into b.rbRec or b.pRec.
 func (b *bufSource) readInto() error {
 	if b.rb != nil {
 		return b.rb.ReadInto(&b.rbRec)
 	}
-	return b.pr.ReadInto(&b.pRec)
+	err := b.pr.ReadInto(&b.pRec)
+	switch {
+	case err == nil:
+		if b.pRec.Remaining == 0 {
+			// This CPU's buffer is empty, as of a look during this pass.
+			b.front.Drained(b.pRec.CPU)
+		}
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, perf.ErrFlushed):
+		// The perf reader returns these only once it has emptied every
+		// buffer, each as of a look after its last poll, which came after
+		// this pass began. The next pass begins now: its looks come after
+		// this head.
+		b.front.DrainedAll()
+		b.front.Pass(b.Head(), time.Now())
+	}
+	return err
+}
+
+// advance gives up on the tickets every CPU has passed (perf).
+func (b *bufSource) advance() {
+	if f := b.front.Min(); f > b.ro.Next() {
+		b.ro.GiveUpBelow(f, b.out)
+	}
 }
 
 func (b *bufSource) Wait(timeout time.Duration) (bool, error) {
@@ -249,23 +292,36 @@ func (b *bufSource) readOne(now time.Time) (bool, error) {
 		raw = b.rbRec.RawSample
 	} else {
 		if b.pRec.LostSamples > 0 {
+			// The lost samples' tickets lie between this CPU's records
+			// around the report: the frontier moves past them with the
+			// CPU's next record, or when its buffer stays empty.
 			b.perfLost += b.pRec.LostSamples
+			b.advance()
 			return true, nil
 		}
 		raw = b.pRec.RawSample
 	}
-	b.push(raw, now)
+	end, ok := b.push(raw, now)
+	if b.front != nil {
+		if ok {
+			b.front.Seen(b.pRec.CPU, end)
+		}
+		if b.ro.Held() > 0 {
+			b.advance()
+		}
+	}
 	return true, nil
 }
 
 // push hands one raw record (struct seq_tx_hdr, then the event; perf may add
 // up to 7 bytes of padding, cut here by the event's own lengths) to the
-// reorder stage.
-func (b *bufSource) push(raw []byte, now time.Time) {
+// reorder stage. It returns the end of the record's tickets; ok is false
+// for a record too short to have them.
+func (b *bufSource) push(raw []byte, now time.Time) (end uint64, ok bool) {
 	if len(raw) < 8+event.FixedSize {
 		// No ticket to put it in place: nothing to deliver. Its tickets
 		// are given up on as missing.
-		return
+		return 0, false
 	}
 	t := binary.LittleEndian.Uint64(raw)
 	data := raw[8:]
@@ -282,6 +338,7 @@ func (b *bufSource) push(raw []byte, now time.Time) {
 		rec.data = append([]byte(nil), data...)
 	}
 	b.ro.Push(rec, now, b.out)
+	return t + rec.n, true
 }
 
 // out queues a record the reorder stage released.
@@ -361,10 +418,14 @@ func (b *bufSource) Read(limit int, fn func(*ring.Item)) (n int, st ring.State) 
 		if got {
 			continue
 		}
-		// Nothing left in the buffer: the time bounds.
+		// Nothing left in the buffer: the bounds.
 		now = time.Now()
-		b.ro.Tick(now, b.out)
-		b.stuck(now)
+		if b.front != nil {
+			b.advance()
+		} else {
+			b.ro.Tick(now, b.out)
+			b.stuck(now)
+		}
 		if len(b.q) == b.qi {
 			break
 		}

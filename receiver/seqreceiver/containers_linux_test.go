@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +140,55 @@ func TestPodmanContainerIdentity(t *testing.T) {
 	assert.Equal(t, got.res, spanRes)
 	args, _ := span.Get("process.command_args")
 	assert.Equal(t, []any{"/bin/true", marker, "--password", "REDACTED"}, args.Slice().AsRaw())
+}
+
+// A fork storm on the host while a container forks too: the container's
+// records go to a resource of its own, and merged back by seq.number the
+// stream is whole — every ticket delivered or in a seq.lost record, in
+// order. Reading the resources one after the other made TestForkStormAccounting
+// fail once ("ticket 39809 follows 39807") when a container elsewhere on the
+// host forked during its storm; this reproduces that on purpose.
+func TestForkStormWithContainerAccounting(t *testing.T) {
+	testutil.RequireRoot(t)
+	if _, err := exec.LookPath("stress-ng"); err != nil {
+		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)
+	}
+	conf := podmanConf(t)
+	sink := &consumertest.LogsSink{}
+	r := startReceiver(t, createDefaultConfig(), sink)
+	_, parent := testutil.KubepodsParent(t)
+	ctr := exec.Command("podman", "run", "--rm", "--cgroup-parent="+parent, "localhost/seq-busybox",
+		"/bin/sh", "-c", "i=0; while [ $i -lt 3000 ]; do /bin/true; i=$((i+1)); done")
+	ctr.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+	var ctrOut strings.Builder
+	ctr.Stdout, ctr.Stderr = &ctrOut, &ctrOut
+	require.NoError(t, ctr.Start())
+	inContainer := func() (n int) {
+		for _, ld := range sink.AllLogs() {
+			for i := 0; i < ld.ResourceLogs().Len(); i++ {
+				rl := ld.ResourceLogs().At(i)
+				if _, ok := rl.Resource().Attributes().Get("container.id"); ok {
+					n += rl.ScopeLogs().At(0).LogRecords().Len()
+				}
+			}
+		}
+		return n
+	}
+	waitFor(t, "the container's first records", func() bool { return inContainer() > 0 })
+	before := inContainer()
+	storm := exec.Command("stress-ng", "--fork", "2", "--fork-ops", strconv.Itoa(testutil.ForkOps(10000)), "--timeout", "60s", "--quiet")
+	storm.Dir = t.TempDir()
+	out, err := storm.CombinedOutput()
+	require.NoError(t, err, string(out))
+	during := inContainer() - before
+	require.NoError(t, ctr.Wait(), "podman run: %s", ctrOut.String())
+	require.NoError(t, r.Shutdown(context.Background()))
+
+	f := r.final
+	t.Logf("issued %d, delivered %d (%d records), lost %d; %d container records during the storm", f.Issued, f.Stats.Tickets, f.Stats.Records, f.Stats.Lost, during)
+	require.Positive(t, during, "the container forked during the storm (else this test shows nothing)")
+	assert.Equal(t, f.Issued, f.Stats.Tickets+f.Stats.Lost, "delivered + lost = issued")
+	delivered, lost := checkOrder(t, flatten(sink.AllLogs()))
+	assert.Equal(t, int64(f.Stats.Records), delivered)
+	assert.Equal(t, int64(f.Stats.Lost), lost)
 }

@@ -79,7 +79,9 @@ const (
 	pendingFirst = 20 * time.Microsecond
 	pendingMax   = time.Millisecond
 	// drainWait bounds the final drain (for a record still in flight, or a
-	// ticket the reorder stage still waits for) before the rest is abandoned.
+	// ticket the reorder stage still waits for) before the rest is
+	// abandoned; it starts again while records still come, so that what
+	// the buffers hold at the end is read, not counted lost.
 	drainWait = 2 * sequencer.ReorderWait
 )
 
@@ -95,7 +97,7 @@ func (k *consumer) run(stop <-chan struct{}) error {
 		if st != ring.Pending {
 			pause = pendingFirst
 		}
-		if deadline.IsZero() && stopped(stop) {
+		if deadline.IsZero() && stopped(stop) || !deadline.IsZero() && n > 0 {
 			deadline = time.Now().Add(drainWait)
 		}
 		if !deadline.IsZero() && (st == ring.Idle || time.Now().After(deadline)) {
