@@ -385,6 +385,15 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 	if err := spec.Variables["h2_have_loop"].Set(loop); err != nil {
 		return nil, fmt.Errorf("set h2_have_loop: %w", err)
 	}
+	// With the TLS probes, socket calls look for an OpenSSL call of their
+	// thread (h2_tls_mark): one map lookup more per call.
+	var tlsOn uint32
+	if o.TLS {
+		tlsOn = 1
+	}
+	if err := spec.Variables["h2_tls_on"].Set(tlsOn); err != nil {
+		return nil, fmt.Errorf("set h2_tls_on: %w", err)
+	}
 
 	c := &Capture{hook: hook, why: why, multi: multi}
 	defer func() {

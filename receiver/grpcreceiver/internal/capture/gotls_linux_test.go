@@ -193,11 +193,26 @@ func TestCaptureTLSGo(t *testing.T) {
 	if lostCalls == 0 {
 		assert.Equal(t, unaryCalls(res.PID, res.PID, calls), only(tracked, res.PID), "calls by side, method and status")
 	}
+	sameISN(t, sessions[0], sessions[1])
 	assert.Positive(t, cnt.GoTLSCalls)
 	for _, o := range rec.opens {
 		assert.NotEqual(t, port(t, p.Addr), o.Remote.Port, "a ciphertext socket taken for HTTP/2")
 		assert.NotEqual(t, port(t, p.Addr), o.Local.Port, "a ciphertext socket taken for HTTP/2")
 	}
+}
+
+// sameISN checks that the two ends of one TLS connection, a client session
+// and a server session, each found the TCP socket under it (two sockets, in
+// two processes or one) and derive the same pair of initial sequence
+// numbers from it: what the TLS call ids are made of (spanmap).
+func sameISN(t *testing.T, client, server h2.ConnOpen) {
+	t.Helper()
+	require.True(t, client.ISN.Known, "the client session's socket found: %+v", client)
+	require.True(t, server.ISN.Known, "the server session's socket found: %+v", server)
+	cc, cs := client.ISN.ClientServer(h2.SideClient)
+	sc, ss := server.ISN.ClientServer(h2.SideServer)
+	t.Logf("ISNs: client end %#x/%#x (raw %+v), server end %#x/%#x (raw %+v)", cc, cs, client.ISN, sc, ss, server.ISN)
+	assert.Equal(t, [2]uint32{cc, cs}, [2]uint32{sc, ss}, "the (client, server) ISNs both ends derive")
 }
 
 // What the Go TLS probes cost per RPC: grpctls runs the same calls (one at
