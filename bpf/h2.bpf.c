@@ -752,6 +752,11 @@ struct {
 	__type(value, struct h2_tls_args);
 } h2_tls_calls SEC(".maps");
 
+struct h2_tls_sock {
+	struct h2_isn isn;
+	__u64 sk; /* the struct sock, for its endpoints (h2_tls_isn checks it is still that connection's) */
+};
+
 /* TLS sessions of OpenSSL: what the TCP socket under an SSL object says of
  * its initial sequence numbers (h2_sock_isn), keyed by the SSL object (an
  * H2_K_OPENSSL key). Set by the socket calls a thread makes inside SSL_read
@@ -762,7 +767,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct h2_key);
-	__type(value, struct h2_isn);
+	__type(value, struct h2_tls_sock);
 } h2_ssl_isn SEC(".maps");
 
 /* A socket call: when the thread is inside an OpenSSL call, the socket is
@@ -772,13 +777,13 @@ static __always_inline void h2_tls_mark(struct sock *sk)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct h2_tls_args *a = bpf_map_lookup_elem(&h2_tls_calls, &id);
 	struct h2_key key = {.tgid = id >> 32, .kind = H2_K_OPENSSL};
-	struct h2_isn k;
+	struct h2_tls_sock v = {.sk = (__u64)sk};
 
-	if (!a || a->sock || !h2_is_tcp(sk) || !h2_sock_isn(sk, &k))
+	if (!a || a->sock || !h2_is_tcp(sk) || !h2_sock_isn(sk, &v.isn))
 		return;
 	a->sock = 1;
 	key.ptr = a->ssl;
-	bpf_map_update_elem(&h2_ssl_isn, &key, &k, BPF_ANY);
+	bpf_map_update_elem(&h2_ssl_isn, &key, &v, BPF_ANY);
 }
 
 /*
@@ -790,7 +795,7 @@ static __always_inline void h2_tls_mark(struct sock *sk)
  * Unix socket) gives no TCP socket there, or, should its words happen to
  * name one, ids that no other end computes.
  */
-static __always_inline bool h2_go_isn(__u64 conn, struct h2_isn *k)
+static __always_inline bool h2_go_isn(__u64 conn, struct h2_isn *k, struct sock **skp)
 {
 	__u64 data = 0, fdp = 0;
 	__s64 fd = -1;
@@ -802,20 +807,30 @@ static __always_inline bool h2_go_isn(__u64 conn, struct h2_isn *k)
 		return false;
 	if (h2_fd_sock(fd, &sk) || !h2_is_tcp(sk))
 		return false;
+	*skp = sk;
 	return h2_sock_isn(sk, k);
 }
 
-/* The socket's numbers under a TLS session (key), when it can be found. */
-static __always_inline bool h2_tls_isn(struct h2_key *key, struct h2_isn *k)
+/* The socket's numbers under a TLS session (key), when it can be found, and
+ * the socket itself (*skp) when it still is that connection's (else 0). */
+static __always_inline bool h2_tls_isn(struct h2_key *key, struct h2_isn *k, struct sock **skp)
 {
-	struct h2_isn *p;
+	struct h2_tls_sock *p;
+	struct h2_isn now;
+	struct sock *sk;
 
+	*skp = 0;
 	if (key->kind == H2_K_GOTLS)
-		return h2_go_isn(key->ptr, k);
+		return h2_go_isn(key->ptr, k, skp);
 	p = bpf_map_lookup_elem(&h2_ssl_isn, key);
 	if (!p)
 		return false;
-	*k = *p;
+	*k = p->isn;
+	sk = (struct sock *)p->sk;
+	/* Sockets are freed RCU-typesafe: one closed since is still a socket,
+	 * maybe another connection's, whose numbers differ. */
+	if (h2_sock_isn(sk, &now) && now.snd == k->snd && now.rcv == k->rcv)
+		*skp = sk;
 	return true;
 }
 
@@ -865,11 +880,12 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 	o->est_ns = c->est_ns;
 	o->role = c->role;
 	if (!sk) {
-		/* TLS: the endpoints stay unknown (family 0); the socket's
-		 * numbers, when it is found, name the connection. */
+		/* TLS: the socket under the session, when it is found: its
+		 * numbers name the connection, its endpoints are the session's.
+		 * Else the endpoints stay unknown (family 0). */
 		struct h2_isn k;
 
-		if (h2_tls_isn(key, &k)) {
+		if (h2_tls_isn(key, &k, &sk)) {
 			o->h.flags |= H2_F_ISN;
 			o->isn_snd = k.snd;
 			o->isn_rcv = k.rcv;
@@ -877,9 +893,11 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 		} else {
 			st->tls_no_sock++;
 		}
-		seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
-		c->opened = 1;
-		return;
+		if (!sk) {
+			seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
+			c->opened = 1;
+			return;
+		}
 	}
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	o->family = family;

@@ -10,7 +10,8 @@
  *                 (emitted once, before its first H2_REC_DATA): its
  *                 endpoints, its role and the inode of its socket's network
  *                 namespace (two pods' loopback connections can have equal
- *                 addresses and ports);
+ *                 addresses and ports); a TLS session's are those of the TCP
+ *                 socket under it, when found (H2_F_ISN);
  *   H2_REC_DATA   nseg segments, each struct h2_seg then len bytes of one
  *                 direction's byte stream at stream offset off, the next
  *                 segment at the next multiple of 8; with H2_F_SEQ each
@@ -71,10 +72,10 @@ struct h2_open {
 	__u8 raddr[16];
 	__u16 lport;    /* host order */
 	__u16 rport;
-	__u8 family;    /* AF_INET (2) or AF_INET6 (10); 0 for TLS (endpoints unknown) */
+	__u8 family;    /* AF_INET (2) or AF_INET6 (10); 0: a TLS session whose socket was not found (endpoints unknown) */
 	__u8 role;      /* enum h2_role */
 	__u8 _pad[2];
-	__u32 netns;    /* inode of the socket's network namespace (0 for TLS: unknown) */
+	__u32 netns;    /* inode of the socket's network namespace (0: unknown, as family) */
 	/* H2_F_ISN (TLS sessions whose TCP socket was found): what the socket
 	 * says of the connection's initial sequence numbers, read when the
 	 * session was opened: snd_una - bytes_acked (the local ISN, plus one on

@@ -326,8 +326,11 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 			}
 		}
 	} else {
-		delete(spec.Maps, "h2_tls_calls")
 		delete(spec.Maps, "h2_go_calls")
+		// The socket programs name these two in h2_tls_mark, which
+		// h2_tls_on = 0 leaves dead: the least that loads.
+		spec.Maps["h2_tls_calls"].MaxEntries = 64
+		spec.Maps["h2_ssl_isn"].MaxEntries = 64
 	}
 	for name := range spec.Programs {
 		if !slices.Contains(progs, name) {

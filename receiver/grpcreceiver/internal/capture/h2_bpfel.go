@@ -53,12 +53,6 @@ type h2H2GoCallKey struct {
 	Pad  uint32
 }
 
-type h2H2Isn struct {
-	_   structs.HostLayout
-	Snd uint32
-	Rcv uint32
-}
-
 type h2H2Key struct {
 	_    structs.HostLayout
 	Ptr  uint64
@@ -168,6 +162,16 @@ type h2H2TlsArgs struct {
 	Buf  uint64
 	Outp uint64
 	Sock uint64
+}
+
+type h2H2TlsSock struct {
+	_   structs.HostLayout
+	Isn struct {
+		_   structs.HostLayout
+		Snd uint32
+		Rcv uint32
+	}
+	Sk uint64
 }
 
 type h2SeqCtl struct {
