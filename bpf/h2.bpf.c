@@ -1516,7 +1516,9 @@ int BPF_PROG(h2_raw_sys, struct pt_regs *regs, long ret)
  * session: offsets are running byte counts per direction, from the first
  * call seen (offset 0: the preface, or the server's SETTINGS, tells client
  * from server; otherwise mid-stream). A session is keyed by its object's
- * address in its process (struct h2_key).
+ * address in its process (struct h2_key). Its H2_REC_OPEN carries the TCP
+ * socket under it when that is found (h2_tls_isn: its endpoints and
+ * initial sequence numbers, H2_F_ISN): the ids both ends of a call compute.
  *
  * OpenSSL: SSL_write / SSL_read and SSL_write_ex / SSL_read_ex (uprobe on
  * entry for the buffer, uretprobe for the length: h2_ssl_write_ret and
