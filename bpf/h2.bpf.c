@@ -777,13 +777,18 @@ static __always_inline void h2_tls_mark(struct sock *sk)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct h2_tls_args *a = bpf_map_lookup_elem(&h2_tls_calls, &id);
 	struct h2_key key = {.tgid = id >> 32, .kind = H2_K_OPENSSL};
-	struct h2_tls_sock v = {.sk = (__u64)sk};
+	struct h2_tls_sock v = {.sk = (__u64)sk}, *p;
 
-	if (!a || a->sock || !h2_is_tcp(sk) || !h2_sock_isn(sk, &v.isn))
+	if (!a || a->sock)
 		return;
-	a->sock = 1;
+	a->sock = 1; /* the first socket call of this OpenSSL call only */
 	key.ptr = a->ssl;
-	bpf_map_update_elem(&h2_ssl_isn, &key, &v, BPF_ANY);
+	/* Known already (every call after a session's first): one lookup. */
+	p = bpf_map_lookup_elem(&h2_ssl_isn, &key);
+	if (p && p->sk == v.sk)
+		return;
+	if (h2_is_tcp(sk) && h2_sock_isn(sk, &v.isn))
+		bpf_map_update_elem(&h2_ssl_isn, &key, &v, BPF_ANY);
 }
 
 /*
