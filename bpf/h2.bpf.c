@@ -106,6 +106,9 @@ volatile const __u32 h2_have_loop = 1;   /* 0: the kernel has no bpf_loop (Linux
  * at once (h2_tokens); 0: no limit. */
 volatile const __u64 h2_rate = 0;
 volatile const __u64 h2_burst = 0;
+/* 1: the TLS probes are attached: a socket call made inside an OpenSSL call
+ * names the socket under its SSL object (h2_ssl_isn). */
+volatile const __u32 h2_tls_on = 0;
 
 /* Never read: put the record structs into BTF (the Go layout test reads them). */
 const struct h2_open *const h2_open_btf = 0;
@@ -309,6 +312,60 @@ static __always_inline bool h2_is_tcp(struct sock *sk)
 	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
 
 	return (family == AF_INET || family == AF_INET6) && BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
+}
+
+/*
+ * What a TCP socket says of its connection's initial sequence numbers, at
+ * any time after the handshake (the TLS call ids, h2.h's h2_open): snd_una -
+ * bytes_acked and rcv_nxt - bytes_received (RFC 4898's counters, Linux
+ * 4.1+). Each pair is changed by two stores (tcp_snd_una_update,
+ * tcp_rcv_nxt_update); a read between them on another CPU gives a wrong
+ * sum, so the counters are read twice and must agree.
+ */
+struct h2_isn {
+	__u32 snd, rcv;
+};
+
+static __always_inline bool h2_sock_isn(struct sock *sk, struct h2_isn *k)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+
+	for (int i = 0; i < 3; i++) {
+		__u64 ba = BPF_CORE_READ(tp, bytes_acked), br = BPF_CORE_READ(tp, bytes_received);
+		__u32 una = BPF_CORE_READ(tp, snd_una), nxt = BPF_CORE_READ(tp, rcv_nxt);
+
+		if (ba == BPF_CORE_READ(tp, bytes_acked) && br == BPF_CORE_READ(tp, bytes_received) &&
+		    una == BPF_CORE_READ(tp, snd_una) && nxt == BPF_CORE_READ(tp, rcv_nxt)) {
+			k->snd = una - (__u32)ba;
+			k->rcv = nxt - (__u32)br;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The struct sock of the current task's fd (0: none): 1 when fd is not
+ * a socket, -1 when the fd table walk failed. */
+static __always_inline int h2_fd_sock(__u32 fd, struct sock **skp)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct file **fds;
+	struct socket *so;
+	struct file *f;
+	umode_t mode;
+	__u32 max;
+
+	*skp = 0;
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (fd >= max || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return -1;
+	mode = BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & S_IFMT) != S_IFSOCK)
+		return 1;
+	so = BPF_CORE_READ(f, private_data);
+	*skp = BPF_CORE_READ(so, sk);
+	return *skp ? 0 : -1;
 }
 
 static __always_inline __u64 h2_new_id(void)
@@ -679,6 +736,109 @@ __noinline int h2_flush_bounded(void)
 	return h2_flush_cb(0, 0);
 }
 
+/* ---- TLS: the socket under a session ---- */
+
+struct h2_tls_args {
+	__u64 ssl;
+	__u64 buf;
+	__u64 outp; /* _ex: where the function stores the length (size_t *) */
+	__u64 sock; /* 1: a socket call inside this one named the SSL object's socket (h2_ssl_isn) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct h2_tls_args);
+} h2_tls_calls SEC(".maps");
+
+struct h2_tls_sock {
+	struct h2_isn isn;
+	__u64 sk; /* the struct sock, for its endpoints (h2_tls_isn checks it is still that connection's) */
+};
+
+/* TLS sessions of OpenSSL: what the TCP socket under an SSL object says of
+ * its initial sequence numbers (h2_sock_isn), keyed by the SSL object (an
+ * H2_K_OPENSSL key). Set by the socket calls a thread makes inside SSL_read
+ * / SSL_write (h2_tls_mark): OpenSSL's own BIO reads and writes the fd it
+ * was given from the calling thread. A program whose BIO moves the bytes
+ * elsewhere (a memory BIO pair, as gRPC's C core) names no socket here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct h2_key);
+	__type(value, struct h2_tls_sock);
+} h2_ssl_isn SEC(".maps");
+
+/* A socket call: when the thread is inside an OpenSSL call, the socket is
+ * its SSL object's. */
+static __always_inline void h2_tls_mark(struct sock *sk)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct h2_tls_args *a = bpf_map_lookup_elem(&h2_tls_calls, &id);
+	struct h2_key key = {.tgid = id >> 32, .kind = H2_K_OPENSSL};
+	struct h2_tls_sock v = {.sk = (__u64)sk}, *p;
+
+	if (!a || a->sock)
+		return;
+	a->sock = 1; /* the first socket call of this OpenSSL call only */
+	key.ptr = a->ssl;
+	/* Known already (every call after a session's first): one lookup. */
+	p = bpf_map_lookup_elem(&h2_ssl_isn, &key);
+	if (p && p->sk == v.sk)
+		return;
+	if (h2_is_tcp(sk) && h2_sock_isn(sk, &v.isn))
+		bpf_map_update_elem(&h2_ssl_isn, &key, &v, BPF_ANY);
+}
+
+/*
+ * Go crypto/tls: the socket under a *tls.Conn, by its fields (Go 1.17+ on
+ * amd64, unchanged since): Conn.conn, the net.Conn at offset 0 (itab, data);
+ * data a *net.TCPConn, whose first word is its *netFD; netFD.pfd, a
+ * poll.FD, first (fdmu: 16 bytes, then Sysfd int). The fd must be a TCP
+ * socket of the current process; a net.Conn of another type (a wrapper, a
+ * Unix socket) gives no TCP socket there, or, should its words happen to
+ * name one, ids that no other end computes.
+ */
+static __always_inline bool h2_go_isn(__u64 conn, struct h2_isn *k, struct sock **skp)
+{
+	__u64 data = 0, fdp = 0;
+	__s64 fd = -1;
+	struct sock *sk;
+
+	if (bpf_probe_read_user(&data, sizeof(data), (void *)(conn + 8)) || !data ||
+	    bpf_probe_read_user(&fdp, sizeof(fdp), (void *)data) || !fdp ||
+	    bpf_probe_read_user(&fd, sizeof(fd), (void *)(fdp + 16)) || fd < 0 || fd > 0x7fffffff)
+		return false;
+	if (h2_fd_sock(fd, &sk) || !h2_is_tcp(sk))
+		return false;
+	*skp = sk;
+	return h2_sock_isn(sk, k);
+}
+
+/* The socket's numbers under a TLS session (key), when it can be found, and
+ * the socket itself (*skp) when it still is that connection's (else 0). */
+static __always_inline bool h2_tls_isn(struct h2_key *key, struct h2_isn *k, struct sock **skp)
+{
+	struct h2_tls_sock *p;
+	struct h2_isn now;
+	struct sock *sk;
+
+	*skp = 0;
+	if (key->kind == H2_K_GOTLS)
+		return h2_go_isn(key->ptr, k, skp);
+	p = bpf_map_lookup_elem(&h2_ssl_isn, key);
+	if (!p)
+		return false;
+	*k = p->isn;
+	sk = (struct sock *)p->sk;
+	/* Sockets are freed RCU-typesafe: one closed since is still a socket,
+	 * maybe another connection's, whose numbers differ. */
+	if (h2_sock_isn(sk, &now) && now.snd == k->snd && now.rcv == k->rcv)
+		*skp = sk;
+	return true;
+}
+
 /* ---- Detection ---- */
 
 static const char h2_preface[H2_PREFACE_LEN] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -714,7 +874,8 @@ struct h2_head {
 	__u32 n;
 };
 
-static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, struct h2_scratch *s)
+static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, struct h2_key *key, struct h2_scratch *s,
+					 struct h2_stats *st)
 {
 	struct h2_open *o = (struct h2_open *)s->rec.buf;
 	__u16 family;
@@ -724,10 +885,24 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 	o->est_ns = c->est_ns;
 	o->role = c->role;
 	if (!sk) {
-		/* TLS: no socket at hand; the endpoints stay unknown (family 0). */
-		seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
-		c->opened = 1;
-		return;
+		/* TLS: the socket under the session, when it is found: its
+		 * numbers name the connection, its endpoints are the session's.
+		 * Else the endpoints stay unknown (family 0). */
+		struct h2_isn k;
+
+		if (h2_tls_isn(key, &k, &sk)) {
+			o->h.flags |= H2_F_ISN;
+			o->isn_snd = k.snd;
+			o->isn_rcv = k.rcv;
+			st->tls_sock++;
+		} else {
+			st->tls_no_sock++;
+		}
+		if (!sk) {
+			seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
+			c->opened = 1;
+			return;
+		}
 	}
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	o->family = family;
@@ -1006,7 +1181,7 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 			c->d[dir].nf = c->d[dir].copy_end = c->d[dir].seen = start;
 		}
 		if (open && !c->opened) {
-			h2_emit_open(c, sk, s);
+			h2_emit_open(c, sk, key, s, st);
 			st->records++;
 		}
 	}
@@ -1120,6 +1295,8 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	if (!st || ret <= 0)
 		return 0;
 	st->sock_calls++;
+	if (h2_tls_on)
+		h2_tls_mark(sk);
 	c = h2_find(&key, sk, st, &pending, &skip);
 	if (skip)
 		return 0;
@@ -1253,34 +1430,18 @@ int BPF_PROG(h2_sock_recv, struct sock *sk, int ret, int flags)
  */
 static __always_inline int h2_sys(struct pt_regs *regs, long ret, int dir)
 {
-	struct task_struct *task;
-	struct h2_stats *st;
-	struct file **fds;
-	struct file *f;
-	struct socket *so;
+	struct h2_stats *st = h2_st();
 	struct sock *sk;
-	__u32 fd, max;
-	umode_t mode;
+	int r;
 
-	fd = BPF_CORE_READ(regs, di);
-	task = (struct task_struct *)bpf_get_current_task();
-	max = BPF_CORE_READ(task, files, fdt, max_fds);
-	fds = BPF_CORE_READ(task, files, fdt, fd);
-	st = h2_st();
 	if (!st)
 		return 0;
-	if (fd >= max || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f) {
-		st->fd_unreadable++;
-		return 0;
-	}
-	mode = BPF_CORE_READ(f, f_inode, i_mode);
-	if ((mode & S_IFMT) != S_IFSOCK) {
+	r = h2_fd_sock(BPF_CORE_READ(regs, di), &sk);
+	if (r > 0) {
 		st->not_socket++;
 		return 0;
 	}
-	so = BPF_CORE_READ(f, private_data);
-	sk = BPF_CORE_READ(so, sk);
-	if (!sk) {
+	if (r < 0) {
 		st->fd_unreadable++;
 		return 0;
 	}
@@ -1360,25 +1521,15 @@ int BPF_PROG(h2_raw_sys, struct pt_regs *regs, long ret)
  * session: offsets are running byte counts per direction, from the first
  * call seen (offset 0: the preface, or the server's SETTINGS, tells client
  * from server; otherwise mid-stream). A session is keyed by its object's
- * address in its process (struct h2_key).
+ * address in its process (struct h2_key). Its H2_REC_OPEN carries the TCP
+ * socket under it when that is found (h2_tls_isn: its endpoints and
+ * initial sequence numbers, H2_F_ISN): the ids both ends of a call compute.
  *
  * OpenSSL: SSL_write / SSL_read and SSL_write_ex / SSL_read_ex (uprobe on
  * entry for the buffer, uretprobe for the length: h2_ssl_write_ret and
  * h2_ssl_read_ret serve both forms, told apart by what the entry saved),
  * SSL_free ends the session. Uretprobes are never used on Go code.
  */
-struct h2_tls_args {
-	__u64 ssl;
-	__u64 buf;
-	__u64 outp; /* _ex: where the function stores the length (size_t *) */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64); /* pid_tgid */
-	__type(value, struct h2_tls_args);
-} h2_tls_calls SEC(".maps");
 
 static __always_inline struct h2_key h2_tls_key(__u64 ptr, __u32 kind)
 {
@@ -1532,7 +1683,10 @@ int BPF_KPROBE(h2_ssl_read_ex, void *ssl, void *buf, __u64 num, void *readbytes)
 SEC("uprobe/SSL_free")
 int BPF_KPROBE(h2_ssl_free, void *ssl)
 {
-	h2_close_conn(h2_tls_key((__u64)ssl, H2_K_OPENSSL), 2, true);
+	struct h2_key key = h2_tls_key((__u64)ssl, H2_K_OPENSSL);
+
+	h2_close_conn(key, 2, true);
+	bpf_map_delete_elem(&h2_ssl_isn, &key);
 	return 0;
 }
 

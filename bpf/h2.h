@@ -10,7 +10,8 @@
  *                 (emitted once, before its first H2_REC_DATA): its
  *                 endpoints, its role and the inode of its socket's network
  *                 namespace (two pods' loopback connections can have equal
- *                 addresses and ports);
+ *                 addresses and ports); a TLS session's are those of the TCP
+ *                 socket under it, when found (H2_F_ISN);
  *   H2_REC_DATA   nseg segments, each struct h2_seg then len bytes of one
  *                 direction's byte stream at stream offset off, the next
  *                 segment at the next multiple of 8; with H2_F_SEQ each
@@ -61,6 +62,7 @@ struct h2_rec {
 enum h2_rec_flags {
 	H2_F_SOFTIRQ = 1 << 0, /* written outside a process context: pid, tid, start_ns are 0 */
 	H2_F_SEQ = 1 << 1,     /* H2_REC_DATA: the segments' seq are TCP sequence numbers (else 0) */
+	H2_F_ISN = 1 << 2,     /* H2_REC_OPEN of a TLS session: isn_snd, isn_rcv are its TCP socket's */
 };
 
 struct h2_open {
@@ -70,11 +72,19 @@ struct h2_open {
 	__u8 raddr[16];
 	__u16 lport;    /* host order */
 	__u16 rport;
-	__u8 family;    /* AF_INET (2) or AF_INET6 (10); 0 for TLS (endpoints unknown) */
+	__u8 family;    /* AF_INET (2) or AF_INET6 (10); 0: a TLS session whose socket was not found (endpoints unknown) */
 	__u8 role;      /* enum h2_role */
 	__u8 _pad[2];
-	__u32 netns;    /* inode of the socket's network namespace (0 for TLS: unknown) */
-	__u32 _pad2;    /* 96 bytes: a multiple of 8 */
+	__u32 netns;    /* inode of the socket's network namespace (0: unknown, as family) */
+	/* H2_F_ISN (TLS sessions whose TCP socket was found): what the socket
+	 * says of the connection's initial sequence numbers, read when the
+	 * session was opened: snd_una - bytes_acked (the local ISN, plus one on
+	 * the end that accepted) and rcv_nxt - bytes_received (the peer's ISN
+	 * plus one). Both ends of the connection compute the same pair, on any
+	 * host, through NAT (spanmap: the TLS call ids). */
+	__u32 isn_snd;
+	__u32 isn_rcv;
+	__u32 _pad2;    /* 104 bytes: a multiple of 8 */
 };
 
 struct h2_close {
@@ -124,6 +134,8 @@ struct h2_stats {
 	__u64 promote_failed; /* calls skipped moving their HTTP/2 connection into h2_conns: not inserted, or a stale pending entry (never expected) */
 	__u64 throttled;      /* calls not walked: their connection had copied its share of the ring (h2_rate) */
 	__u64 throttled_bytes; /* ... their bytes (a hole: the direction finds its frames again later) */
+	__u64 tls_sock;       /* TLS sessions opened with their TCP socket found (H2_F_ISN) */
+	__u64 tls_no_sock;    /* ... without: the socket not found (ids local to the host) */
 };
 
 #endif

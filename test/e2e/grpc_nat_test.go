@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
@@ -52,6 +53,11 @@ service:
       processors: [batch]
       exporters: [otlp_grpc, file]
 `
+
+// tlsNodeConfig is nodeConfig with the TLS probes on (the rescan picks up
+// the Python client started after the agents).
+var tlsNodeConfig = strings.Replace(nodeConfig, "    service_name: %s\n",
+	"    service_name: %s\n    tls: {enabled: true, rescan_interval: 1s}\n", 1)
 
 // natRule adds an iptables nat rule and removes it when the test ends.
 func natRule(t *testing.T, chain string, args ...string) {
@@ -94,11 +100,16 @@ func mustFreePort(t *testing.T) int {
 
 // node starts one node's collector keeping the calls on port.
 func node(t *testing.T, j *jaeger, name string, port int) (*collector, string) {
+	return nodeOf(t, nodeConfig, j, name, port)
+}
+
+// nodeOf starts one node's collector of config (nodeConfig's verbs).
+func nodeOf(t *testing.T, config string, j *jaeger, name string, port int) (*collector, string) {
 	t.Helper()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "spans.jsonl")
 	cfg := filepath.Join(dir, "config.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(nodeConfig, port, name, j.otlpGRPC, out)), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(config, port, name, j.otlpGRPC, out)), 0o600))
 	return startCollector(t, nil, "--config", cfg), out
 }
 
@@ -254,4 +265,109 @@ func head(s []string, n int) []string {
 		return s[:n]
 	}
 	return s
+}
+
+// TLS across NAT: the same two nodes, TLS probes on, a grpc-go TLS server
+// in this process (its crypto/tls probed by both agents), a grpc-go TLS
+// client in this process and a Python client over OpenSSL (ssl module and
+// the h2 package: grpcio's statically linked BoringSSL is not probed), both
+// through DNAT and SNAT. The sessions' ids come from the TCP sockets under
+// them (their initial sequence numbers), which each agent finds on its
+// own: every server span is the child of its client span, per client
+// library, and Jaeger shows one trace holding both nodes' spans.
+func TestGRPCTLSAcrossNAT(t *testing.T) {
+	testutil.RequireRoot(t)
+	j := startJaeger(t)
+
+	srv, err := grpctest.StartTLS()
+	require.NoError(t, err)
+	defer srv.Stop()
+	_, p, _ := strings.Cut(srv.Addr, ":")
+	real, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	svc := natPair(t, real)
+	svcAddr := "127.0.0.1:" + strconv.Itoa(svc)
+
+	clientNode, clientOut := nodeOf(t, tlsNodeConfig, j, "client-node", svc)
+	serverNode, serverOut := nodeOf(t, tlsNodeConfig, j, "server-node", real)
+	ctx := context.Background()
+	unary, stream := grpctest.Service+"/UnaryCall", grpctest.Service+"/StreamingOutputCall"
+
+	const calls, streams = 200, 5
+	cc, client, err := grpctest.DialTLS(svcAddr)
+	require.NoError(t, err)
+	defer cc.Close()
+	require.Zero(t, grpctest.UnaryConcurrently(ctx, client, calls, 4)(), "grpc-go calls failed")
+	for range streams {
+		require.NoError(t, grpctest.Stream(ctx, client, 5, 10*time.Millisecond))
+	}
+	require.Equal(t, codes.NotFound, status.Code(grpctest.Unary(ctx, client, codes.NotFound, "notfound")))
+	py := grpctest.PythonGRPC(t, repoRoot(t))
+	// The Python client's libssl is the system's, probed at the agents'
+	// start (mapped by running processes or at a usual location).
+	pyStart := pcommon.NewTimestampFromTime(time.Now())
+	out, err := exec.Command(py, filepath.Join(repoRoot(t), "testdata", "grpc", "py_h2_tls.py"), svcAddr, strconv.Itoa(calls)).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, strings.Repeat("0 ", calls)+"5\n", string(out), "grpc-status of each Python call")
+	const perLib = calls + 1 // the calls and one NOT_FOUND
+
+	wantUnary := 2 * perLib
+	var cs, ss []ptrace.Span
+	assert.Eventually(t, func() bool {
+		cs, ss = readSpans(t, clientOut), readSpans(t, serverOut)
+		return len(ofKind(ss, ptrace.SpanKindServer, unary)) >= wantUnary && len(ofKind(cs, ptrace.SpanKindClient, unary)) >= wantUnary &&
+			len(ofKind(ss, ptrace.SpanKindServer, stream)) >= streams
+	}, 60*time.Second, 250*time.Millisecond, "client node %d spans, server node %d\n%s\n%s",
+		len(cs), len(ss), tail(clientNode.log(), 1500), tail(serverNode.log(), 1500))
+	clientNode.stop(t)
+	serverNode.stop(t)
+	for _, n := range []*collector{clientNode, serverNode} {
+		if i := strings.Index(n.log(), "grpc receiver: stopped"); i >= 0 {
+			t.Log(tail(n.log()[i:], 600))
+		}
+	}
+	cs, ss = readSpans(t, clientOut), readSpans(t, serverOut)
+	assert.Empty(t, ofKind(cs, ptrace.SpanKindServer, unary), "the client node keeps client spans only")
+	assert.Empty(t, ofKind(ss, ptrace.SpanKindClient, unary), "the server node keeps server spans only")
+	assert.Len(t, ofKind(ss, ptrace.SpanKindServer, unary), wantUnary)
+	assert.Len(t, ofKind(ss, ptrace.SpanKindServer, stream), streams)
+	for _, m := range []string{unary, stream} {
+		servers, clients := ofKind(ss, ptrace.SpanKindServer, m), ofKind(cs, ptrace.SpanKindClient, m)
+		joined, unjoined := joinRate(servers, clients)
+		t.Logf("TLS %s across NAT: %d of %d server spans joined to their client span (%d client spans)", m, joined, len(servers), len(clients))
+		assert.Equal(t, len(servers), joined, "server spans not joined: %v", head(unjoined, 5))
+	}
+	for _, lib := range []struct {
+		name     string
+		from, to pcommon.Timestamp
+	}{{"grpc-go (crypto/tls)", 0, pyStart}, {"Python h2 (OpenSSL)", pyStart, pcommon.Timestamp(1<<63 - 1)}} {
+		var servers []ptrace.Span
+		for _, s := range ofKind(ss, ptrace.SpanKindServer, unary) {
+			if s.StartTimestamp() >= lib.from && s.StartTimestamp() < lib.to {
+				servers = append(servers, s)
+			}
+		}
+		joined, _ := joinRate(servers, ofKind(cs, ptrace.SpanKindClient, unary))
+		t.Logf("%s client, TLS unary, across NAT: %d of %d server spans joined", lib.name, joined, len(servers))
+		assert.Len(t, servers, perLib, lib.name)
+		assert.Equal(t, len(servers), joined, lib.name)
+	}
+
+	servers := ofKind(ss, ptrace.SpanKindServer, unary)
+	require.NotEmpty(t, servers)
+	id := servers[len(servers)-1].TraceID() // a Python call's
+	var got []span
+	require.Eventually(t, func() bool {
+		td, err := j.trace(t, id)
+		if err != nil {
+			return false
+		}
+		got = spans(td)
+		return len(got) >= 2
+	}, 30*time.Second, 250*time.Millisecond, "trace %s in Jaeger", id)
+	names := map[string]string{}
+	for _, s := range got {
+		names[s.Kind().String()] = s.attrs["service.name"].(string)
+	}
+	assert.Equal(t, map[string]string{"Client": "client-node", "Server": "server-node"}, names, "trace %s: %v", id, got)
 }

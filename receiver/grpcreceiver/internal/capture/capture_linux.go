@@ -326,8 +326,11 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 			}
 		}
 	} else {
-		delete(spec.Maps, "h2_tls_calls")
 		delete(spec.Maps, "h2_go_calls")
+		// The socket programs name these two in h2_tls_mark, which
+		// h2_tls_on = 0 leaves dead: the least that loads.
+		spec.Maps["h2_tls_calls"].MaxEntries = 64
+		spec.Maps["h2_ssl_isn"].MaxEntries = 64
 	}
 	for name := range spec.Programs {
 		if !slices.Contains(progs, name) {
@@ -384,6 +387,15 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 	}
 	if err := spec.Variables["h2_have_loop"].Set(loop); err != nil {
 		return nil, fmt.Errorf("set h2_have_loop: %w", err)
+	}
+	// With the TLS probes, socket calls look for an OpenSSL call of their
+	// thread (h2_tls_mark): one map lookup more per call.
+	var tlsOn uint32
+	if o.TLS {
+		tlsOn = 1
+	}
+	if err := spec.Variables["h2_tls_on"].Set(tlsOn); err != nil {
+		return nil, fmt.Errorf("set h2_tls_on: %w", err)
 	}
 
 	c := &Capture{hook: hook, why: why, multi: multi}

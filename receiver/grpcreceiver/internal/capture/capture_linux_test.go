@@ -437,7 +437,7 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 	t.Logf("%+v", cnt)
 	var tlsConns []h2.ConnOpen
 	for _, o := range rec.opens {
-		if !o.Local.Addr.IsValid() && (int(o.Proc.PID) == cmd.Process.Pid || int(o.Proc.PID) == os.Getpid()) {
+		if o.ISN.Known && (int(o.Proc.PID) == cmd.Process.Pid || int(o.Proc.PID) == os.Getpid()) {
 			tlsConns = append(tlsConns, o)
 		}
 	}
@@ -450,8 +450,12 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 		_, _, exact := checkSession(t, rec, o, calls, 0)
 		assert.True(t, exact)
 	}
+	sameISN(t, tlsConns[0], tlsConns[1])
+	assert.EqualValues(t, 2, cnt.TLSSock, "both sessions' sockets found")
 	for _, o := range rec.opens {
-		assert.NotEqual(t, port(t, srv.Addr), o.Remote.Port, "a ciphertext socket taken for HTTP/2")
+		if !o.ISN.Known {
+			assert.NotEqual(t, port(t, srv.Addr), o.Remote.Port, "a ciphertext socket taken for HTTP/2")
+		}
 	}
 }
 
@@ -502,4 +506,5 @@ func TestCaptureTLSOpenSSLEx(t *testing.T) {
 	if lost == 0 {
 		assert.Equal(t, unaryCalls(pyPID, me, calls), only(tracked, pyPID, me))
 	}
+	sameISN(t, sessions[pyPID], sessions[me])
 }

@@ -40,6 +40,8 @@ type Counters struct {
 	PromoteFailed    uint64 // HTTP/2 connections not moved into the HTTP/2 map (never expected)
 	Throttled        uint64 // calls not walked: their connection had copied its share of the ring (Options.Rate)
 	ThrottledBytes   uint64 // their bytes
+	TLSSock          uint64 // TLS sessions opened with their TCP socket found (ids across hosts)
+	TLSNoSock        uint64 // ... without (ids local to the host)
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -87,6 +89,8 @@ func (c *Counters) add(p h2H2Stats) {
 	c.PromoteFailed += p.PromoteFailed
 	c.Throttled += p.Throttled
 	c.ThrottledBytes += p.ThrottledBytes
+	c.TLSSock += p.TlsSock
+	c.TLSNoSock += p.TlsNoSock
 }
 
 // Named lists the counters by a stable snake_case name, for self-telemetry.
@@ -105,6 +109,7 @@ func (c Counters) Named() []NamedCounter {
 		{"tls_files_failed", c.TLSFilesFailed},
 		{"not_http2_calls", c.NotH2Calls}, {"promote_failed", c.PromoteFailed},
 		{"throttled", c.Throttled}, {"throttled_bytes", c.ThrottledBytes},
+		{"tls_sock", c.TLSSock}, {"tls_no_sock", c.TLSNoSock},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
 		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}

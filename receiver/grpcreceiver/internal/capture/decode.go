@@ -15,10 +15,10 @@ import (
 // The record layout of bpf/h2.h, byte for byte (little-endian, as the BPF
 // programs store it on the machines they run on).
 const (
-	RecHeaderSize = 40 // sizeof(struct h2_rec)
-	OpenSize      = 96 // sizeof(struct h2_open)
-	CloseSize     = 56 // sizeof(struct h2_close)
-	SegHeaderSize = 16 // sizeof(struct h2_seg)
+	RecHeaderSize = 40  // sizeof(struct h2_rec)
+	OpenSize      = 104 // sizeof(struct h2_open)
+	CloseSize     = 56  // sizeof(struct h2_close)
+	SegHeaderSize = 16  // sizeof(struct h2_seg)
 
 	KindOpen  = 1 // H2_REC_OPEN
 	KindData  = 2 // H2_REC_DATA
@@ -26,6 +26,7 @@ const (
 
 	flagSoftirq = 1 // H2_F_SOFTIRQ
 	flagSeq     = 2 // H2_F_SEQ: a DATA record's segments carry TCP sequence numbers
+	flagISN     = 4 // H2_F_ISN: a TLS session's open record carries its TCP socket's numbers
 
 	afInet  = 2
 	afInet6 = 10
@@ -90,6 +91,7 @@ type recHeader struct {
 	nseg    uint16
 	softirq bool
 	seq     bool // the segments' seq fields are TCP sequence numbers
+	isn     bool // an open record's isn_snd, isn_rcv are set
 }
 
 func parseHeader(b []byte) recHeader {
@@ -103,6 +105,7 @@ func parseHeader(b []byte) recHeader {
 		nseg:    le.Uint16(b[34:]),
 		softirq: le.Uint32(b[36:])&flagSoftirq != 0,
 		seq:     le.Uint32(b[36:])&flagSeq != 0,
+		isn:     le.Uint32(b[36:])&flagISN != 0,
 	}
 }
 
@@ -131,6 +134,9 @@ func (d *Decoder) Record(b []byte) error {
 		d.open = h2.ConnOpen{
 			Conn: h.conn, TimeNs: h.timeNs, Proc: h.proc, Local: local, Remote: remote, Role: h2.Role(role),
 			NetNS: le.Uint32(b[88:]),
+		}
+		if h.isn {
+			d.open.ISN = h2.SockISN{Snd: le.Uint32(b[92:]), Rcv: le.Uint32(b[96:]), Known: true}
 		}
 		if est := le.Uint64(b[40:]); est != 0 {
 			d.open.TimeNs = est

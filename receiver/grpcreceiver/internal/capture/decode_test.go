@@ -128,6 +128,14 @@ func TestDecodeOpenClose(t *testing.T) {
 	assert.Zero(t, rec.opens[7].NetNS)
 	assert.False(t, rec.opens[7].Local.Addr.IsValid())
 	assert.False(t, rec.opens[7].Remote.Addr.IsValid())
+	assert.False(t, rec.opens[7].ISN.Known, "no H2_F_ISN")
+
+	// TLS with its TCP socket found: the socket's numbers.
+	le.PutUint32(ot[36:], flagISN)
+	le.PutUint32(ot[92:], 0x6cdc97b)
+	le.PutUint32(ot[96:], 0x6b2ee9b2)
+	require.NoError(t, d.Record(ot))
+	assert.Equal(t, h2.SockISN{Snd: 0x6cdc97b, Rcv: 0x6b2ee9b2, Known: true}, rec.opens[7].ISN)
 
 	c := append(header(KindClose, 0, 0), make([]byte, 16)...)
 	le.PutUint64(c[40:], 123)
@@ -153,8 +161,8 @@ func TestDecodeMalformed(t *testing.T) {
 		"segment past":  dataRecord(0, h2.Chunk{})[:RecHeaderSize+4],
 		"data past end": good[:len(good)-1],
 		"short open":    header(KindOpen, 0, 0),
-		"open without netns": func() []byte {
-			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize-8)...) // the 88-byte open before the netns
+		"open without isn": func() []byte {
+			o := append(header(KindOpen, 0, 0), make([]byte, OpenSize-RecHeaderSize-8)...) // the 96-byte open before the TLS socket numbers
 			o[84] = afInet
 			return o
 		}(),

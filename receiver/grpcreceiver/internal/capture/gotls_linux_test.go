@@ -182,7 +182,7 @@ func TestCaptureTLSGo(t *testing.T) {
 	require.Equal(t, h2.RoleClient, sessions[0].Role)
 	require.Equal(t, h2.RoleServer, sessions[1].Role)
 	for _, o := range sessions {
-		assert.False(t, o.Local.Addr.IsValid(), "a TLS session has no endpoints")
+		assert.True(t, o.ISN.Known, "the TCP socket under the session found")
 		_, _, _ = checkSession(t, rec, o, calls+1, lostCalls)
 		for dir := range 2 {
 			for _, ch := range rec.chunks[o.Conn][dir] {
@@ -193,11 +193,32 @@ func TestCaptureTLSGo(t *testing.T) {
 	if lostCalls == 0 {
 		assert.Equal(t, unaryCalls(res.PID, res.PID, calls), only(tracked, res.PID), "calls by side, method and status")
 	}
+	sameISN(t, sessions[0], sessions[1])
+	assert.Equal(t, port(t, p.Addr), sessions[0].Remote.Port, "the client session's endpoints are its socket's")
+	assert.Equal(t, port(t, p.Addr), sessions[1].Local.Port, "the server session's endpoints are its socket's")
 	assert.Positive(t, cnt.GoTLSCalls)
 	for _, o := range rec.opens {
-		assert.NotEqual(t, port(t, p.Addr), o.Remote.Port, "a ciphertext socket taken for HTTP/2")
-		assert.NotEqual(t, port(t, p.Addr), o.Local.Port, "a ciphertext socket taken for HTTP/2")
+		if !o.ISN.Known {
+			assert.NotEqual(t, port(t, p.Addr), o.Remote.Port, "a ciphertext socket taken for HTTP/2")
+			assert.NotEqual(t, port(t, p.Addr), o.Local.Port, "a ciphertext socket taken for HTTP/2")
+		}
 	}
+}
+
+// sameISN checks that the two ends of one TLS connection, a client session
+// and a server session, each found the TCP socket under it (two sockets, in
+// two processes or one) and derive the same pair of initial sequence
+// numbers from it: what the TLS call ids are made of (spanmap).
+func sameISN(t *testing.T, client, server h2.ConnOpen) {
+	t.Helper()
+	require.True(t, client.ISN.Known, "the client session's socket found: %+v", client)
+	require.True(t, server.ISN.Known, "the server session's socket found: %+v", server)
+	assert.Equal(t, [2]h2.Endpoint{client.Local, client.Remote}, [2]h2.Endpoint{server.Remote, server.Local},
+		"the endpoints of the sockets under the sessions (no NAT here)")
+	cc, cs := client.ISN.ClientServer(h2.SideClient)
+	sc, ss := server.ISN.ClientServer(h2.SideServer)
+	t.Logf("ISNs: client end %#x/%#x (raw %+v), server end %#x/%#x (raw %+v)", cc, cs, client.ISN, sc, ss, server.ISN)
+	assert.Equal(t, [2]uint32{cc, cs}, [2]uint32{sc, ss}, "the (client, server) ISNs both ends derive")
 }
 
 // What the Go TLS probes cost per RPC: grpctls runs the same calls (one at
@@ -361,7 +382,7 @@ func TestGoTLSWriteAfterClose(t *testing.T) {
 		drain(c, dec)
 		mine = nil
 		for _, o := range rec.opens {
-			if o.Proc.PID == uint32(os.Getpid()) && !o.Local.Addr.IsValid() {
+			if o.Proc.PID == uint32(os.Getpid()) && o.ISN.Known {
 				mine = append(mine, o)
 			}
 		}
@@ -373,7 +394,7 @@ func TestGoTLSWriteAfterClose(t *testing.T) {
 	require.NoError(t, err)
 	roles := map[h2.Role]int{}
 	for _, o := range rec.opens {
-		if o.Proc.PID == uint32(os.Getpid()) && !o.Local.Addr.IsValid() {
+		if o.Proc.PID == uint32(os.Getpid()) && o.ISN.Known {
 			roles[o.Role]++
 		}
 	}

@@ -152,6 +152,8 @@ type h2H2Stats struct {
 	PromoteFailed    uint64
 	Throttled        uint64
 	ThrottledBytes   uint64
+	TlsSock          uint64
+	TlsNoSock        uint64
 }
 
 type h2H2TlsArgs struct {
@@ -159,6 +161,17 @@ type h2H2TlsArgs struct {
 	Ssl  uint64
 	Buf  uint64
 	Outp uint64
+	Sock uint64
+}
+
+type h2H2TlsSock struct {
+	_   structs.HostLayout
+	Isn struct {
+		_   structs.HostLayout
+		Snd uint32
+		Rcv uint32
+	}
+	Sk uint64
 }
 
 type h2SeqCtl struct {
@@ -206,6 +219,7 @@ const (
 	h2MapH2NotH2        = "h2_not_h2"
 	h2MapH2Pending      = "h2_pending"
 	h2MapH2Scratchbuf   = "h2_scratchbuf"
+	h2MapH2SslIsn       = "h2_ssl_isn"
 	h2MapH2TlsCalls     = "h2_tls_calls"
 	h2MapH2TlsClosed    = "h2_tls_closed"
 	h2MapSeqControl     = "seq_control"
@@ -246,6 +260,7 @@ const (
 	h2VarH2Rate         = "h2_rate"
 	h2VarH2RecFlagsBtf  = "h2_rec_flags_btf"
 	h2VarH2SegBtf       = "h2_seg_btf"
+	h2VarH2TlsOn        = "h2_tls_on"
 	h2VarSeqRingMask    = "seq_ring_mask"
 )
 
@@ -327,6 +342,7 @@ type h2MapSpecs struct {
 	H2NotH2       *ebpf.MapSpec `ebpf:"h2_not_h2"`
 	H2Pending     *ebpf.MapSpec `ebpf:"h2_pending"`
 	H2Scratchbuf  *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
+	H2SslIsn      *ebpf.MapSpec `ebpf:"h2_ssl_isn"`
 	H2TlsCalls    *ebpf.MapSpec `ebpf:"h2_tls_calls"`
 	H2TlsClosed   *ebpf.MapSpec `ebpf:"h2_tls_closed"`
 	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
@@ -350,6 +366,7 @@ type h2VariableSpecs struct {
 	H2Rate        *ebpf.VariableSpec `ebpf:"h2_rate"`
 	H2RecFlagsBtf *ebpf.VariableSpec `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
+	H2TlsOn       *ebpf.VariableSpec `ebpf:"h2_tls_on"`
 	SeqRingMask   *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 }
 
@@ -380,6 +397,7 @@ type h2Maps struct {
 	H2NotH2       *ebpf.Map `ebpf:"h2_not_h2"`
 	H2Pending     *ebpf.Map `ebpf:"h2_pending"`
 	H2Scratchbuf  *ebpf.Map `ebpf:"h2_scratchbuf"`
+	H2SslIsn      *ebpf.Map `ebpf:"h2_ssl_isn"`
 	H2TlsCalls    *ebpf.Map `ebpf:"h2_tls_calls"`
 	H2TlsClosed   *ebpf.Map `ebpf:"h2_tls_closed"`
 	SeqControl    *ebpf.Map `ebpf:"seq_control"`
@@ -398,6 +416,7 @@ func (m *h2Maps) Close() error {
 		m.H2NotH2,
 		m.H2Pending,
 		m.H2Scratchbuf,
+		m.H2SslIsn,
 		m.H2TlsCalls,
 		m.H2TlsClosed,
 		m.SeqControl,
@@ -422,6 +441,7 @@ type h2Variables struct {
 	H2Rate        *ebpf.Variable `ebpf:"h2_rate"`
 	H2RecFlagsBtf *ebpf.Variable `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.Variable `ebpf:"h2_seg_btf"`
+	H2TlsOn       *ebpf.Variable `ebpf:"h2_tls_on"`
 	SeqRingMask   *ebpf.Variable `ebpf:"seq_ring_mask"`
 }
 

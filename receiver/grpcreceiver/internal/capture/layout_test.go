@@ -33,5 +33,14 @@ func TestLayoutMatchesBPF(t *testing.T) {
 	for _, v := range flags.Values {
 		values[v.Name] = v.Value
 	}
-	require.Equal(t, map[string]uint64{"H2_F_SOFTIRQ": flagSoftirq, "H2_F_SEQ": flagSeq}, values)
+	require.Equal(t, map[string]uint64{"H2_F_SOFTIRQ": flagSoftirq, "H2_F_SEQ": flagSeq, "H2_F_ISN": flagISN}, values)
+	// A TLS open record's socket numbers (H2_F_ISN) at 92 and 96.
+	var open *btf.Struct
+	require.NoError(t, spec.Types.TypeByName("h2_open", &open))
+	at := map[string]btf.Bits{}
+	for _, m := range open.Members {
+		at[m.Name] = m.Offset
+	}
+	require.Equal(t, btf.Bits(92*8), at["isn_snd"])
+	require.Equal(t, btf.Bits(96*8), at["isn_rcv"])
 }

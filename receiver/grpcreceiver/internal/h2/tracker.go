@@ -124,6 +124,7 @@ type conn struct {
 	role          Role
 	local, remote Endpoint
 	netns         uint32
+	isn           SockISN // a TLS session's socket numbers (ConnOpen.ISN)
 	hasTuple      bool
 	fromStart     bool
 	openProc      Proc
@@ -225,7 +226,7 @@ func (t *Tracker) ConnOpen(o *ConnOpen) {
 	t.notH2.remove(o.Conn)
 	c := t.newConn(o.Conn, o.TimeNs)
 	defer t.enforce(c)
-	c.role, c.local, c.remote, c.openProc, c.netns = o.Role, o.Local, o.Remote, o.Proc, o.NetNS
+	c.role, c.local, c.remote, c.openProc, c.netns, c.isn = o.Role, o.Local, o.Remote, o.Proc, o.NetNS, o.ISN
 	c.hasTuple = o.Local.Addr.IsValid() && o.Remote.Addr.IsValid() && o.Local != o.Remote
 	c.fromStart = o.Role != RoleUnknown
 	if c.fromStart {
@@ -521,7 +522,7 @@ const placeholderPrefix = "_UNKNOWN_"
 func (t *Tracker) request(c *conn, d *direction, s *stream, b *hblock) {
 	sid, f := s.call.StreamID, &b.fields
 	s.call = Call{
-		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns,
+		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns, ISN: c.isn,
 		Proc: b.blockProc, StreamID: sid, StartNs: b.blockTime, GRPCStatus: -1,
 		ReqSeq: b.blockSeq, ReqSeqKnown: b.blockSeqKnown,
 	}

@@ -431,6 +431,21 @@ func TestPeerLinkNetNS(t *testing.T) {
 	}
 }
 
+// TestCallISN: a TLS session's socket numbers (ConnOpen.ISN) reach its
+// calls, the ids' input (spanmap); a session without them gives none.
+func TestCallISN(t *testing.T) {
+	for _, isn := range []SockISN{{Snd: 0x6cdc97b, Rcv: 0x6b2ee9b2, Known: true}, {}} {
+		var calls []Call
+		tr := NewTracker(Config{}, func(c *Call) { calls = append(calls, *c) }, nil)
+		tr.ConnOpen(&ConnOpen{Conn: 22, Role: RoleServer, ISN: isn})
+		cb := newWire(true).settings().headers(1, false, 0, req("/a.B/C")...).take()
+		tr.Chunk(&Chunk{Conn: 22, Dir: Ingress, Data: cb, TimeNs: 11})
+		tr.ConnClose(&ConnClose{Conn: 22})
+		require.Len(t, calls, 1)
+		assert.Equal(t, isn, calls[0].ISN)
+	}
+}
+
 func TestResyncConfirmation(t *testing.T) {
 	// a chunk that begins inside a frame header can look like a frame (here
 	// a DATA of 66560 bytes): the next chunk, which the kernel sends at a

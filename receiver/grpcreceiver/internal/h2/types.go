@@ -60,6 +60,34 @@ type ConnOpen struct {
 	// for TLS sessions). Equal addresses and ports in two namespaces (two
 	// pods' loopback) are different connections: pairing keys include it.
 	NetNS uint32
+	// ISN is what the TCP socket under a TLS session says of the
+	// connection's initial sequence numbers (Known when the capture found
+	// that socket); zero for a socket's own connection, whose bytes carry
+	// their sequence numbers (Chunk.Seq).
+	ISN SockISN
+}
+
+// SockISN is read from the TCP socket under a TLS session when the session
+// is opened (bpf/h2.h, struct h2_open): Snd is snd_una − bytes_acked, the
+// local ISN (plus one on the end that accepted the connection: only the
+// connecting end counts its SYN in bytes_acked), and Rcv is rcv_nxt −
+// bytes_received, the peer's ISN plus one. Both ends of the connection
+// derive the same pair (ClientServer), on any host, through NAT.
+type SockISN struct {
+	Snd, Rcv uint32
+	Known    bool
+}
+
+// ClientServer returns the initial sequence numbers of the connection's
+// client and server, seen from the end whose part in its calls is side.
+// The end that sent a call's request HEADERS is taken for the end that
+// connected (true of gRPC; an HTTP/2 client on an accepted socket would
+// get another pair at each end: two traces).
+func (k SockISN) ClientServer(side Side) (client, server uint32) {
+	if side == SideClient {
+		return k.Snd, k.Rcv - 1
+	}
+	return k.Rcv - 1, k.Snd - 1
 }
 
 // Chunk is captured bytes of one direction of a connection: bytes
@@ -185,6 +213,8 @@ type Call struct {
 	// NAT.
 	ReqSeq, RespSeq           uint32
 	ReqSeqKnown, RespSeqKnown bool
+	// ISN: the TLS session's socket numbers (ConnOpen.ISN), when known.
+	ISN SockISN
 
 	StartNs, EndNs uint64            // boot clock: first request HEADERS, response END_STREAM
 	Start, End     pcommon.Timestamp // the same, by the Tracker's clock

@@ -49,9 +49,19 @@
 // are 64 bits of the hash, so they collide at that rate however they are
 // made; only equal trace ids (equal inputs) merge two calls.
 //
-// When the numbers are not known (TLS sessions), the ids are local: the
-// client span's id is sha256 of "seq.grpc.client", the boot id, the
-// Mapper's Instance, the client socket's ConnID, the client's 4-tuple and
+// A TLS session's plaintext has no TCP sequence numbers. When the capture
+// found the TCP socket under it (h2.Call.ISN.Known), the ids are made of
+// the connection's initial sequence numbers, the client's and the
+// server's (h2.SockISN.ClientServer: each end derives both from its own
+// socket), and the stream id, which a connection never reuses: sha256 of
+// "seq.grpc.client.tlsisn" or "seq.grpc.server.tlsisn" and those, with
+// the same parent and trace rules. Nothing local goes in either, so they
+// join across hosts and NAT too. Collisions: two connections with equal
+// ISN pairs (64 random bits), about m^2/2^65 pairs among m connections.
+//
+// When neither is known (a TLS session whose socket was not found), the
+// ids are local: the client span's id is sha256 of "seq.grpc.client", the
+// boot id, the Mapper's Instance, the client socket's ConnID, the client's 4-tuple and
 // the stream id. The server side of a call made on this host knows all of
 // them (h2 pairs the two sockets by their reversed 4-tuple:
 // Call.ClientConn), so its span names the client span as its parent, in

@@ -229,6 +229,29 @@ func (m *Mapper) seqHash(kind string, c *h2.Call) [sha256.Size]byte {
 	return sha256.Sum256(b)
 }
 
+// Kinds of the hashes of TLS calls whose socket was found (c.ISN.Known).
+const (
+	kindClientISN = "seq.grpc.client.tlsisn"
+	kindServerISN = "seq.grpc.server.tlsisn"
+)
+
+// isnHash returns sha256(kind \0 client ISN \0 server ISN \0 stream): the
+// TCP connection under a TLS session, by the initial sequence numbers both
+// of its ends derive from their sockets (h2.SockISN), and the stream,
+// never reused within a connection (c.ISN.Known).
+func (m *Mapper) isnHash(kind string, c *h2.Call) [sha256.Size]byte {
+	client, server := c.ISN.ClientServer(c.Side)
+	b := append(m.buf[:0], kind...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, client)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, server)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint32(b, c.StreamID)
+	m.buf = b
+	return sha256.Sum256(b)
+}
+
 func spanID(h [sha256.Size]byte) pcommon.SpanID {
 	id := pcommon.SpanID(h[:8])
 	if id.IsEmpty() {
@@ -254,7 +277,8 @@ type IDs struct {
 
 // ClientIDs returns the ids of the client span of c, computed from either
 // end: from the call's TCP sequence numbers when they are known (on any
-// host, across NAT), else the client's own call, or the server's when its
+// host, across NAT), or from its TLS session's socket's initial sequence
+// numbers (the same), else the client's own call, or the server's when its
 // client is on this host and known (c.ClientConnKnown). ok is false when
 // they cannot be known.
 func (m *Mapper) ClientIDs(c *h2.Call) (IDs, bool) {
@@ -262,6 +286,8 @@ func (m *Mapper) ClientIDs(c *h2.Call) (IDs, bool) {
 	switch {
 	case c.ReqSeqKnown:
 		h = m.seqHash(kindClientSeq, c)
+	case c.ISN.Known:
+		h = m.isnHash(kindClientISN, c)
 	case !c.ClientConnKnown:
 		return IDs{}, false
 	default:
@@ -286,9 +312,12 @@ func (m *Mapper) SpanIDs(c *h2.Call) IDs {
 		}
 	}
 	var h [sha256.Size]byte
-	if c.ReqSeqKnown {
+	switch {
+	case c.ReqSeqKnown:
 		h = m.seqHash(kindServerSeq, c)
-	} else {
+	case c.ISN.Known:
+		h = m.isnHash(kindServerISN, c)
+	default:
 		h = m.hash("seq.grpc.server", c.Conn, c.Local, c.Remote, c.StreamID)
 	}
 	ids := IDs{Trace: traceID(h), Span: spanID(h)}
