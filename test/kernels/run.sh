@@ -97,8 +97,12 @@ summary=$RESULTS/summary.txt
 	printf '|---|---|---|---|---|---|---|\n'
 } >"$summary.table"
 
-for k in "${kernels[@]}"; do
-	dir=$RESULTS/$k
+# Each guest runs on one TCG thread (scripts/kernels.sh), so guests run
+# KERNELS_JOBS at a time (default: one per core), each logging to its own
+# directory; the summaries are printed in the matrix's order once all ended.
+JOBS=${KERNELS_JOBS:-$(nproc)}
+run_guest() {
+	local k=$1 dir=$RESULTS/$1 p n rc
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	# The manifest the guest script reads: one binary a line.
@@ -115,8 +119,26 @@ for k in "${kernels[@]}"; do
 	"$KERNELS_SH" run "$k" "$ROOT/test/kernels/guest.sh" "$dir" 2>&1 | cat >"$dir/console.log"
 	rc=${PIPESTATUS[0]}
 	set -e
+	echo "$rc" >"$dir/run.rc"
+	echo "== $k: ended (exit $rc)"
+}
+
+pids=()
+for k in "${kernels[@]}"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
+		wait -n || true
+	done
+	run_guest "$k" &
+	pids+=($!)
+done
+for pid in "${pids[@]}"; do
+	wait "$pid" || overall=1
+done
+
+for k in "${kernels[@]}"; do
+	dir=$RESULTS/$k
 	grep -E '^kernels: ' "$dir/console.log" || true
-	[ "$rc" = 0 ] || overall=1
+	[ "$(cat "$dir/run.rc" 2>/dev/null)" = 0 ] || overall=1
 	"$ROOT/test/kernels/summarize.sh" "$k" "$dir" | tee -a "$summary" || overall=1
 	tail -n 1 "$dir/summary.txt" >>"$summary.table"
 done
