@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 
@@ -323,14 +324,7 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 			s.Close()
 		}
 	}()
-	if s.coll, err = ebpf.NewCollection(spec); err != nil {
-		// Load again with the verifier's log on, so the error says what it rejected.
-		lopts := ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 24}}
-		if again, err2 := ebpf.NewCollectionWithOptions(spec, lopts); err2 != nil {
-			err = err2
-		} else {
-			again.Close()
-		}
+	if s.coll, err = bpfload.NewCollection(spec); err != nil {
 		return nil, explainLoad(err)
 	}
 	for _, name := range progs {
