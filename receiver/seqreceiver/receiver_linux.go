@@ -30,6 +30,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/bootclock"
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
@@ -244,8 +245,10 @@ func (r *seqReceiver) startSequencer() (err error) {
 	r.readPos.Store(r.rd.Next())
 	r.syncBootOffset(time.Now())
 	r.startCgroups()
+	// The boot id names this boot: with a pid and a start time it names a process.
+	boot, _ := bootclock.ID()
 	r.model = process.New(process.Config{
-		BootID:         bootID(),
+		BootID:         boot,
 		MaxProcesses:   r.cfg.Traces.MaxProcesses,
 		RootParents:    r.cfg.Traces.RootParents,
 		SessionLeaders: r.cfg.Traces.SessionLeaders,
@@ -691,7 +694,7 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 	r.final.Stats = r.rd.Stats()
 	r.final.Kernel, _ = r.seq.Counters()
 	// Processes still running: their spans end now, marked as still running.
-	r.model.CloseAll(bootNow())
+	r.model.CloseAll(bootclock.Now())
 	r.flushSpans(context.Background())
 	r.set.Logger.Info("seq receiver stopped",
 		zap.Uint64("tickets_issued", r.final.Issued),
@@ -719,25 +722,13 @@ func (r *seqReceiver) closeKernel() error {
 // creation time print differently in its fork and exit records. The offset
 // moves only when the wall clock was stepped (by more than a millisecond).
 func (r *seqReceiver) syncBootOffset(now time.Time) {
-	off := bootOffset(now)
+	off := bootclock.Offset(now)
 	if d := off - r.mapper.BootOffset; d > int64(time.Millisecond) || d < -int64(time.Millisecond) {
 		r.mapper.BootOffset = off
 		if r.model != nil {
 			r.model.SetBootOffset(off)
 		}
 	}
-}
-
-func bootNow() uint64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
-	return uint64(ts.Nano())
-}
-
-// bootID names this boot: with a pid and a start time it names a process.
-func bootID() string {
-	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return strings.TrimSpace(string(b))
 }
 
 // procCmdline reads a running process's executable and argv from /proc
@@ -750,15 +741,6 @@ func procCmdline(pid uint32) (exe string, args []string) {
 		args = strings.Split(s, "\x00")
 	}
 	return exe, args
-}
-
-// bootOffset is wall clock minus boot clock, to turn bpf_ktime_get_boot_ns into wall time.
-func bootOffset(now time.Time) int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0
-	}
-	return now.UnixNano() - ts.Nano()
 }
 
 // sleep waits d; unlike time.Sleep it honours waits below a millisecond.
