@@ -293,16 +293,10 @@ func (r *grpcReceiver) run() {
 			}
 			continue
 		}
-		rd.SetParked()
-		if rd.Head() != rd.Next() {
-			rd.ClearParked()
-			continue
-		}
-		if _, err := r.cap.Wait(parkTimeout); err != nil {
+		if _, err := ring.Park(rd, r.cap.Wait, parkTimeout); err != nil {
 			r.set.Logger.Error("grpc receiver: doorbell", zap.Error(err))
 			time.Sleep(parkTimeout)
 		}
-		rd.ClearParked()
 	}
 }
 

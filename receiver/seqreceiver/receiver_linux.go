@@ -399,15 +399,7 @@ func (r *seqReceiver) run() {
 				r.flush(ctx)
 			}
 		}
-		// Park: set the flag, then look at the head again (the producer
-		// publishes, then reads the flag: one of the two sees the other).
-		r.rd.SetParked()
-		if r.rd.Head() != r.rd.Next() {
-			r.rd.ClearParked()
-			continue
-		}
-		woke, err := r.rd.Wait(timeout)
-		r.rd.ClearParked()
+		woke, err := ring.Park(r.rd, r.rd.Wait, timeout)
 		if woke {
 			r.tb.ReceiverSeqWakeups.Add(ctx, 1)
 		}
