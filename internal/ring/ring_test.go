@@ -5,6 +5,7 @@ package ring
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -611,9 +612,9 @@ func TestGapsMergeByReason(t *testing.T) {
 	checkInvariant(t, r)
 }
 
-// TestParkDoorbell runs the Dekker handshake of SetParked against concurrent
-// producers: the reader sleeps whenever it has nothing to do and must never
-// miss a doorbell.
+// TestParkDoorbell runs the Dekker handshake of SetParked (Park) against
+// concurrent producers: the reader sleeps whenever it has nothing to do and
+// must never miss a doorbell.
 func TestParkDoorbell(t *testing.T) {
 	_, _, p, r := newRing(t, 1<<12)
 	bell := make(chan struct{}, 1)
@@ -650,18 +651,18 @@ func TestParkDoorbell(t *testing.T) {
 		if st == Pending {
 			continue // a producer is between claim and publish: spin
 		}
-		r.SetParked()
-		if r.Head() != r.Next() {
-			r.ClearParked()
-			continue
+		_, err := Park(r, func(timeout time.Duration) (bool, error) {
+			sleeps++
+			select {
+			case <-bell:
+				return true, nil
+			case <-time.After(timeout):
+				return false, fmt.Errorf("missed a doorbell: head %d next %d, %d records read", r.Head(), r.Next(), got)
+			}
+		}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
 		}
-		sleeps++
-		select {
-		case <-bell:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("missed a doorbell: head %d next %d, %d records read", r.Head(), r.Next(), got)
-		}
-		r.ClearParked()
 	}
 	for finished < producers {
 		<-done

@@ -6,8 +6,9 @@
 // Package ringmap maps a sequencer ring's BPF maps into this process and
 // waits on its doorbell: the part of reading a ring that touches the kernel,
 // shared by every loader of a sequencer producer (internal/sequencer for the
-// seq receiver, the grpc receiver's capture). The ring protocol itself is
-// internal/ring, pure Go.
+// seq receiver, the grpc receiver's capture). [Map] maps a loaded
+// collection's whole ring; [Mmap] and [NewDoorbell] are its parts. The ring
+// protocol itself is internal/ring, pure Go.
 package ringmap
 
 import (
@@ -19,7 +20,85 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 )
+
+// Ring is a sequencer ring's maps (bpf/seq_ring.h) mapped into this
+// process: seq_control read-write (the head, and the parked flag the reader
+// sets), seq_slots read-only, and the reader's end of seq_doorbell.
+type Ring struct {
+	ctl, slots []byte // the whole mappings (page-rounded)
+	size       int    // the ring's bytes: slots × ring.SlotSize
+	doorbell   *Doorbell
+}
+
+// Map maps the ring of coll (a collection with seq_control, and with
+// seq_slots and seq_doorbell when slots > 0): the control block, and for a
+// ring of slots slots its slots and doorbell. With slots 0 it maps the
+// control block alone (the ring buffer and perf transports keep their head
+// and parked flag there). On error nothing stays mapped.
+func Map(coll *ebpf.Collection, slots int) (_ *Ring, err error) {
+	r := &Ring{size: slots * ring.SlotSize}
+	defer func() {
+		if err != nil {
+			_ = r.Close()
+		}
+	}()
+	if r.ctl, err = Mmap(coll.Maps["seq_control"], ring.CtlSize, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+		return nil, err
+	}
+	if slots == 0 {
+		return r, nil
+	}
+	if r.slots, err = Mmap(coll.Maps["seq_slots"], r.size, unix.PROT_READ); err != nil {
+		return nil, err
+	}
+	if r.doorbell, err = NewDoorbell(coll.Maps["seq_doorbell"]); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Control is the mapped struct seq_ctl (head and parked flag).
+func (r *Ring) Control() []byte { return r.ctl[:ring.CtlSize] }
+
+// Slots is the mapped ring of slots (read-only); nil when Map mapped the
+// control block alone. It is exactly the ring, not the page-rounded
+// mapping, so that its length gives the reader the same slot count as the
+// programs' mask.
+func (r *Ring) Slots() []byte {
+	if r.slots == nil {
+		return nil
+	}
+	return r.slots[:r.size]
+}
+
+// Wait waits on the doorbell (Doorbell.Wait); only for a ring mapped with its slots.
+func (r *Ring) Wait(timeout time.Duration) (bool, error) { return r.doorbell.Wait(timeout) }
+
+// Interrupt makes a blocked Wait return at once (Doorbell.Interrupt); any goroutine.
+func (r *Ring) Interrupt() {
+	if r.doorbell != nil {
+		r.doorbell.Interrupt()
+	}
+}
+
+// Close closes the doorbell and unmaps the ring.
+func (r *Ring) Close() error {
+	var errs []error
+	if r.doorbell != nil {
+		errs = append(errs, r.doorbell.Close())
+		r.doorbell = nil
+	}
+	for _, b := range [][]byte{r.ctl, r.slots} {
+		if b != nil {
+			errs = append(errs, unix.Munmap(b))
+		}
+	}
+	r.ctl, r.slots = nil, nil
+	return errors.Join(errs...)
+}
 
 // Mmap maps size bytes (rounded up to whole pages) of a BPF_F_MMAPABLE map.
 func Mmap(m *ebpf.Map, size int, prot int) ([]byte, error) {

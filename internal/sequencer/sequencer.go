@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 
@@ -159,10 +160,9 @@ type Sequencer struct {
 	progs     []*ebpf.Program // fork, exec, exit, [synth,] snapshot
 	maps      []*ebpf.Map     // the maps the transport uses
 	links     []link.Link
-	ctl       []byte
-	slots     []byte // the whole mapping (page-rounded); sequencer only
-	ringLen   int    // the ring's bytes: slots × 128
-	doorbell  *ringmap.Doorbell
+	mapped    *ringmap.Ring  // the control block; the slots and doorbell for the sequencer only
+	ctl       []byte         // mapped.Control()
+	ringLen   int            // the ring's bytes: slots × 128
 	closers   []func() error // the sources' readers
 }
 
@@ -323,14 +323,7 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 			s.Close()
 		}
 	}()
-	if s.coll, err = ebpf.NewCollection(spec); err != nil {
-		// Load again with the verifier's log on, so the error says what it rejected.
-		lopts := ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 24}}
-		if again, err2 := ebpf.NewCollectionWithOptions(spec, lopts); err2 != nil {
-			err = err2
-		} else {
-			again.Close()
-		}
+	if s.coll, err = bpfload.NewCollection(spec); err != nil {
 		return nil, explainLoad(err)
 	}
 	for _, name := range progs {
@@ -347,45 +340,37 @@ func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
 		}
 		s.links = append(s.links, l)
 	}
-	if s.ctl, err = ringmap.Mmap(s.coll.Maps["seq_control"], 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+	// The slots and the doorbell are the sequencer's; the other transports
+	// keep only their head and parked flag in the control block.
+	slots := 0
+	if tr == TransportSequencer {
+		slots = opts.RingSlots
+	}
+	if s.mapped, err = ringmap.Map(s.coll, slots); err != nil {
 		return nil, err
 	}
-	s.ringLen = ringBytes
-	if tr != TransportSequencer {
-		return s, nil
-	}
-	if s.slots, err = ringmap.Mmap(s.coll.Maps["seq_slots"], s.ringLen, unix.PROT_READ); err != nil {
-		return nil, err
-	}
-	if s.doorbell, err = ringmap.NewDoorbell(s.coll.Maps["seq_doorbell"]); err != nil {
-		return nil, err
-	}
+	s.ctl, s.ringLen = s.mapped.Control(), ringBytes
 	return s, nil
 }
 
 // Control is the mapped struct seq_ctl (head and parked flag).
-func (s *Sequencer) Control() []byte { return s.ctl[:128] }
+func (s *Sequencer) Control() []byte { return s.mapped.Control() }
 
 // Slots is the mapped ring of slots (read-only); nil unless the transport is the sequencer.
 // It is exactly the ring, not the page-rounded mapping, so that its length
 // gives the reader the same slot count as the programs' mask.
-func (s *Sequencer) Slots() []byte {
-	if s.slots == nil {
-		return nil
-	}
-	return s.slots[:s.ringLen]
-}
+func (s *Sequencer) Slots() []byte { return s.mapped.Slots() }
 
 // Wait blocks until a producer rings the doorbell or the timeout passes. The
 // caller must have set the parked flag (and re-checked the head) first.
 // It returns true when woken by a producer.
-func (s *Sequencer) Wait(timeout time.Duration) (bool, error) { return s.doorbell.Wait(timeout) }
+func (s *Sequencer) Wait(timeout time.Duration) (bool, error) { return s.mapped.Wait(timeout) }
 
 // Interrupt makes a blocked Wait return at once, or the next one if none is
 // blocked; it may be called from any goroutine (used by Shutdown).
 func (s *Sequencer) Interrupt() {
-	if s.doorbell != nil {
-		s.doorbell.Interrupt()
+	if s.mapped != nil {
+		s.mapped.Interrupt()
 	}
 }
 
@@ -566,16 +551,11 @@ func (s *Sequencer) Close() error {
 		errs = append(errs, c())
 	}
 	s.closers = nil
-	if s.doorbell != nil {
-		errs = append(errs, s.doorbell.Close())
-		s.doorbell = nil
+	if s.mapped != nil {
+		errs = append(errs, s.mapped.Close())
+		s.mapped = nil
 	}
-	for _, b := range [][]byte{s.ctl, s.slots} {
-		if b != nil {
-			errs = append(errs, unix.Munmap(b))
-		}
-	}
-	s.ctl, s.slots = nil, nil
+	s.ctl = nil
 	if s.coll != nil {
 		s.coll.Close()
 		s.coll = nil

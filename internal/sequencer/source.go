@@ -30,7 +30,8 @@ type Source interface {
 	// ring.Reader.Read does, and says why it stopped.
 	Read(limit int, fn func(*ring.Item)) (int, ring.State)
 	// SetParked and ClearParked are the reader's half of the doorbell
-	// handshake (ring.Reader.SetParked): set, look at Head again, then Wait.
+	// handshake (ring.Reader.SetParked); ring.Park sets, looks at Head again,
+	// then Waits.
 	SetParked()
 	ClearParked() bool
 	// Wait blocks until the producers wake the reader or timeout passes.

@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,8 +26,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/bootclock"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
@@ -39,9 +38,6 @@ import (
 // probeSelf lets the tests whose TLS peers run in the test binary probe it
 // (the collector never probes its own executable).
 var probeSelf = false
-
-// bootIDPath is the kernel's boot id, the base of the span ids.
-var bootIDPath = "/proc/sys/kernel/random/boot_id"
 
 // How the reader paces itself.
 const (
@@ -104,12 +100,12 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 		return nil, err
 	}
 	r := &grpcReceiver{cfg: c, set: set, next: next, obs: obs, ports: slices.Clone(c.Ports)}
-	b, err := os.ReadFile(bootIDPath)
+	boot, err := bootclock.ID()
 	if err != nil {
 		return nil, fmt.Errorf("grpc receiver: read the boot id (span ids and the links to process spans are derived from it): %w", err)
 	}
 	mc := spanmap.Config{
-		BootID: strings.TrimSpace(string(b)), KnownMethods: c.Spans.Methods, MaxMethods: c.Spans.MaxMethods,
+		BootID: boot, KnownMethods: c.Spans.Methods, MaxMethods: c.Spans.MaxMethods,
 		MaxValueLength: c.Spans.MaxAttributeLength, MaxStatusMessageLength: c.Spans.MaxStatusMessageLength,
 		URLQuery: c.Spans.URLQuery,
 	}
@@ -120,13 +116,6 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 	}
 	r.mapper = spanmap.New(mc)
 	return r, nil
-}
-
-// bootNow is CLOCK_BOOTTIME, the clock of bpf_ktime_get_boot_ns.
-func bootNow() uint64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
-	return uint64(ts.Nano())
 }
 
 // Start loads and attaches the capture and starts the reader.
@@ -158,7 +147,7 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 	if skipped := c.LibSSLSkipped(); len(skipped) > 0 {
 		r.set.Logger.Warn("grpc receiver: libssl files of running processes not probed", zap.Int("count", len(skipped)), zap.Strings("why", skipped))
 	}
-	offset := time.Now().UnixNano() - int64(bootNow())
+	offset := bootclock.Offset(time.Now())
 	r.tracker = h2.NewTracker(h2.Config{
 		MaxConns:           r.cfg.MaxConnections,
 		MaxStreamsPerConn:  r.cfg.MaxStreamsPerConnection,
@@ -264,7 +253,7 @@ func (r *grpcReceiver) run() {
 	for {
 		n, st := rd.Read(readChunk, r.dec.Item)
 		if time.Since(lastExpire) >= expireEvery {
-			r.tracker.Expire(bootNow())
+			r.tracker.Expire(bootclock.Now())
 			lastExpire = time.Now()
 			r.snapshot()
 		}
@@ -304,16 +293,10 @@ func (r *grpcReceiver) run() {
 			}
 			continue
 		}
-		rd.SetParked()
-		if rd.Head() != rd.Next() {
-			rd.ClearParked()
-			continue
-		}
-		if _, err := r.cap.Wait(parkTimeout); err != nil {
+		if _, err := ring.Park(rd, r.cap.Wait, parkTimeout); err != nil {
 			r.set.Logger.Error("grpc receiver: doorbell", zap.Error(err))
 			time.Sleep(parkTimeout)
 		}
-		rd.ClearParked()
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/bootclock"
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
@@ -72,7 +73,7 @@ func TestParallelMappingSameRecords(t *testing.T) {
 	evs := mixedEvents(1500) // 6000 records (more slots) into 4096 slots: a gap first
 	// The same wall clock for every run: read re-syncs BootOffset when the
 	// two clocks drift apart by a millisecond, which a slow run may see.
-	off := bootOffset(time.Now())
+	off := bootclock.Offset(time.Now())
 	wall := func(bootNs uint64) time.Time { return time.Unix(0, int64(bootNs)+off) }
 	run := func(workers, maxBatch int, threads bool) []plog.Logs {
 		sink := &consumertest.LogsSink{}

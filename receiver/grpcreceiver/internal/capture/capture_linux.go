@@ -26,6 +26,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
@@ -404,13 +405,7 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 			c.Close()
 		}
 	}()
-	if c.coll, err = ebpf.NewCollection(spec); err != nil {
-		lopts := ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 24}}
-		if again, err2 := ebpf.NewCollectionWithOptions(spec, lopts); err2 != nil {
-			err = err2
-		} else {
-			again.Close()
-		}
+	if c.coll, err = bpfload.NewCollection(spec); err != nil {
 		if errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("load the grpc receiver's BPF programs: permission denied; it needs CAP_BPF and CAP_PERFMON (or root): %w", err)
 		}

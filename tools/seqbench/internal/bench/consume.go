@@ -125,15 +125,9 @@ func (k *consumer) run(stop <-chan struct{}) error {
 	}
 }
 
-// park sets the parked flag, looks at the head again (a producer publishes,
-// then reads the flag: one of the two sees the other) and waits.
+// park parks the reader (ring.Park) for at most the poll interval.
 func (k *consumer) park() error {
-	k.src.SetParked()
-	defer k.src.ClearParked()
-	if k.src.Head() != k.src.Next() {
-		return nil
-	}
-	woke, err := k.src.Wait(k.poll)
+	woke, err := ring.Park(k.src, k.src.Wait, k.poll)
 	if woke {
 		k.c.Wakeups++
 	}

@@ -1,0 +1,31 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+// Package bpfload loads a BPF collection so that, when the kernel refuses
+// it, the error carries the verifier's log: what it rejected, and where.
+// Every loader of this module's own BPF objects (internal/sequencer, the
+// grpc receiver's capture) loads through it.
+package bpfload
+
+import "github.com/cilium/ebpf"
+
+// verifierLog is how a refused load is tried again: the verifier's log at
+// branch level, with room for a large program's log from the start.
+var verifierLog = ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelBranch, LogSizeStart: 1 << 24}}
+
+// NewCollection loads spec. When the load fails it loads again with the
+// verifier's log on, so that the error says what the verifier rejected; a
+// successful load pays nothing for the log. Where the second load succeeds
+// after all, the first error is returned.
+func NewCollection(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
+	coll, err := ebpf.NewCollection(spec)
+	if err == nil {
+		return coll, nil
+	}
+	if again, err2 := ebpf.NewCollectionWithOptions(spec, verifierLog); err2 != nil {
+		err = err2
+	} else {
+		again.Close()
+	}
+	return nil, err
+}
