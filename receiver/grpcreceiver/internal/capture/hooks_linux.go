@@ -23,7 +23,7 @@ import (
 // ErrSyscallHookRefused is why Open fails where the kernel refuses to attach
 // BPF programs to the syscalls:sys_exit_* tracepoints (EACCES as root, e.g. a
 // security module's policy on perf events, or a program reading past the
-// event's record, as ours did on PREEMPT_RT kernels: bpf/h2.bpf.c) and the
+// event's record, as ours did on PREEMPT_RT kernels: bpf/h2/hooks.h) and the
 // syscalls hook was asked for. Auto falls back to HookRawSyscalls by itself.
 var ErrSyscallHookRefused = errors.New("this kernel refuses BPF programs on the syscalls:sys_exit_* tracepoints " +
 	"(permission denied as root): set hook: raw_syscalls (raw_syscalls:sys_exit, a raw tracepoint, not a perf event) " +
