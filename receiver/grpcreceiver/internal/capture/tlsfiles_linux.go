@@ -200,3 +200,36 @@ func closeLinks(links []link.Link) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// wanted says whether the files of process pid are to be probed: not the
+// collector itself, and allowed by the include and exclude lists.
+func (c *Capture) wanted(pid string) bool {
+	if pid == c.selfPID && !c.probeSelf {
+		return false
+	}
+	ok, _ := c.filter.allows(pid)
+	return ok
+}
+
+// procPIDs lists the processes in /proc.
+func procPIDs() []string {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		out = append(out, filepath.Base(d))
+	}
+	return out
+}
+
+// files is a set of files by device and inode: one file reached by
+// several paths (links, /proc/<pid>/root, /proc/<pid>/exe) is one.
+type files map[fileID]bool
+
+// add adds the file id and says whether it is new.
+func (f files) add(id fileID) bool {
+	if f[id] {
+		return false
+	}
+	f[id] = true
+	return true
+}

@@ -1,0 +1,290 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
+)
+
+// Limits of the programs (bpf/h2.bpf.c).
+const (
+	// MaxHeaderCap bounds Options.HeaderCap: the payload bytes copied of one
+	// HEADERS, CONTINUATION, PUSH_PROMISE, SETTINGS, RST_STREAM or GOAWAY frame.
+	MaxHeaderCap = 1 << 20
+	// BoundedSteps is H2_STEPS_BOUNDED: the walk's steps per call (a frame
+	// header, a payload copied or skipped, an iovec) where the kernel has no
+	// bpf_loop; with it, 8192.
+	BoundedSteps = 1024
+	slotSize     = 128
+	// MinBurst is the least bucket of Options.Rate: a few header blocks.
+	MinBurst = 64 << 10
+	// MinPending is the least default Options.MaxPending.
+	MinPending = 16384
+	// lruSlack is the kernel's LOCAL_FREE_TARGET (kernel/bpf/bpf_lru_list.h):
+	// the free entries of an LRU map one CPU takes at a time.
+	lruSlack = 128
+)
+
+// Options configure Open.
+type Options struct {
+	Hook      Hook // "" is auto
+	RingSlots int  // 128-byte slots, a power of two
+	MaxConns  int  // HTTP/2 connections the kernel tracks at once (LRU, h2_conns)
+	// MaxPending bounds the connections not classified yet (every TCP
+	// connection, from its establishment to its first bytes; LRU,
+	// h2_pending) and, apart, the keys of those found not HTTP/2 (LRU,
+	// h2_not_h2). 0: max(4*MaxConns, MinPending). A flood of connections
+	// evicts only its own kind: never an HTTP/2 connection's state.
+	MaxPending int
+	HeaderCap  int // payload bytes copied per header-carrying frame (the rest counted cut)
+	MaxIov     int // iovecs walked per call (0: 1024)
+	// Rate is each connection's share of the ring, in bytes copied a second
+	// (a token bucket: see burst); a call made with
+	// the bucket empty is not walked, counted as throttled, and its
+	// direction finds its frames again later. 0: no limit. Without it one
+	// process pair writing header blocks as fast as loopback takes them laps
+	// the ring, and every other connection's records are lost with it.
+	Rate int
+	// TLS also captures the plaintext of TLS sessions. OpenSSL: uprobes on
+	// SSL_write, SSL_read, SSL_write_ex, SSL_read_ex (entry and return) and
+	// SSL_free in every libssl found mapped by a running process, in LibSSL,
+	// or at the usual paths. Go crypto/tls: uprobes on (*Conn).Write, on
+	// (*Conn).Read and every RET of it, and on Close (after their stack
+	// checks), in the executable of every running process that has them and
+	// in GoBinaries.
+	TLS        bool
+	LibSSL     []string
+	GoBinaries []string
+	// Filter picks the processes whose files the TLS probes go in (all by
+	// default). The collector's own executable is never probed.
+	Filter ProcFilter
+	// ProbeSelf probes the collector's own executable too: for tests whose
+	// TLS peers are the test binary itself; never set in the collector.
+	ProbeSelf bool
+	// BoundedLoop walks the frames in the bounded loop that kernels without
+	// bpf_loop (before 5.17) get, on any kernel (for tests).
+	BoundedLoop bool
+	// SingleUprobes attaches one perf-event uprobe per probe point even
+	// where the kernel has uprobe_multi links (for tests and comparison).
+	SingleUprobes bool
+}
+
+// Open checks the kernel, loads and attaches the programs and maps the ring.
+// Auto falls back to HookRawSyscalls where the kernel refuses the syscalls
+// hook. On any error nothing stays loaded.
+func Open(o Options) (*Capture, error) {
+	if o.RingSlots <= 0 || o.RingSlots&(o.RingSlots-1) != 0 {
+		return nil, fmt.Errorf("ring size %d slots is not a power of two", o.RingSlots)
+	}
+	if o.MaxConns <= 0 {
+		return nil, fmt.Errorf("max connections %d: must be positive", o.MaxConns)
+	}
+	if o.HeaderCap <= 0 || o.HeaderCap > MaxHeaderCap {
+		return nil, fmt.Errorf("header cap %d out of range 1..%d", o.HeaderCap, MaxHeaderCap)
+	}
+	if o.MaxIov <= 0 {
+		o.MaxIov = 1024
+	}
+
+	hook, why, err := Preflight(o.Hook)
+	if err != nil {
+		return nil, err
+	}
+	_ = rlimit.RemoveMemlock()
+	return openOrFallBack(o, hook, why)
+}
+
+// openOrFallBack opens the hook Preflight picked; for auto (o.Hook) a
+// refused syscalls hook falls back to HookRawSyscalls.
+func openOrFallBack(o Options, hook Hook, why string) (*Capture, error) {
+	c, err := open(o, hook, why)
+	if !errors.Is(err, ErrSyscallHookRefused) || (o.Hook != "" && o.Hook != HookAuto) {
+		return c, err
+	}
+	if _, _, perr := Preflight(HookRawSyscalls); perr != nil {
+		return nil, errors.Join(err, perr)
+	}
+	return open(o, HookRawSyscalls, "the kernel lacks sock:sock_send_length (Linux 6.3+) and refuses BPF programs on the syscalls:sys_exit_* tracepoints: using raw_syscalls:sys_exit and the fd walk")
+}
+
+// burst is the most a connection copies at once under Options.Rate: an
+// eighth of a second's worth, at least MinBurst, and at most a sixteenth of
+// the ring (two flooding ends must not fill it between two reads).
+func burst(rate, ringBytes int) int {
+	return max(min(rate/8, ringBytes/16), MinBurst)
+}
+
+// open loads and attaches the programs of hook.
+func open(o Options, hook Hook, why string) (_ *Capture, err error) {
+	spec, err := loadH2()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
+	}
+	progs := append(hookPrograms(hook), "h2_state")
+	multi := false
+	if o.TLS {
+		progs = append(progs, tlsPrograms...)
+		if multi = !o.SingleUprobes && features.HaveBPFLinkUprobeMulti() == nil; multi {
+			for _, p := range tlsPrograms {
+				spec.Programs[p].AttachType = ebpf.AttachTraceUprobeMulti
+			}
+		}
+	} else {
+		delete(spec.Maps, "h2_go_calls")
+		// The socket programs name these two in h2_tls_mark, which
+		// h2_tls_on = 0 leaves dead: the least that loads.
+		spec.Maps["h2_tls_calls"].MaxEntries = 64
+		spec.Maps["h2_ssl_isn"].MaxEntries = 64
+	}
+	for name := range spec.Programs {
+		if !slices.Contains(progs, name) {
+			delete(spec.Programs, name)
+		}
+	}
+	delete(spec.Maps, "seq_scratchbuf") // seq_ring.h's; h2 stages in h2_scratchbuf
+	spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
+	// The connection maps are preallocated (LRU hash), in kernel memory, per
+	// entry: h2_conns and h2_pending about 210 bytes (48 of element head, the
+	// 16-byte key, the 128-byte struct h2_conn, 16 of hash bucket), h2_not_h2
+	// about 90 (a 1-byte value rounded to 8). Each gets lruSlack entries per
+	// possible CPU on top: the kernel's LRU (before Linux 6.16) moves free
+	// entries to a CPU's own list that many at a time, and evicts live
+	// entries when the shared list is empty while other CPUs' lists still
+	// hold free ones (seen on 6.1: a 16-entry h2_conns lost live HTTP/2
+	// connections with 4 in use). MaxConns 4096, the default MaxPending
+	// 16384, 8 CPUs: 1.0 + 3.6 + 1.5 MiB.
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("possible CPUs: %w", err)
+	}
+	pending := o.MaxPending
+	if pending <= 0 {
+		pending = max(4*o.MaxConns, MinPending)
+	}
+	spec.Maps["h2_conns"].MaxEntries = uint32(o.MaxConns + lruSlack*ncpu)
+	spec.Maps["h2_pending"].MaxEntries = uint32(pending + lruSlack*ncpu)
+	spec.Maps["h2_not_h2"].MaxEntries = uint32(pending + lruSlack*ncpu)
+	for name, v := range map[string]any{
+		"seq_ring_mask": uint64(o.RingSlots - 1),
+		"h2_hdr_cap":    uint32(o.HeaderCap),
+		"h2_max_iov":    uint32(o.MaxIov),
+		"h2_rate":       uint64(o.Rate),
+		"h2_burst":      uint64(burst(o.Rate, o.RingSlots*slotSize)),
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+
+	// Kernels before 5.17 have no bpf_loop: the walk then runs in a bounded
+	// loop of global functions (h2_step_bounded), fewer steps per call.
+	haveLoop := !o.BoundedLoop && features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) == nil
+	if !haveLoop {
+		why += fmt.Sprintf("; the frame walk runs in a bounded loop of %d steps per call (no bpf_loop: Linux 5.17)", BoundedSteps)
+		if o.BoundedLoop {
+			why = strings.Replace(why, "no bpf_loop: Linux 5.17", "forced", 1)
+		}
+	}
+	var loop uint32
+	if haveLoop {
+		loop = 1
+	}
+	if err := spec.Variables["h2_have_loop"].Set(loop); err != nil {
+		return nil, fmt.Errorf("set h2_have_loop: %w", err)
+	}
+	// With the TLS probes, socket calls look for an OpenSSL call of their
+	// thread (h2_tls_mark): one map lookup more per call.
+	var tlsOn uint32
+	if o.TLS {
+		tlsOn = 1
+	}
+	if err := spec.Variables["h2_tls_on"].Set(tlsOn); err != nil {
+		return nil, fmt.Errorf("set h2_tls_on: %w", err)
+	}
+
+	c := &Capture{hook: hook, why: why, multi: multi}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	if c.coll, err = bpfload.NewCollection(spec); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("load the grpc receiver's BPF programs: permission denied; it needs CAP_BPF and CAP_PERFMON (or root): %w", err)
+		}
+		return nil, fmt.Errorf("load the grpc receiver's BPF programs: %w", err)
+	}
+	for _, name := range progs {
+		c.progs = append(c.progs, c.coll.Programs[name])
+	}
+	// The ring first, then the hooks: nothing is written before it can be read.
+	c.ringLen = o.RingSlots * slotSize
+	if c.ctl, err = ringmap.Mmap(c.coll.Maps["seq_control"], 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+		return nil, err
+	}
+	if c.slots, err = ringmap.Mmap(c.coll.Maps["seq_slots"], c.ringLen, unix.PROT_READ); err != nil {
+		return nil, err
+	}
+	if c.doorbell, err = ringmap.NewDoorbell(c.coll.Maps["seq_doorbell"]); err != nil {
+		return nil, err
+	}
+	if c.reader, err = ring.NewReader(c.ctl[:128], c.slots[:c.ringLen], ring.StartAt(0)); err != nil {
+		return nil, err
+	}
+	// Connections first (h2_state), so that a connection established from now
+	// on has its offsets from the handshake.
+	if err := c.attachBTF("h2_state", "sock:inet_sock_set_state"); err != nil {
+		return nil, err
+	}
+	if o.TLS {
+		c.filter, c.probeSelf, c.selfPID = o.Filter, o.ProbeSelf, strconv.Itoa(os.Getpid())
+		if self, err := os.Open("/proc/self/exe"); err == nil {
+			c.self, _ = idOf(self)
+			_ = self.Close()
+		}
+		if err := c.attachTLS(o.LibSSL); err != nil {
+			return nil, err
+		}
+		if err := c.attachGoTLS(o.GoBinaries); err != nil {
+			return nil, err
+		}
+	}
+	for _, pt := range btfHooks[hook] {
+		if err := c.attachBTF(pt[0], pt[1]); err != nil {
+			return nil, err
+		}
+	}
+	if hook != HookSyscalls {
+		return c, nil
+	}
+	for _, s := range syscallExits {
+		l, err := tracepointLink("syscalls", "sys_exit_"+s, c.coll.Programs["h2_sys_"+s], nil)
+		// EACCES, as root; cilium/ebpf's perf link error keeps only its text.
+		if err != nil && (errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permission denied")) {
+			return nil, fmt.Errorf("attach syscalls:sys_exit_%s: %w: %w", s, err, ErrSyscallHookRefused)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("attach syscalls:sys_exit_%s: %w", s, err)
+		}
+		c.links = append(c.links, l)
+	}
+	return c, nil
+}
