@@ -257,7 +257,7 @@ func (c *RedactionConfig) Validate() error {
 	}
 	for _, k := range c.ExtraKeys {
 		if strings.Trim(k, "-_.") == "" || strings.ContainsAny(k, "= :\t") {
-			errs = append(errs, fmt.Errorf("extra_keys: %q is not a key name; use letters, digits, - _ .", k))
+			errs = append(errs, fmt.Errorf("extra_keys: %q is not a key name; use letters, digits and - _ . only", k))
 		}
 	}
 	return errors.Join(errs...)

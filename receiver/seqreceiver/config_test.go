@@ -76,7 +76,7 @@ func TestConfigInvalid(t *testing.T) {
 		"bad_redaction": `redaction: extra_patterns[1]: "(unclosed" is not a regular expression (error parsing regexp: missing closing ): ` + "`(unclosed`); fix or remove it\n" +
 			`extra_flags: "db-pass" is not a flag as written on a command line; write it as --db-pass or -P` + "\n" +
 			`extra_flags: "--x=y" is not a flag as written on a command line; write it as --db-pass or -P` + "\n" +
-			`extra_keys: "a=b" is not a key name; use letters, digits, - _ .`,
+			`extra_keys: "a=b" is not a key name; use letters, digits and - _ . only`,
 		"bad_traces": "traces: service_name: empty; give the service.name for the process spans\n" +
 			"max_processes: 10 is out of range; use 64 to 4194304\n" +
 			`root_parents: "containerd-shim-runc-v2" is not an executable name as the kernel keeps it; use its first 1 to 15 characters`,
