@@ -15,6 +15,8 @@
 //     container a Kubernetes pod's to the seq receiver, cleaned up after the
 //     test.
 //   - files.go: CopyFile.
+//   - golden.go: Golden and GoldenJSON, the golden-file comparison, and the
+//     one -update flag that rewrites the files (go test -run X -update).
 //
 // The subpackage ia32 makes 32-bit system calls (int 0x80) for tests of BPF
 // programs that must tell them from 64-bit ones.

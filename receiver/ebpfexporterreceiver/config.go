@@ -4,7 +4,6 @@
 package ebpfexporterreceiver
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -39,10 +38,10 @@ func createDefaultConfig() *Config {
 // ebpfexporter.Config themselves: config_dir, names.)
 func (c *Config) Validate() error {
 	if c.CollectionInterval < minCollectionInterval {
-		return fmt.Errorf("collection_interval: %s is below the %s minimum", c.CollectionInterval, minCollectionInterval)
+		return fmt.Errorf("collection_interval: %s is too short; use at least %s", c.CollectionInterval, minCollectionInterval)
 	}
 	if c.Timeout < 0 {
-		return errors.New("timeout: must not be negative")
+		return fmt.Errorf("timeout: %s is negative; use 0 or a positive duration", c.Timeout)
 	}
 	return nil
 }

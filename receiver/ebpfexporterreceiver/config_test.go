@@ -39,16 +39,24 @@ func TestConfig(t *testing.T) {
 func TestConfigInvalid(t *testing.T) {
 	err := confmap.Validate(loadConfig(t, "empty"))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "config_dir: must be set to the ebpf_exporter config directory")
-	assert.Contains(t, err.Error(), "names: at least one config name is required")
+	assert.Contains(t, err.Error(), "config_dir: empty; set it to the ebpf_exporter config directory")
+	assert.Contains(t, err.Error(), "names: empty; list one or more config names")
 
 	err = confmap.Validate(loadConfig(t, "bad"))
 	require.Error(t, err)
 	for _, want := range []string{
-		`names[0]: "biolatency.yaml": give the config name without the .yaml / .bpf.o suffix`,
+		`names[0]: "biolatency.yaml" has a file suffix; give the config name without .yaml / .bpf.o`,
 		`names[1]: "a/b" is a path, not a config name`,
-		"collection_interval: 10ms is below the 100ms minimum",
+		"collection_interval: 10ms is too short; use at least 100ms",
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
+}
+
+func TestConfigNegativeTimeout(t *testing.T) {
+	cfg := loadConfig(t, "")
+	cfg.Timeout = -time.Second
+	// scraperhelper's ControllerConfig refuses it too, but its message
+	// names a "controllerconfig" key no YAML has; this one names the fix.
+	assert.ErrorContains(t, confmap.Validate(cfg), "timeout: -1s is negative; use 0 or a positive duration")
 }

@@ -160,21 +160,21 @@ type SpansConfig struct {
 	URLQuery bool `mapstructure:"url_query"`
 }
 
-// Validate checks the bounds.
+// Validate checks the bounds; confmap puts "spans: " before the message.
 func (c *SpansConfig) Validate() error {
 	var errs []error
 	if c.MaxMethods < 1 || c.MaxMethods > maxMaxMethods {
-		errs = append(errs, fmt.Errorf("max_methods %d: must be from 1 to %d", c.MaxMethods, maxMaxMethods))
+		errs = append(errs, fmt.Errorf("max_methods: %d is out of range; use 1 to %d", c.MaxMethods, maxMaxMethods))
 	}
 	if c.MaxAttributeLength < minValueLength || c.MaxAttributeLength > maxValueLength {
-		errs = append(errs, fmt.Errorf("max_attribute_length %d: must be from %d to %d bytes", c.MaxAttributeLength, minValueLength, maxValueLength))
+		errs = append(errs, fmt.Errorf("max_attribute_length: %d is out of range; use %d to %d bytes", c.MaxAttributeLength, minValueLength, maxValueLength))
 	}
 	if c.MaxStatusMessageLength < 1 || c.MaxStatusMessageLength > maxValueLength {
-		errs = append(errs, fmt.Errorf("max_status_message_length %d: must be from 1 to %d bytes", c.MaxStatusMessageLength, maxValueLength))
+		errs = append(errs, fmt.Errorf("max_status_message_length: %d is out of range; use 1 to %d bytes", c.MaxStatusMessageLength, maxValueLength))
 	}
 	for _, m := range c.Methods {
 		if _, _, ok := h2.SplitPath("/" + m); !ok {
-			errs = append(errs, fmt.Errorf("methods: %q is not a gRPC method: write it as package.Service/Method", m))
+			errs = append(errs, fmt.Errorf("methods: %q is not a gRPC method; write it as package.Service/Method", m))
 		}
 	}
 	return errors.Join(errs...)
@@ -234,82 +234,85 @@ func createDefaultConfig() *Config {
 	}
 }
 
-// Validate checks every setting and names the fix.
+// Validate checks this level's settings and names the fix; spans and tls
+// validate themselves (confmap calls their Validate and puts their path
+// before the message).
 func (c *Config) Validate() error {
 	var errs []error
 	if !slices.Contains(hooks, c.Hook) {
-		errs = append(errs, fmt.Errorf("hook %q: must be one of %s", c.Hook, strings.Join(hooks, ", ")))
+		errs = append(errs, fmt.Errorf("hook: %q is not a hook; use one of %s", c.Hook, strings.Join(hooks, ", ")))
 	}
 	if c.RingSlots < minRingSlots || c.RingSlots > maxRingSlots || c.RingSlots&(c.RingSlots-1) != 0 {
-		errs = append(errs, fmt.Errorf("ring_slots %d: must be a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))
+		errs = append(errs, fmt.Errorf("ring_slots: %d is not allowed; use a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))
 	}
-	if c.MaxConnections < minConnections || c.MaxConnections > maxConnections {
-		errs = append(errs, fmt.Errorf("max_connections %d: must be from %d to %d", c.MaxConnections, minConnections, maxConnections))
-	}
-	if c.MaxStreamsPerConnection < 1 || c.MaxStreamsPerConnection > maxStreams {
-		errs = append(errs, fmt.Errorf("max_streams_per_connection %d: must be from 1 to %d", c.MaxStreamsPerConnection, maxStreams))
-	}
-	if c.MaxHeaderBlock < minHeaderBlock || c.MaxHeaderBlock > maxHeaderBlock {
-		errs = append(errs, fmt.Errorf("max_header_block %d: must be from %d to %d bytes", c.MaxHeaderBlock, minHeaderBlock, maxHeaderBlock))
+	for _, r := range []struct {
+		name        string
+		v, min, max int
+		unit        string
+	}{
+		{"max_connections", c.MaxConnections, minConnections, maxConnections, ""},
+		{"max_streams_per_connection", c.MaxStreamsPerConnection, 1, maxStreams, ""},
+		{"max_header_block", c.MaxHeaderBlock, minHeaderBlock, maxHeaderBlock, " bytes"},
+		{"max_header_table_size", c.MaxHeaderTableSize, minTableSize, maxTableSize, " bytes"},
+		{"max_memory", c.MaxMemory, minMemory, maxMemory, " bytes"},
+		{"max_batch", c.MaxBatch, 1, maxMaxBatch, ""},
+	} {
+		if r.v < r.min || r.v > r.max {
+			errs = append(errs, fmt.Errorf("%s: %d is out of range; use %d to %d%s", r.name, r.v, r.min, r.max, r.unit))
+		}
 	}
 	if c.MaxCaptureRate != 0 && (c.MaxCaptureRate < minCaptureRate || c.MaxCaptureRate > maxCaptureRate) {
-		errs = append(errs, fmt.Errorf("max_capture_rate %d: must be 0 (no limit) or from %d to %d bytes a second", c.MaxCaptureRate, minCaptureRate, maxCaptureRate))
-	}
-	if c.MaxHeaderTableSize < minTableSize || c.MaxHeaderTableSize > maxTableSize {
-		errs = append(errs, fmt.Errorf("max_header_table_size %d: must be from %d to %d", c.MaxHeaderTableSize, minTableSize, maxTableSize))
-	}
-	if c.MaxMemory < minMemory || c.MaxMemory > maxMemory {
-		errs = append(errs, fmt.Errorf("max_memory %d: must be from %d to %d", c.MaxMemory, minMemory, maxMemory))
+		errs = append(errs, fmt.Errorf("max_capture_rate: %d is out of range; use 0 (no limit) or %d to %d bytes a second", c.MaxCaptureRate, minCaptureRate, maxCaptureRate))
 	}
 	if c.IdleTimeout < minIdleTimeout {
-		errs = append(errs, fmt.Errorf("idle_timeout %s: must be at least %s", c.IdleTimeout, minIdleTimeout))
-	}
-	if c.MaxBatch < 1 || c.MaxBatch > maxMaxBatch {
-		errs = append(errs, fmt.Errorf("max_batch %d: must be from 1 to %d", c.MaxBatch, maxMaxBatch))
+		errs = append(errs, fmt.Errorf("idle_timeout: %s is too short; use at least %s", c.IdleTimeout, minIdleTimeout))
 	}
 	for _, p := range c.Ports {
 		if p == 0 {
-			errs = append(errs, errors.New("ports: 0 is not a port"))
+			errs = append(errs, errors.New("ports: 0 is not a port; list ports from 1 to 65535"))
 		}
 	}
 	if c.ServiceName == "" {
-		errs = append(errs, errors.New("service_name: must not be empty"))
+		errs = append(errs, errors.New("service_name: empty; give the service.name of the spans"))
 	}
-	if len(c.TLS.LibSSLPaths) > 0 && !c.TLS.Enabled {
-		errs = append(errs, errors.New("tls::libssl_paths: set tls::enabled: true as well, or remove them"))
-	}
-	if c.TLS.RescanInterval != 0 && c.TLS.RescanInterval < minRescan {
-		errs = append(errs, fmt.Errorf("tls::rescan_interval %s: must be 0 (off) or at least %s", c.TLS.RescanInterval, minRescan))
+	return errors.Join(errs...)
+}
+
+// Validate checks the TLS settings; confmap puts "tls: " before the message.
+func (c *TLSConfig) Validate() error {
+	var errs []error
+	if c.RescanInterval != 0 && c.RescanInterval < minRescan {
+		errs = append(errs, fmt.Errorf("rescan_interval: %s is too short; use 0 (off) or at least %s", c.RescanInterval, minRescan))
 	}
 	for _, l := range []struct {
 		name string
 		list []string
 	}{
-		{"go_binaries", c.TLS.GoBinaries},
-		{"include_executables", c.TLS.IncludeExecutables}, {"exclude_executables", c.TLS.ExcludeExecutables},
-		{"include_cgroups", c.TLS.IncludeCgroups}, {"exclude_cgroups", c.TLS.ExcludeCgroups},
+		{"libssl_paths", c.LibSSLPaths}, {"go_binaries", c.GoBinaries},
+		{"include_executables", c.IncludeExecutables}, {"exclude_executables", c.ExcludeExecutables},
+		{"include_cgroups", c.IncludeCgroups}, {"exclude_cgroups", c.ExcludeCgroups},
 	} {
-		if len(l.list) > 0 && !c.TLS.Enabled {
-			errs = append(errs, fmt.Errorf("tls::%s: set tls::enabled: true as well, or remove them", l.name))
+		if len(l.list) > 0 && !c.Enabled {
+			errs = append(errs, fmt.Errorf("%s: set while TLS capture is off; set enabled: true as well, or remove them", l.name))
 		}
 	}
 	for _, l := range []struct {
 		name string
 		list []string
-	}{{"include_executables", c.TLS.IncludeExecutables}, {"exclude_executables", c.TLS.ExcludeExecutables}} {
+	}{{"include_executables", c.IncludeExecutables}, {"exclude_executables", c.ExcludeExecutables}} {
 		for _, g := range l.list {
 			if _, err := path.Match(g, ""); err != nil || g == "" {
-				errs = append(errs, fmt.Errorf("tls::%s: %q is not a glob (path.Match syntax: *, ?, [a-z], \\ to escape; a closed [ ]): fix or remove it", l.name, g))
+				errs = append(errs, fmt.Errorf("%s: %q is not a glob (path.Match syntax: *, ?, [a-z], \\ to escape; a closed [ ]); fix or remove it", l.name, g))
 			}
 		}
 	}
 	for _, l := range []struct {
 		name string
 		list []string
-	}{{"include_cgroups", c.TLS.IncludeCgroups}, {"exclude_cgroups", c.TLS.ExcludeCgroups}} {
+	}{{"include_cgroups", c.IncludeCgroups}, {"exclude_cgroups", c.ExcludeCgroups}} {
 		for _, cg := range l.list {
 			if !strings.HasPrefix(cg, "/") {
-				errs = append(errs, fmt.Errorf("tls::%s: %q: a cgroup v2 path starts with / (as in /proc/<pid>/cgroup's 0:: line, e.g. /system.slice)", l.name, cg))
+				errs = append(errs, fmt.Errorf("%s: %q is not a cgroup v2 path; start it with / (as in /proc/<pid>/cgroup's 0:: line, e.g. /system.slice)", l.name, cg))
 			}
 		}
 	}

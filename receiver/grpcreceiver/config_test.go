@@ -47,20 +47,22 @@ func TestConfigTLS(t *testing.T) {
 	}, cfg.TLS)
 	assert.Equal(t, 10*time.Second, createDefaultConfig().TLS.RescanInterval)
 	cfg.TLS.RescanInterval = 100 * time.Millisecond
-	require.EqualError(t, cfg.Validate(), "tls::rescan_interval 100ms: must be 0 (off) or at least 1s")
+	// confmap puts the nested config's path before its errors.
+	require.EqualError(t, confmap.Validate(cfg), "tls: rescan_interval: 100ms is too short; use 0 (off) or at least 1s")
 	cfg.TLS.RescanInterval = 0
-	require.NoError(t, cfg.Validate())
+	require.NoError(t, confmap.Validate(cfg))
 	cfg.TLS.Enabled = false
-	require.ErrorContains(t, cfg.Validate(), "tls::libssl_paths")
-	require.ErrorContains(t, cfg.Validate(), "tls::go_binaries")
+	require.ErrorContains(t, confmap.Validate(cfg), "tls: libssl_paths: set while TLS capture is off; set enabled: true as well")
+	require.ErrorContains(t, confmap.Validate(cfg), "go_binaries")
 	cfg.TLS.LibSSLPaths = nil
-	require.ErrorContains(t, cfg.Validate(), "tls::go_binaries")
+	require.ErrorContains(t, confmap.Validate(cfg), "tls: go_binaries")
 	cfg.TLS.GoBinaries = nil
 	for _, f := range []string{"include_executables", "exclude_executables", "include_cgroups", "exclude_cgroups"} {
-		require.ErrorContains(t, cfg.Validate(), "tls::"+f+": set tls::enabled: true as well")
+		require.ErrorContains(t, confmap.Validate(cfg), "tls: ")
+		require.ErrorContains(t, confmap.Validate(cfg), f+": set while TLS capture is off; set enabled: true as well")
 	}
 	cfg.TLS.IncludeExecutables, cfg.TLS.ExcludeExecutables, cfg.TLS.IncludeCgroups, cfg.TLS.ExcludeCgroups = nil, nil, nil, nil
-	require.NoError(t, cfg.Validate())
+	require.NoError(t, confmap.Validate(cfg))
 }
 
 // Bad globs and cgroup paths are refused, naming the setting and the fix.
@@ -70,12 +72,12 @@ func TestConfigTLSFilters(t *testing.T) {
 	cfg.TLS.IncludeExecutables = []string{"/usr/bin/[a-"}
 	cfg.TLS.ExcludeExecutables = []string{""}
 	cfg.TLS.ExcludeCgroups = []string{"system.slice"}
-	err := cfg.Validate()
-	require.ErrorContains(t, err, `tls::include_executables: "/usr/bin/[a-" is not a glob`)
-	require.ErrorContains(t, err, `tls::exclude_executables: "" is not a glob`)
-	require.ErrorContains(t, err, `tls::exclude_cgroups: "system.slice": a cgroup v2 path starts with /`)
+	err := confmap.Validate(cfg)
+	require.ErrorContains(t, err, `tls: include_executables: "/usr/bin/[a-" is not a glob`)
+	require.ErrorContains(t, err, `exclude_executables: "" is not a glob`)
+	require.ErrorContains(t, err, `exclude_cgroups: "system.slice" is not a cgroup v2 path; start it with /`)
 	cfg.TLS.IncludeExecutables, cfg.TLS.ExcludeExecutables, cfg.TLS.ExcludeCgroups = []string{"/usr/bin/*", `/opt/\*`}, nil, []string{"/system.slice"}
-	require.NoError(t, cfg.Validate())
+	require.NoError(t, confmap.Validate(cfg))
 }
 
 func TestConfigSpans(t *testing.T) {
@@ -86,17 +88,16 @@ func TestConfigSpans(t *testing.T) {
 		MaxStatusMessageLength: 64, URLQuery: true,
 	}, cfg.Spans)
 	for name, mod := range map[string]func(*SpansConfig){
-		"max_methods %d: must be from 1 to 65536":                 func(c *SpansConfig) { c.MaxMethods = 0 },
-		"max_attribute_length %d: must be from 16 to 65536 bytes": func(c *SpansConfig) { c.MaxAttributeLength = 8 },
-		"max_status_message_length":                               func(c *SpansConfig) { c.MaxStatusMessageLength = 1 << 20 },
-		`methods: "SayHello" is not a gRPC method`:                func(c *SpansConfig) { c.Methods = []string{"SayHello"} },
+		"max_methods: 0 is out of range; use 1 to 65536":                 func(c *SpansConfig) { c.MaxMethods = 0 },
+		"max_attribute_length: 8 is out of range; use 16 to 65536 bytes": func(c *SpansConfig) { c.MaxAttributeLength = 8 },
+		"max_status_message_length: 1048576 is out of range":             func(c *SpansConfig) { c.MaxStatusMessageLength = 1 << 20 },
+		`methods: "SayHello" is not a gRPC method`:                       func(c *SpansConfig) { c.Methods = []string{"SayHello"} },
 	} {
 		c := createDefaultConfig()
 		mod(&c.Spans)
 		err := confmap.Validate(c)
 		require.Error(t, err, name)
-		assert.Contains(t, err.Error(), "spans: ", name)
-		assert.Contains(t, err.Error(), strings.SplitN(name, " %d", 2)[0], name)
+		assert.Contains(t, err.Error(), "spans: "+name, name)
 	}
 }
 
@@ -110,28 +111,28 @@ func TestConfigHooks(t *testing.T) {
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, HookRawSyscalls, cfg.Hook)
 	cfg.Hook = "kprobe"
-	assert.EqualError(t, cfg.Validate(), `hook "kprobe": must be one of auto, socket, syscalls, raw_syscalls`)
+	assert.EqualError(t, cfg.Validate(), `hook: "kprobe" is not a hook; use one of auto, socket, syscalls, raw_syscalls`)
 }
 
 func TestConfigInvalid(t *testing.T) {
-	for name, mod := range map[string]func(*Config){
-		"hook":        func(c *Config) { c.Hook = "kprobe" },
-		"ring_slots":  func(c *Config) { c.RingSlots = 1000 },
-		"connections": func(c *Config) { c.MaxConnections = 1 },
-		"streams":     func(c *Config) { c.MaxStreamsPerConnection = 0 },
-		"header":      func(c *Config) { c.MaxHeaderBlock = 1 << 21 },
-		"rate":        func(c *Config) { c.MaxCaptureRate = 1000 },
-		"table":       func(c *Config) { c.MaxHeaderTableSize = 1 << 21 },
-		"memory":      func(c *Config) { c.MaxMemory = 1000 },
-		"idle":        func(c *Config) { c.IdleTimeout = time.Millisecond },
-		"batch":       func(c *Config) { c.MaxBatch = 0 },
-		"port":        func(c *Config) { c.Ports = []uint16{0} },
-		"service":     func(c *Config) { c.ServiceName = "" },
+	for want, mod := range map[string]func(*Config){
+		`hook: "kprobe" is not a hook`:                         func(c *Config) { c.Hook = "kprobe" },
+		"ring_slots: 1000 is not allowed; use a power of two":  func(c *Config) { c.RingSlots = 1000 },
+		"max_connections: 1 is out of range; use 16 to":        func(c *Config) { c.MaxConnections = 1 },
+		"max_streams_per_connection: 0 is out of range; use 1": func(c *Config) { c.MaxStreamsPerConnection = 0 },
+		"max_header_block: 2097152 is out of range; use 1024":  func(c *Config) { c.MaxHeaderBlock = 1 << 21 },
+		"max_capture_rate: 1000 is out of range; use 0":        func(c *Config) { c.MaxCaptureRate = 1000 },
+		"max_header_table_size: 2097152 is out of range; use":  func(c *Config) { c.MaxHeaderTableSize = 1 << 21 },
+		"max_memory: 1000 is out of range; use 1048576":        func(c *Config) { c.MaxMemory = 1000 },
+		"idle_timeout: 1ms is too short; use at least 1s":      func(c *Config) { c.IdleTimeout = time.Millisecond },
+		"max_batch: 0 is out of range; use 1 to 65536":         func(c *Config) { c.MaxBatch = 0 },
+		"ports: 0 is not a port":                               func(c *Config) { c.Ports = []uint16{0} },
+		"service_name: empty; give the service.name":           func(c *Config) { c.ServiceName = "" },
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(strings.SplitN(want, ":", 2)[0], func(t *testing.T) {
 			c := createDefaultConfig()
 			mod(c)
-			assert.Error(t, c.Validate())
+			assert.ErrorContains(t, c.Validate(), want)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/receivertest"
@@ -37,7 +38,7 @@ func startReceiver(t *testing.T, mod func(*Config)) (*consumertest.TracesSink, f
 	if mod != nil {
 		mod(cfg)
 	}
-	require.NoError(t, cfg.Validate())
+	require.NoError(t, confmap.Validate(cfg))
 	sink := new(consumertest.TracesSink)
 	r, err := NewFactory().CreateTraces(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)
@@ -291,7 +292,7 @@ func TestReceiverTLSGoStartedLater(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.TLS.Enabled = true
 	cfg.TLS.RescanInterval = time.Second
-	require.NoError(t, cfg.Validate())
+	require.NoError(t, confmap.Validate(cfg))
 	sink := new(consumertest.TracesSink)
 	rt, err := NewFactory().CreateTraces(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)

@@ -169,11 +169,14 @@ func createDefaultConfig() *Config {
 	}
 }
 
-// Validate names the field and the allowed range of every bad value.
+// Validate names the field, the bad value and the fix. The nested configs
+// validate themselves (confmap calls their Validate and puts their path,
+// pressure, traces or redaction, before the message); what is left here are
+// this level's fields and the settings that depend on each other.
 func (c *Config) Validate() error {
 	var errs []error
 	if !slices.Contains(sequencer.Transports, c.Transport) {
-		errs = append(errs, fmt.Errorf("transport: %q is not allowed; use one of %s", c.Transport, joinNames(sequencer.Transports)))
+		errs = append(errs, fmt.Errorf("transport: %q is not a transport; use one of %s", c.Transport, joinNames(sequencer.Transports)))
 	}
 	if c.RingSlots < minRingSlots || c.RingSlots > maxRingSlots || c.RingSlots&(c.RingSlots-1) != 0 {
 		errs = append(errs, fmt.Errorf("ring_slots: %d is not allowed; use a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))
@@ -185,54 +188,76 @@ func (c *Config) Validate() error {
 	for _, e := range c.Events {
 		switch {
 		case !slices.Contains(knownEvents, e):
-			errs = append(errs, fmt.Errorf("events: unknown event %q; allowed: %s", e, strings.Join(knownEvents, ", ")))
+			errs = append(errs, fmt.Errorf("events: %q is not an event; use %s", e, strings.Join(knownEvents, ", ")))
 		case seen[e]:
-			errs = append(errs, fmt.Errorf("events: %q listed twice", e))
+			errs = append(errs, fmt.Errorf("events: %q is listed twice; list it once", e))
 		}
 		seen[e] = true
 	}
 	if c.MaxArgsBytes < 0 || c.MaxArgsBytes > maxArgsBytes {
-		errs = append(errs, fmt.Errorf("max_args_bytes: %d is out of range 0 to %d", c.MaxArgsBytes, maxArgsBytes))
+		errs = append(errs, fmt.Errorf("max_args_bytes: %d is out of range; use 0 to %d", c.MaxArgsBytes, maxArgsBytes))
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > maxMaxBatch {
-		errs = append(errs, fmt.Errorf("max_batch: %d is out of range 1 to %d", c.MaxBatch, maxMaxBatch))
-	}
-	for _, e := range c.Pressure.Shed {
-		switch {
-		case e == EventExit:
-			errs = append(errs, errors.New("pressure::shed: exit cannot be shed: exits end spans and free the process table; shed fork, exec or thread"))
-		case !slices.Contains(ShedClasses, e):
-			errs = append(errs, fmt.Errorf("pressure::shed: unknown class %q; allowed: %s", e, strings.Join(ShedClasses, ", ")))
-		}
+		errs = append(errs, fmt.Errorf("max_batch: %d is out of range; use 1 to %d", c.MaxBatch, maxMaxBatch))
 	}
 	if len(c.Pressure.Shed) > 0 && (c.Transport == sequencer.TransportRingBuf || c.Transport == sequencer.TransportPerfBuf) {
-		errs = append(errs, fmt.Errorf("pressure::shed: shedding works on the sequencer transport only; remove it or use transport: %s or %s", sequencer.TransportSequencer, sequencer.TransportAuto))
+		errs = append(errs, fmt.Errorf("transport: %q cannot shed (pressure::shed works on the sequencer transport only); use transport: %s or %s, or remove pressure::shed",
+			c.Transport, sequencer.TransportSequencer, sequencer.TransportAuto))
 	}
-	if len(c.Pressure.Shed) > 0 && (c.Pressure.Above < 0.1 || c.Pressure.Above > 0.99) {
-		errs = append(errs, fmt.Errorf("pressure::above: %g is out of range 0.1 to 0.99 (a fraction of ring_slots)", c.Pressure.Above))
+	return errors.Join(errs...)
+}
+
+// Validate checks the shed classes and the threshold; confmap puts
+// "pressure: " before the message.
+func (c *PressureConfig) Validate() error {
+	var errs []error
+	for _, e := range c.Shed {
+		switch {
+		case e == EventExit:
+			errs = append(errs, errors.New("shed: exit cannot be shed (exits end spans and free the process table); shed fork, exec or thread"))
+		case !slices.Contains(ShedClasses, e):
+			errs = append(errs, fmt.Errorf("shed: %q is not a class; use %s", e, strings.Join(ShedClasses, ", ")))
+		}
 	}
-	if c.Traces.ServiceName == "" {
-		errs = append(errs, errors.New("traces::service_name: empty; give the service.name for the process spans"))
+	if len(c.Shed) > 0 && (c.Above < 0.1 || c.Above > 0.99) {
+		errs = append(errs, fmt.Errorf("above: %g is out of range; use 0.1 to 0.99 (a fraction of ring_slots)", c.Above))
 	}
-	if c.Traces.MaxProcesses < minProcesses || c.Traces.MaxProcesses > maxProcesses {
-		errs = append(errs, fmt.Errorf("traces::max_processes: %d is out of range %d to %d", c.Traces.MaxProcesses, minProcesses, maxProcesses))
+	return errors.Join(errs...)
+}
+
+// Validate checks the span settings; confmap puts "traces: " before the
+// message.
+func (c *TracesConfig) Validate() error {
+	var errs []error
+	if c.ServiceName == "" {
+		errs = append(errs, errors.New("service_name: empty; give the service.name for the process spans"))
 	}
-	for _, name := range c.Traces.RootParents {
+	if c.MaxProcesses < minProcesses || c.MaxProcesses > maxProcesses {
+		errs = append(errs, fmt.Errorf("max_processes: %d is out of range; use %d to %d", c.MaxProcesses, minProcesses, maxProcesses))
+	}
+	for _, name := range c.RootParents {
 		if name == "" || len(name) > commLen {
-			errs = append(errs, fmt.Errorf("traces::root_parents: %q is not an executable name as the kernel keeps it (1 to %d characters)", name, commLen))
+			errs = append(errs, fmt.Errorf("root_parents: %q is not an executable name as the kernel keeps it; use its first 1 to %d characters", name, commLen))
 		}
 	}
-	if _, err := c.Redaction.redactor(); err != nil {
-		errs = append(errs, fmt.Errorf("redaction: %w", err))
+	return errors.Join(errs...)
+}
+
+// Validate compiles the rules and checks the added flags and keys; confmap
+// puts "redaction: " before the message.
+func (c *RedactionConfig) Validate() error {
+	var errs []error
+	if _, err := c.redactor(); err != nil {
+		errs = append(errs, err)
 	}
-	for _, f := range c.Redaction.ExtraFlags {
+	for _, f := range c.ExtraFlags {
 		if !strings.HasPrefix(f, "-") || strings.TrimLeft(f, "-") == "" || strings.ContainsAny(f, "= \t") {
-			errs = append(errs, fmt.Errorf("redaction::extra_flags: %q is not a flag as written on a command line (e.g. --db-pass or -P)", f))
+			errs = append(errs, fmt.Errorf("extra_flags: %q is not a flag as written on a command line; write it as --db-pass or -P", f))
 		}
 	}
-	for _, k := range c.Redaction.ExtraKeys {
+	for _, k := range c.ExtraKeys {
 		if strings.Trim(k, "-_.") == "" || strings.ContainsAny(k, "= :\t") {
-			errs = append(errs, fmt.Errorf("redaction::extra_keys: %q is not a key name (letters, digits, - _ .)", k))
+			errs = append(errs, fmt.Errorf("extra_keys: %q is not a key name; use letters, digits and - _ . only", k))
 		}
 	}
 	return errors.Join(errs...)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -139,7 +140,7 @@ type fakeRun struct {
 
 func startFake(t *testing.T, cfg *Config, slots int, logs consumer.Logs, traces consumer.Traces, before ...event.Event) *fakeRun {
 	t.Helper()
-	require.NoError(t, cfg.Validate())
+	require.NoError(t, confmap.Validate(cfg))
 	f := &fakeRun{k: newFakeKernel(t, slots), tel: componenttest.NewTelemetry()}
 	t.Cleanup(func() { require.NoError(t, f.tel.Shutdown(context.Background())) })
 	f.k.write(before...)

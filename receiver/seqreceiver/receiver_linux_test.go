@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -108,7 +109,7 @@ func checkOrder(t *testing.T, recs []rec) (delivered, lost int64) {
 
 func startReceiver(t *testing.T, cfg *Config, next *consumertest.LogsSink) *seqReceiver {
 	t.Helper()
-	require.NoError(t, cfg.Validate())
+	require.NoError(t, confmap.Validate(cfg))
 	set := receivertest.NewNopSettings(metadata.Type)
 	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
 	require.NoError(t, err)
@@ -422,7 +423,7 @@ func TestLappedReaderReportsEveryGap(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.RingSlots = 256
 	cfg.MaxBatch = 16
-	require.NoError(t, cfg.Validate())
+	require.NoError(t, confmap.Validate(cfg))
 	tel := componenttest.NewTelemetry()
 	defer func() { require.NoError(t, tel.Shutdown(context.Background())) }()
 	rcv, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(tel), cfg, sink)
@@ -669,7 +670,7 @@ func TestLossyBufferTransports(t *testing.T) {
 			cfg.Transport = tr
 			cfg.RingSlots = 256
 			cfg.MaxBatch = 16
-			require.NoError(t, cfg.Validate())
+			require.NoError(t, confmap.Validate(cfg))
 			rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
 			require.NoError(t, err)
 			require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
@@ -700,7 +701,7 @@ func TestPressureShedsForksAndExecsNeverExits(t *testing.T) {
 	cfg.RingSlots = 256
 	cfg.MaxBatch = 16
 	cfg.Pressure = PressureConfig{Shed: []string{EventFork, EventExec}, Above: 0.5}
-	require.NoError(t, cfg.Validate())
+	require.NoError(t, confmap.Validate(cfg))
 	rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
@@ -149,7 +150,7 @@ func TestThreadCasesOneProcessExit(t *testing.T) {
 			sink := &consumertest.LogsSink{}
 			cfg := createDefaultConfig()
 			cfg.ThreadEvents = true
-			require.NoError(t, cfg.Validate())
+			require.NoError(t, confmap.Validate(cfg))
 			rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
 			require.NoError(t, err)
 			r := rcv.(*sharedcomponent.Component[*seqReceiver]).C

@@ -4,10 +4,6 @@
 package bpftrace
 
 import (
-	"bytes"
-	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,9 +13,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/golden")
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+)
 
 var (
 	tStart = pcommon.NewTimestampFromTime(time.Unix(1_700_000_000, 0))
@@ -294,17 +290,7 @@ func TestGolden(t *testing.T) {
 			}
 			got, err := (&pmetric.JSONMarshaler{}).MarshalMetrics(md)
 			require.NoError(t, err)
-			var pretty bytes.Buffer
-			require.NoError(t, json.Indent(&pretty, got, "", "  "))
-			pretty.WriteByte('\n')
-			path := filepath.Join("testdata/golden", c.name+".json")
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-				require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
-			}
-			want, err := os.ReadFile(path)
-			require.NoError(t, err, "run go test -run Golden -update")
-			assert.Equal(t, string(want), pretty.String())
+			testutil.GoldenJSON(t, filepath.Join("testdata", "golden", c.name+".json"), got)
 		})
 	}
 }

@@ -32,23 +32,23 @@ type Config struct {
 func (c *Config) Validate() error {
 	var errs []error
 	if strings.TrimSpace(c.ConfigDir) == "" {
-		errs = append(errs, errors.New("config_dir: must be set to the ebpf_exporter config directory"))
+		errs = append(errs, errors.New("config_dir: empty; set it to the ebpf_exporter config directory"))
 	}
 	if len(c.Names) == 0 {
-		errs = append(errs, errors.New("names: at least one config name is required"))
+		errs = append(errs, errors.New("names: empty; list one or more config names"))
 	}
 	seen := map[string]int{}
 	for i, name := range c.Names {
 		switch {
 		case name == "":
-			errs = append(errs, fmt.Errorf("names[%d]: empty config name", i))
+			errs = append(errs, fmt.Errorf("names[%d]: empty; give a config name or remove the entry", i))
 		case strings.ContainsAny(name, `/\`) || name == "." || name == "..":
-			errs = append(errs, fmt.Errorf("names[%d]: %q is a path, not a config name (the files are <config_dir>/<name>.yaml and <config_dir>/<name>.bpf.o)", i, name))
+			errs = append(errs, fmt.Errorf("names[%d]: %q is a path, not a config name; give the name only (the files are <config_dir>/<name>.yaml and <config_dir>/<name>.bpf.o)", i, name))
 		case strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".bpf.o"):
-			errs = append(errs, fmt.Errorf("names[%d]: %q: give the config name without the .yaml / .bpf.o suffix", i, name))
+			errs = append(errs, fmt.Errorf("names[%d]: %q has a file suffix; give the config name without .yaml / .bpf.o", i, name))
 		}
 		if j, dup := seen[name]; dup {
-			errs = append(errs, fmt.Errorf("names[%d]: %q is already listed at names[%d]", i, name, j))
+			errs = append(errs, fmt.Errorf("names[%d]: %q is already listed at names[%d]; list it once", i, name, j))
 		} else {
 			seen[name] = i
 		}

@@ -19,11 +19,11 @@ func TestConfigValidate(t *testing.T) {
 		cfg  Config
 		want []string
 	}{
-		{"empty", Config{}, []string{"config_dir: must be set", "names: at least one config name is required"}},
-		{"empty name", Config{ConfigDir: "/d", Names: []string{""}}, []string{"names[0]: empty config name"}},
+		{"empty", Config{}, []string{"config_dir: empty; set it", "names: empty; list one or more config names"}},
+		{"empty name", Config{ConfigDir: "/d", Names: []string{""}}, []string{"names[0]: empty; give a config name"}},
 		{"path", Config{ConfigDir: "/d", Names: []string{"a/b"}}, []string{`names[0]: "a/b" is a path`}},
-		{"suffix", Config{ConfigDir: "/d", Names: []string{"bio.yaml"}}, []string{`names[0]: "bio.yaml": give the config name without`}},
-		{"duplicate", Config{ConfigDir: "/d", Names: []string{"a", "b", "a"}}, []string{`names[2]: "a" is already listed at names[0]`}},
+		{"suffix", Config{ConfigDir: "/d", Names: []string{"bio.yaml"}}, []string{`names[0]: "bio.yaml" has a file suffix; give the config name without`}},
+		{"duplicate", Config{ConfigDir: "/d", Names: []string{"a", "b", "a"}}, []string{`names[2]: "a" is already listed at names[0]; list it once`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.cfg.Validate()

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -30,73 +31,27 @@ import (
 // nothing of the config is left loaded; progs then holds the programs that
 // failed to attach, if any.
 func (e *Exporter) loadConfig(name string) (_ *loadedConfig, progs map[string]error, err error) {
-	cfg, warnings, err := LoadProgramConfig(e.cfg.ConfigDir, name)
-	for _, w := range warnings {
-		e.logger.Warn(w)
-	}
+	cfg, spec, err := e.readConfig(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	spec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
+	objErr := objErrorf(name, cfg.BPFPath)
+	plans, progs, err := e.planPrograms(spec, objErr)
 	if err != nil {
-		return nil, nil, &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
+		return nil, progs, err
 	}
-	objErr := func(format string, args ...any) error {
-		return &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf(format, args...)}
-	}
-
-	// Sections first: with Strict, refuse what cannot be attached before
-	// loading anything; otherwise load it and report it as not attached.
-	plans := map[string]attachPlan{}
-	progs = map[string]error{}
-	for _, pname := range slices.Sorted(maps.Keys(spec.Programs)) {
-		ps := spec.Programs[pname]
-		plan, err := planAttach(ps.SectionName)
-		if err != nil {
-			err = objErr("program %q: %w", pname, err)
-			if e.cfg.Strict {
-				return nil, map[string]error{pname: err}, err
-			}
-			progs[pname] = err
-			continue
-		}
-		if plan.disabled {
-			// SEC("?...") programs are not autoloaded by libbpf.
-			delete(spec.Programs, pname)
-			continue
-		}
-		plans[pname] = plan
-	}
-	failedOnly := func() map[string]error {
-		out := map[string]error{}
-		for p, err := range progs {
-			if err != nil {
-				out[p] = err
-			}
-		}
-		return out
-	}
-
 	metrics, err := checkMaps(cfg, spec)
 	if err != nil {
 		return nil, nil, err
 	}
-
 	if len(cfg.Kaddrs) > 0 {
 		if err := setKaddrs(cfg, spec, e.dec.env.kallsymsPath); err != nil {
 			return nil, nil, err
 		}
 	}
-
-	opts := ebpf.CollectionOptions{Cache: btf.NewCache()}
-	for _, ms := range spec.Maps {
-		if ms.Pinning != ebpf.PinNone {
-			opts.Maps.PinPath = "/sys/fs/bpf" // libbpf's default pin root
-		}
-	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
+	coll, err := loadCollection(spec, plans, objErr)
 	if err != nil {
-		return nil, nil, objErr("error loading bpf object into the kernel: %w", explainLoadError(err, plans))
+		return nil, nil, err
 	}
 	lc := &loadedConfig{
 		cfg:      cfg,
@@ -110,7 +65,91 @@ func (e *Exporter) loadConfig(name string) (_ *loadedConfig, progs map[string]er
 			_ = lc.close()
 		}
 	}()
+	lc.closers = attachPrograms(coll, spec, plans, progs, objErr)
+	if err := e.reportUnattached(name, progs); err != nil {
+		return nil, failedOnly(progs), err
+	}
+	if err := e.startReaders(name, lc, metrics, objErr); err != nil {
+		return nil, nil, err
+	}
+	return lc, progs, nil
+}
 
+// errorfFunc makes an error as fmt.Errorf does.
+type errorfFunc func(format string, args ...any) error
+
+// objErrorf returns the constructor of the errors about config name's
+// object file: ConfigErrors naming the config and the file.
+func objErrorf(name, file string) errorfFunc {
+	return func(format string, args ...any) error {
+		return &ConfigError{Config: name, File: file, Err: fmt.Errorf(format, args...)}
+	}
+}
+
+// readConfig reads <name>.yaml (logging its warnings) and the spec of the
+// object it names.
+func (e *Exporter) readConfig(name string) (*ProgramConfig, *ebpf.CollectionSpec, error) {
+	cfg, warnings, err := LoadProgramConfig(e.cfg.ConfigDir, name)
+	for _, w := range warnings {
+		e.logger.Warn(w)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
+	if err != nil {
+		return nil, nil, &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
+	}
+	return cfg, spec, nil
+}
+
+// planPrograms plans the attachment of every program from its section,
+// before anything is loaded: with Strict a section that cannot be attached
+// fails the config (progs then names only that program); otherwise it is
+// reported in progs and still loaded. SEC("?...") programs are dropped from
+// spec, as libbpf does not autoload them.
+func (e *Exporter) planPrograms(spec *ebpf.CollectionSpec, objErr errorfFunc) (plans map[string]attachPlan, progs map[string]error, err error) {
+	plans = map[string]attachPlan{}
+	progs = map[string]error{}
+	for _, pname := range slices.Sorted(maps.Keys(spec.Programs)) {
+		plan, err := planAttach(spec.Programs[pname].SectionName)
+		if err != nil {
+			err = objErr("program %q: %w", pname, err)
+			if e.cfg.Strict {
+				return nil, map[string]error{pname: err}, err
+			}
+			progs[pname] = err
+			continue
+		}
+		if plan.disabled {
+			delete(spec.Programs, pname)
+			continue
+		}
+		plans[pname] = plan
+	}
+	return plans, progs, nil
+}
+
+// loadCollection loads the object into the kernel, pinning under libbpf's
+// default root the maps that ask for it.
+func loadCollection(spec *ebpf.CollectionSpec, plans map[string]attachPlan, objErr errorfFunc) (*ebpf.Collection, error) {
+	opts := ebpf.CollectionOptions{Cache: btf.NewCache()}
+	for _, ms := range spec.Maps {
+		if ms.Pinning != ebpf.PinNone {
+			opts.Maps.PinPath = "/sys/fs/bpf" // libbpf's default pin root
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
+	if err != nil {
+		return nil, objErr("error loading bpf object into the kernel: %w", explainLoadError(err, plans))
+	}
+	return coll, nil
+}
+
+// attachPrograms attaches every planned program of coll, records each
+// outcome in progs (nil: attached) and returns the links to close.
+func attachPrograms(coll *ebpf.Collection, spec *ebpf.CollectionSpec, plans map[string]attachPlan, progs map[string]error, objErr errorfFunc) []io.Closer {
+	var links []io.Closer
 	for _, pname := range slices.Sorted(maps.Keys(plans)) {
 		plan := plans[pname]
 		prog := coll.Programs[pname]
@@ -131,62 +170,108 @@ func (e *Exporter) loadConfig(name string) (_ *loadedConfig, progs map[string]er
 			progs[pname] = objErr("program %q: failed to attach %s (SEC %q): %w", pname, plan.kind, plan.section, err)
 			continue
 		}
-		lc.closers = append(lc.closers, closers...)
+		links = append(links, closers...)
 		progs[pname] = nil
 	}
+	return links
+}
+
+// reportUnattached logs each program that is not attached; with Strict the
+// first (by name) fails the config instead.
+func (e *Exporter) reportUnattached(name string, progs map[string]error) error {
 	for _, pname := range slices.Sorted(maps.Keys(progs)) {
 		if perr := progs[pname]; perr != nil {
 			if e.cfg.Strict {
-				return nil, failedOnly(), perr
+				return perr
 			}
 			e.logger.Warn("program not attached; the rest of its config runs (strict: true fails the config instead)",
 				zap.String("config", name), zap.String("program", pname), zap.Error(perr))
 		}
 	}
+	return nil
+}
 
+// failedOnly returns the programs of progs that failed.
+func failedOnly(progs map[string]error) map[string]error {
+	out := map[string]error{}
+	for p, err := range progs {
+		if err != nil {
+			out[p] = err
+		}
+	}
+	return out
+}
+
+// startReaders binds the loaded maps to lc: the metrics' maps and the
+// perf_event_array counters, the cgroup id map (synced once now) and the
+// span ring buffers (when the receiver is in a traces pipeline).
+func (e *Exporter) startReaders(name string, lc *loadedConfig, metrics map[string]*metricMap, objErr errorfFunc) error {
+	logger := e.logger.With(zap.String("config", name))
+	if err := e.bindMetricMaps(lc, metrics, logger, objErr); err != nil {
+		return err
+	}
+	if err := lc.startCgroupIDMap(objErr); err != nil {
+		return err
+	}
+	return e.startSpanReaders(name, lc, logger, objErr)
+}
+
+// bindMetricMaps gives each metric its loaded map and opens the
+// perf_event_array counters.
+func (e *Exporter) bindMetricMaps(lc *loadedConfig, metrics map[string]*metricMap, logger *zap.Logger, objErr errorfFunc) error {
 	for mname, mm := range metrics {
-		m := coll.Maps[mname]
+		m := lc.coll.Maps[mname]
 		if m == nil {
-			return nil, nil, objErr("map %q is missing after load", mname)
+			return objErr("map %q is missing after load", mname)
 		}
 		mm.m = m
 		lc.metrics[mname] = mm
 	}
-	for _, c := range cfg.Metrics.Counters {
+	for _, c := range lc.cfg.Metrics.Counters {
 		if !c.PerfEventArray {
 			continue
 		}
-		pc, err := newPerfCounter(c, coll.Maps[c.Name], e.dec, e.logger.With(zap.String("config", name)))
+		pc, err := newPerfCounter(c, lc.coll.Maps[c.Name], e.dec, logger)
 		if err != nil {
-			return nil, nil, objErr("perf_event_array counter %q: %w", c.Name, err)
+			return objErr("perf_event_array counter %q: %w", c.Name, err)
 		}
 		lc.perf = append(lc.perf, pc)
 	}
-	if cfg.CgroupIDMap.Name != "" {
-		cg, err := newCgroupIDMapSync(cfg.CgroupIDMap, coll.Maps[cfg.CgroupIDMap.Name])
-		if err != nil {
-			return nil, nil, objErr("cgroup_id_map: %w", err)
-		}
-		lc.cgroups = cg
-		if err := lc.syncCgroupIDMap(); err != nil {
-			return nil, nil, objErr("cgroup_id_map: %w", err)
-		}
+	return nil
+}
+
+// startCgroupIDMap fills the config's cgroup id map, if it has one, a first
+// time.
+func (lc *loadedConfig) startCgroupIDMap(objErr errorfFunc) error {
+	if lc.cfg.CgroupIDMap.Name == "" {
+		return nil
 	}
-	if len(cfg.Tracing.Spans) > 0 && e.sink == nil {
-		e.logger.Warn("tracing.spans are configured but the receiver is in no traces pipeline: their ring buffers are loaded and left unread",
-			zap.String("config", name))
+	cg, err := newCgroupIDMapSync(lc.cfg.CgroupIDMap, lc.coll.Maps[lc.cfg.CgroupIDMap.Name])
+	if err != nil {
+		return objErr("cgroup_id_map: %w", err)
 	}
-	for i, s := range cfg.Tracing.Spans {
-		if e.sink == nil {
-			break
-		}
-		r, err := newSpanReader(name, s, coll.Maps[s.RingBuf], e.dec, e.sink, e.logger.With(zap.String("config", name)))
+	lc.cgroups = cg
+	if err := lc.syncCgroupIDMap(); err != nil {
+		return objErr("cgroup_id_map: %w", err)
+	}
+	return nil
+}
+
+// startSpanReaders reads the spans' ring buffers into the traces sink; with
+// no sink (no traces pipeline) they stay loaded and unread, said once.
+func (e *Exporter) startSpanReaders(name string, lc *loadedConfig, logger *zap.Logger, objErr errorfFunc) error {
+	if len(lc.cfg.Tracing.Spans) > 0 && e.sink == nil {
+		logger.Warn("tracing.spans are configured but the receiver is in no traces pipeline: their ring buffers are loaded and left unread")
+		return nil
+	}
+	for i, s := range lc.cfg.Tracing.Spans {
+		r, err := newSpanReader(name, s, lc.coll.Maps[s.RingBuf], e.dec, e.sink, logger)
 		if err != nil {
-			return nil, nil, objErr("tracing.spans[%d]: ring buffer %q: %w", i, s.RingBuf, err)
+			return objErr("tracing.spans[%d]: ring buffer %q: %w", i, s.RingBuf, err)
 		}
 		lc.spans = append(lc.spans, r)
 	}
-	return lc, progs, nil
+	return nil
 }
 
 var percpuMapTypes = map[ebpf.MapType]bool{

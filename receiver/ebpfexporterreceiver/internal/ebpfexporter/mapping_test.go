@@ -5,9 +5,6 @@ package ebpfexporter
 
 import (
 	"bytes"
-	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -15,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+)
 
 const (
 	goldenStart = pcommon.Timestamp(1_700_000_000_000_000_000)
@@ -29,16 +26,7 @@ func golden(t *testing.T, name string, md pmetric.Metrics) {
 	t.Helper()
 	raw, err := (&pmetric.JSONMarshaler{}).MarshalMetrics(md)
 	require.NoError(t, err)
-	var buf bytes.Buffer
-	require.NoError(t, json.Indent(&buf, raw, "", "  "))
-	buf.WriteByte('\n')
-	path := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -run %s -update to create it", t.Name())
-	assert.Equal(t, string(want), buf.String())
+	testutil.GoldenJSON(t, filepath.Join("testdata", "golden", name+".json"), raw)
 }
 
 func entry(key []byte, values ...uint64) mapEntry { return mapEntry{key: key, values: values} }

@@ -5,10 +5,7 @@ package pdatamap
 
 import (
 	"bytes"
-	"encoding/json"
-	"flag"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,11 +16,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden_logs.json")
 
 const (
 	bootNs = uint64(3_600_000_000_000) // an hour after boot
@@ -75,17 +71,7 @@ func TestGolden(t *testing.T) {
 	logs := goldenLogs(t)
 	raw, err := (&plog.JSONMarshaler{}).MarshalLogs(logs)
 	require.NoError(t, err)
-	var got bytes.Buffer
-	require.NoError(t, json.Indent(&got, raw, "", "  "))
-	got.WriteByte('\n')
-
-	path := filepath.Join("testdata", "golden_logs.json")
-	if *update {
-		require.NoError(t, os.WriteFile(path, got.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update to create it")
-	assert.Equal(t, string(want), got.String(), "run go test -update if the change is intended")
+	want := testutil.GoldenJSON(t, filepath.Join("testdata", "golden_logs.json"), raw)
 
 	// The golden file reads back to the same logs.
 	back, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(want)

@@ -45,6 +45,7 @@
 package redact
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -90,17 +91,17 @@ func New(c Config) (*Redactor, error) {
 			r.keys = append(r.keys, k)
 		}
 	}
-	var errs []string
+	var errs []error
 	for i, p := range c.ExtraPatterns {
 		re, err := regexp.Compile(p)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("extra_patterns[%d] %q: %v", i, p, err))
+			errs = append(errs, fmt.Errorf("extra_patterns[%d]: %q is not a regular expression (%w); fix or remove it", i, p, err))
 			continue
 		}
 		r.patterns = append(r.patterns, re)
 	}
 	if errs != nil {
-		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+		return nil, errors.Join(errs...)
 	}
 	return r, nil
 }

@@ -147,8 +147,8 @@ func TestExtra(t *testing.T) {
 func TestBadPatterns(t *testing.T) {
 	_, err := New(Config{ExtraPatterns: []string{`ok`, `(unclosed`, `a**`}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `extra_patterns[1] "(unclosed"`)
-	assert.Contains(t, err.Error(), `extra_patterns[2] "a**"`)
+	assert.Contains(t, err.Error(), `extra_patterns[1]: "(unclosed" is not a regular expression`)
+	assert.Contains(t, err.Error(), `extra_patterns[2]: "a**" is not a regular expression`)
 }
 
 var secrets = []string{"hunter2", "s3cr3tValue", "AKIAIOSFODNN7EXAMPLE", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}
