@@ -14,7 +14,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
@@ -27,10 +26,7 @@ type Capture struct {
 	coll     *ebpf.Collection
 	progs    []*ebpf.Program
 	links    []link.Link
-	ctl      []byte
-	slots    []byte
-	ringLen  int
-	doorbell *ringmap.Doorbell
+	ring     *ringmap.Ring
 	reader   *ring.Reader
 
 	// TLS: the files probed, and the processes looked at (RescanTLS looks
@@ -74,12 +70,12 @@ func (c *Capture) Reader() *ring.Reader { return c.reader }
 
 // Wait blocks until a producer rings the doorbell or the timeout passes; the
 // caller sets the parked flag and looks at the head again first.
-func (c *Capture) Wait(timeout time.Duration) (bool, error) { return c.doorbell.Wait(timeout) }
+func (c *Capture) Wait(timeout time.Duration) (bool, error) { return c.ring.Wait(timeout) }
 
 // Interrupt makes a blocked Wait return; any goroutine.
 func (c *Capture) Interrupt() {
-	if c.doorbell != nil {
-		c.doorbell.Interrupt()
+	if c.ring != nil {
+		c.ring.Interrupt()
 	}
 }
 
@@ -147,16 +143,11 @@ func (c *Capture) Detach() error {
 // Close detaches, unmaps and closes everything.
 func (c *Capture) Close() error {
 	errs := []error{c.Detach()}
-	if c.doorbell != nil {
-		errs = append(errs, c.doorbell.Close())
-		c.doorbell = nil
+	if c.ring != nil {
+		errs = append(errs, c.ring.Close())
+		c.ring = nil
 	}
-	for _, b := range [][]byte{c.ctl, c.slots} {
-		if b != nil {
-			errs = append(errs, unix.Munmap(b))
-		}
-	}
-	c.ctl, c.slots, c.reader = nil, nil, nil
+	c.reader = nil
 	if c.coll != nil {
 		c.coll.Close()
 		c.coll = nil

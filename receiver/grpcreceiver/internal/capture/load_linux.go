@@ -236,17 +236,10 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 		c.progs = append(c.progs, c.coll.Programs[name])
 	}
 	// The ring first, then the hooks: nothing is written before it can be read.
-	c.ringLen = o.RingSlots * slotSize
-	if c.ctl, err = ringmap.Mmap(c.coll.Maps["seq_control"], 128, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+	if c.ring, err = ringmap.Map(c.coll, o.RingSlots); err != nil {
 		return nil, err
 	}
-	if c.slots, err = ringmap.Mmap(c.coll.Maps["seq_slots"], c.ringLen, unix.PROT_READ); err != nil {
-		return nil, err
-	}
-	if c.doorbell, err = ringmap.NewDoorbell(c.coll.Maps["seq_doorbell"]); err != nil {
-		return nil, err
-	}
-	if c.reader, err = ring.NewReader(c.ctl[:128], c.slots[:c.ringLen], ring.StartAt(0)); err != nil {
+	if c.reader, err = ring.NewReader(c.ring.Control(), c.ring.Slots(), ring.StartAt(0)); err != nil {
 		return nil, err
 	}
 	// Connections first (h2_state), so that a connection established from now
