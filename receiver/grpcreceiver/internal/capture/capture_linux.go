@@ -21,13 +21,13 @@ import (
 
 // Capture is the loaded, attached programs and their mapped ring.
 type Capture struct {
-	hook     Hook
-	why      string
-	coll     *ebpf.Collection
-	progs    []*ebpf.Program
-	links    []link.Link
-	ring     *ringmap.Ring
-	reader   *ring.Reader
+	hook   Hook
+	why    string
+	coll   *ebpf.Collection
+	progs  []*ebpf.Program
+	links  []link.Link
+	ring   *ringmap.Ring
+	reader *ring.Reader
 
 	// TLS: the files probed, and the processes looked at (RescanTLS looks
 	// at new ones only). tlsMu guards these and links once the capture is
