@@ -202,16 +202,7 @@ func TestGRPCAcrossNAT(t *testing.T) {
 			len(ofKind(ss, ptrace.SpanKindServer, other)) >= earlyCalls && len(ofKind(cs, ptrace.SpanKindClient, other)) >= earlyCalls
 	}, 60*time.Second, 250*time.Millisecond, "client node %d spans, server node %d\n%s\n%s",
 		len(cs), len(ss), tail(clientNode.log(), 1500), tail(serverNode.log(), 1500))
-	clientNode.stop(t)
-	serverNode.stop(t)
-	for _, n := range []*collector{clientNode, serverNode} {
-		if i := strings.Index(n.log(), "grpc receiver: stopped"); i >= 0 {
-			t.Log(tail(n.log()[i:], 600))
-		}
-	}
-	cs, ss = readSpans(t, clientOut), readSpans(t, serverOut)
-	assert.Empty(t, ofKind(cs, ptrace.SpanKindServer, unary), "the client node keeps client spans only")
-	assert.Empty(t, ofKind(ss, ptrace.SpanKindClient, unary), "the server node keeps server spans only")
+	cs, ss = stopNodes(t, clientNode, serverNode, clientOut, serverOut, unary)
 
 	assert.Len(t, ofKind(ss, ptrace.SpanKindServer, unary), wantUnary)
 	assert.Len(t, ofKind(ss, ptrace.SpanKindServer, stream), streams)
@@ -319,16 +310,7 @@ func TestGRPCTLSAcrossNAT(t *testing.T) {
 			len(ofKind(ss, ptrace.SpanKindServer, stream)) >= streams
 	}, 60*time.Second, 250*time.Millisecond, "client node %d spans, server node %d\n%s\n%s",
 		len(cs), len(ss), tail(clientNode.log(), 1500), tail(serverNode.log(), 1500))
-	clientNode.stop(t)
-	serverNode.stop(t)
-	for _, n := range []*collector{clientNode, serverNode} {
-		if i := strings.Index(n.log(), "grpc receiver: stopped"); i >= 0 {
-			t.Log(tail(n.log()[i:], 600))
-		}
-	}
-	cs, ss = readSpans(t, clientOut), readSpans(t, serverOut)
-	assert.Empty(t, ofKind(cs, ptrace.SpanKindServer, unary), "the client node keeps client spans only")
-	assert.Empty(t, ofKind(ss, ptrace.SpanKindClient, unary), "the server node keeps server spans only")
+	cs, ss = stopNodes(t, clientNode, serverNode, clientOut, serverOut, unary)
 	assert.Len(t, ofKind(ss, ptrace.SpanKindServer, unary), wantUnary)
 	assert.Len(t, ofKind(ss, ptrace.SpanKindServer, stream), streams)
 	for _, m := range []string{unary, stream} {
@@ -370,4 +352,22 @@ func TestGRPCTLSAcrossNAT(t *testing.T) {
 		names[s.Kind().String()] = s.attrs["service.name"].(string)
 	}
 	assert.Equal(t, map[string]string{"Client": "client-node", "Server": "server-node"}, names, "trace %s: %v", id, got)
+}
+
+// stopNodes stops both nodes' collectors, logs what each counted at its
+// stop, and reads their spans once more: each node keeps one end's spans of
+// method m only.
+func stopNodes(t *testing.T, clientNode, serverNode *collector, clientOut, serverOut, m string) (cs, ss []ptrace.Span) {
+	t.Helper()
+	clientNode.stop(t)
+	serverNode.stop(t)
+	for _, n := range []*collector{clientNode, serverNode} {
+		if i := strings.Index(n.log(), "grpc receiver: stopped"); i >= 0 {
+			t.Log(tail(n.log()[i:], 600))
+		}
+	}
+	cs, ss = readSpans(t, clientOut), readSpans(t, serverOut)
+	assert.Empty(t, ofKind(cs, ptrace.SpanKindServer, m), "the client node keeps client spans only")
+	assert.Empty(t, ofKind(ss, ptrace.SpanKindClient, m), "the server node keeps server spans only")
+	return cs, ss
 }
