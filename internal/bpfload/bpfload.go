@@ -29,3 +29,17 @@ func NewCollection(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
 	}
 	return nil, err
 }
+
+// ProgramIDs are the kernel's ids of progs (for bpf_stats and bpftool),
+// leaving out any whose id the kernel does not tell.
+func ProgramIDs(progs []*ebpf.Program) []ebpf.ProgramID {
+	var ids []ebpf.ProgramID
+	for _, p := range progs {
+		if info, err := p.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}

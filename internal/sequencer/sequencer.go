@@ -486,15 +486,7 @@ func (s *Sequencer) Snapshot() ([][]byte, error) {
 
 // ProgramIDs lists the kernel ids of the loaded programs (for leak checks).
 func (s *Sequencer) ProgramIDs() []ebpf.ProgramID {
-	var ids []ebpf.ProgramID
-	for _, p := range s.progs {
-		if info, err := p.Info(); err == nil {
-			if id, ok := info.ID(); ok {
-				ids = append(ids, id)
-			}
-		}
-	}
-	return ids
+	return bpfload.ProgramIDs(s.progs)
 }
 
 // RunStats are the kernel's run-time statistics of the attached programs,

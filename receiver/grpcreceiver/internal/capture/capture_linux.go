@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 )
@@ -116,15 +117,7 @@ func (c *Capture) Counters() (Counters, error) {
 
 // ProgramIDs lists the kernel ids of the loaded programs (for leak checks).
 func (c *Capture) ProgramIDs() []ebpf.ProgramID {
-	var ids []ebpf.ProgramID
-	for _, p := range c.progs {
-		if info, err := p.Info(); err == nil {
-			if id, ok := info.ID(); ok {
-				ids = append(ids, id)
-			}
-		}
-	}
-	return ids
+	return bpfload.ProgramIDs(c.progs)
 }
 
 // Detach stops the producers; what is in the ring stays readable. A
