@@ -44,16 +44,30 @@ func Preflight() error {
 			return err
 		}
 	}
-	for _, c := range []struct {
-		what  string
-		probe func() error
-	}{
-		{"memory-mappable BPF arrays (BPF_F_MMAPABLE, Linux 5.5)", func() error { return features.HaveMapFlag(features.BPF_F_MMAPABLE) }},
-		{"the BPF ring buffer, the reader's doorbell (Linux 5.8)", func() error { return features.HaveMapType(ebpf.RingBuf) }},
-		{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", ProbeAtomics},
-	} {
-		if err := c.probe(); err != nil {
-			return fmt.Errorf("this kernel lacks %s, which the seq receiver needs: %w", c.what, err)
+	return ProbeFeatures("the seq receiver", RingFeatures...)
+}
+
+// Feature is a kernel feature a loader needs: what it is (with the Linux
+// release it arrived in) and how the running kernel is probed for it.
+type Feature struct {
+	What  string
+	Probe func() error
+}
+
+// RingFeatures are what every producer of a sequencer ring needs (the seq
+// receiver's and the grpc receiver's programs).
+var RingFeatures = []Feature{
+	{"memory-mappable BPF arrays (BPF_F_MMAPABLE, Linux 5.5)", func() error { return features.HaveMapFlag(features.BPF_F_MMAPABLE) }},
+	{"the BPF ring buffer, the reader's doorbell (Linux 5.8)", func() error { return features.HaveMapType(ebpf.RingBuf) }},
+	{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", ProbeAtomics},
+}
+
+// ProbeFeatures probes fs in order; the first one missing is the error,
+// naming it and who needs it.
+func ProbeFeatures(who string, fs ...Feature) error {
+	for _, f := range fs {
+		if err := f.Probe(); err != nil {
+			return fmt.Errorf("this kernel lacks %s, which %s needs: %w", f.What, who, err)
 		}
 	}
 	return nil

@@ -83,18 +83,10 @@ func Preflight(want Hook) (hook Hook, why string, err error) {
 	if !has("inet_sock_set_state") {
 		return "", "", errors.New("kernel BTF has no sock:inet_sock_set_state tracepoint (Linux 4.16+, with BTF): the grpc receiver cannot follow TCP connections on this kernel")
 	}
-	for _, c := range []struct {
-		what  string
-		probe func() error
-	}{
-		{"memory-mappable BPF arrays (BPF_F_MMAPABLE, Linux 5.5)", func() error { return features.HaveMapFlag(features.BPF_F_MMAPABLE) }},
-		{"the BPF ring buffer, the reader's doorbell (Linux 5.8)", func() error { return features.HaveMapType(ebpf.RingBuf) }},
-		{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", sequencer.ProbeAtomics},
-		{"the bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)", func() error { return features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs) }},
-	} {
-		if err := c.probe(); err != nil {
-			return "", "", fmt.Errorf("this kernel lacks %s, which the grpc receiver needs: %w", c.what, err)
-		}
+	needs := append(sequencer.RingFeatures[:len(sequencer.RingFeatures):len(sequencer.RingFeatures)],
+		sequencer.Feature{What: "the bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)", Probe: func() error { return features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs) }})
+	if err := sequencer.ProbeFeatures("the grpc receiver", needs...); err != nil {
+		return "", "", err
 	}
 	socketOK := has(socketTracepoints[0]) && has(socketTracepoints[1])
 	switch want {
