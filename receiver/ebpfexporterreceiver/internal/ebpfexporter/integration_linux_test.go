@@ -32,6 +32,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
 )
@@ -840,4 +841,46 @@ func TestIntegrationBenchFixture(t *testing.T) {
 		require.Equal(t, 1e-6, p.hist.ExplicitBounds().At(0))
 		require.Equal(t, 32768e-6, p.hist.ExplicitBounds().At(15))
 	}
+
+	// Batch reads (BPF_MAP_LOOKUP_BATCH, in chunks of batchChunk) give
+	// what reading one element at a time gives.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, mm := range e.configs[0].metrics {
+		batched, err := readBatches(mm)
+		require.NoError(t, err, name)
+		iterated, err := iterateMap(mm)
+		require.NoError(t, err, name)
+		require.Greater(t, len(iterated), batchChunk, name)
+		asMap := func(es []mapEntry) map[string][]uint64 {
+			out := map[string][]uint64{}
+			for _, e := range es {
+				out[string(e.key)] = e.values
+			}
+			return out
+		}
+		require.Equal(t, asMap(iterated), asMap(batched), name)
+		require.Len(t, batched, len(iterated), name)
+	}
+}
+
+// BenchmarkCollectBenchFixture is one collection of the side-by-side
+// benchmark's config (ebpfx_bench: 16384 counter series, 1024 exp2
+// histograms of 17 map entries each) from the kernel's maps to pdata: what
+// the receiver does once per collection_interval (root).
+func BenchmarkCollectBenchFixture(b *testing.B) {
+	testutil.RequireRoot(b)
+	e, err := New(Config{ConfigDir: fixturesDir, Names: []string{"ebpfx_bench"}}, zap.NewNop())
+	require.NoError(b, err)
+	require.NoError(b, e.Start(context.Background()))
+	b.Cleanup(func() { require.NoError(b, e.Shutdown(context.Background())) })
+	require.Empty(b, e.Failures())
+	getpgid(0x7eb0beef)
+	const series = 16384 + 1024
+	require.Equal(b, series+2, e.Collect().DataPointCount()) // and enabled_configs, decoder_errors_total
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Collect()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/series, "ns/series")
 }

@@ -36,48 +36,119 @@ type mapEntry struct {
 // series is one exported label set and its value.
 type series struct {
 	labels []string
+	key    string        // seriesKey(labels); set by decodeSeries
+	cached *cachedLabels // the decoded key it came from; set by decodeSeries
 	value  uint64
 }
 
-// labelCache remembers the decoded labels of each raw key between
-// collections, like ebpf_exporter's decoder cache, but only for the keys
-// seen in the previous collection, so it never outgrows the map.
+// labelCache is what one metric keeps between collections: the decoded
+// labels of each raw key, like ebpf_exporter's decoder cache but only for
+// the keys seen in the previous collection, so it never outgrows the map;
+// the histogram's bucket layout; and scratch space every collection
+// reuses.
 type labelCache struct {
-	prev, next map[string]cachedLabels
+	gen     uint64 // the collection; an entry not used in the last one is dropped
+	entries map[string]*cachedLabels
+
+	layout *bucketLayout // a histogram's, computed on first use
+
+	index  map[string]int // scratch: position of each series or group by key
+	groups []int          // scratch: the group of each histogram row
+	counts []uint64       // scratch: every histogram group's bucket counts
 }
 
+// cachedLabels is one raw key decoded.
 type cachedLabels struct {
 	values []string
-	skip   bool
+	key    string // seriesKey(values)
+	skip   bool   // a decoder dropped the label set
+	gen    uint64
+	bucket *bucketLabel // histograms: values split into group and bucket, on first use
 }
 
-func (c *labelCache) get(raw []byte) (cachedLabels, bool) {
-	if c == nil {
-		return cachedLabels{}, false
+// bucketLabel is a histogram row's labels split: all but the last label
+// name the histogram, the last is the bucket index.
+type bucketLabel struct {
+	labels []string // all labels but the bucket
+	group  string   // seriesKey(labels)
+	le     float64
+	err    error
+}
+
+func (c *cachedLabels) bucketLabel() *bucketLabel {
+	if c.bucket != nil {
+		return c.bucket
 	}
-	v, ok := c.next[string(raw)]
-	if !ok {
-		v, ok = c.prev[string(raw)]
-		if ok {
-			c.next[string(raw)] = v
+	b := &bucketLabel{}
+	if len(c.values) == 0 {
+		b.err = errors.New("histogram row without a bucket label")
+	} else {
+		b.labels = c.values[:len(c.values)-1]
+		b.group = seriesKey(b.labels)
+		le, err := strconv.ParseUint(c.values[len(c.values)-1], 0, 64)
+		if err != nil {
+			b.err = fmt.Errorf("error parsing float value for bucket %#v: %v", c.values, err)
 		}
+		b.le = float64(le)
+	}
+	c.bucket = b
+	return b
+}
+
+func (c *labelCache) get(raw []byte) (*cachedLabels, bool) {
+	if c == nil {
+		return nil, false
+	}
+	v, ok := c.entries[string(raw)]
+	if ok {
+		v.gen = c.gen
 	}
 	return v, ok
 }
 
-func (c *labelCache) put(raw []byte, v cachedLabels) {
+func (c *labelCache) put(raw []byte, v *cachedLabels) {
 	if c != nil {
-		c.next[string(raw)] = v
+		v.gen = c.gen
+		c.entries[string(raw)] = v
 	}
 }
 
-// rotate starts a collection: what was used last time is what is kept.
+// rotate starts a collection: what was used in the last one is what is kept.
 func (c *labelCache) rotate() {
-	c.prev, c.next = c.next, make(map[string]cachedLabels, len(c.next))
+	for k, v := range c.entries {
+		if v.gen != c.gen {
+			delete(c.entries, k)
+		}
+	}
+	c.gen++
+}
+
+// scratchIndex returns the cache's key index emptied (a new one without a cache).
+func (c *labelCache) scratchIndex(size int) map[string]int {
+	if c == nil {
+		return make(map[string]int, size)
+	}
+	if c.index == nil {
+		c.index = make(map[string]int, size)
+	}
+	clear(c.index)
+	return c.index
+}
+
+// histogramLayout returns h's bucket layout, computed once per cache.
+func (c *labelCache) histogramLayout(h Histogram) (*bucketLayout, error) {
+	if c != nil && c.layout != nil {
+		return c.layout, nil
+	}
+	l, err := histogramBounds(h)
+	if c != nil && err == nil {
+		c.layout = l
+	}
+	return l, err
 }
 
 func newLabelCache() *labelCache {
-	return &labelCache{prev: map[string]cachedLabels{}, next: map[string]cachedLabels{}}
+	return &labelCache{entries: map[string]*cachedLabels{}}
 }
 
 var zeroKey = []byte{0, 0, 0, 0}
@@ -107,37 +178,35 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 	addCPU := perCPU && len(labels) > 0 && labels[len(labels)-1].Name == "cpu"
 	zeroOnly := onlyKeyZero(labels, perCPU)
 
-	agg := map[string]*series{}
-	var order []string
+	index := cache.scratchIndex(len(entries))
+	out := make([]series, 0, len(entries))
 	add := func(raw []byte, v uint64) error {
-		var values []string
-		if c, ok := cache.get(raw); ok {
-			if c.skip {
-				return nil
-			}
-			values = c.values
-		} else {
+		c, ok := cache.get(raw)
+		if !ok {
 			decoded, err := dec.decodeLabels(raw, labels)
 			if errors.Is(err, ErrSkipLabelSet) {
-				cache.put(raw, cachedLabels{skip: true})
+				cache.put(raw, &cachedLabels{skip: true})
 				return nil
 			}
 			if err != nil {
 				return err
 			}
-			cache.put(raw, cachedLabels{values: decoded})
-			values = decoded
+			c = &cachedLabels{values: decoded, key: seriesKey(decoded)}
+			cache.put(raw, c)
 		}
-		k := seriesKey(values)
-		if s, ok := agg[k]; ok {
-			s.value += v
+		if c.skip {
 			return nil
 		}
-		agg[k] = &series{labels: values, value: v}
-		order = append(order, k)
+		if i, ok := index[c.key]; ok {
+			out[i].value += v
+			return nil
+		}
+		index[c.key] = len(out)
+		out = append(out, series{labels: c.values, key: c.key, cached: c, value: v})
 		return nil
 	}
 
+	var cpuKey []byte // the key with its CPU appended, reused
 	for _, e := range entries {
 		if zeroOnly && !bytes.Equal(e.key, zeroKey) {
 			continue
@@ -161,22 +230,19 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 			case len(labels) == 0:
 				raw = nil
 			case addCPU:
-				raw = make([]byte, 0, len(e.key)+2)
+				cpuKey = cpuKey[:0]
 				if !zeroOnly {
-					raw = append(raw, e.key...)
+					cpuKey = append(cpuKey, e.key...)
 				}
-				raw = hostOrder.AppendUint16(raw, uint16(cpu))
+				cpuKey = hostOrder.AppendUint16(cpuKey, uint16(cpu))
+				raw = cpuKey
 			}
 			if err := add(raw, v); err != nil {
 				return nil, err
 			}
 		}
 	}
-	out := make([]series, 0, len(order))
-	slices.Sort(order)
-	for _, k := range order {
-		out = append(out, *agg[k])
-	}
+	slices.SortFunc(out, func(a, b series) int { return strings.Compare(a.key, b.key) })
 	return out, nil
 }
 
@@ -194,44 +260,57 @@ func seriesKey(values []string) string {
 // histSeries is one exported histogram label set.
 type histSeries struct {
 	labels []string
+	key    string
 	value  histogramValue
 }
 
 // histogramSeries groups decoded rows by all labels but the last, whose
 // value (parsed like strconv.ParseUint(s, 0, 64)) is the bucket index.
 // A bucket label that does not parse fails the whole metric, as in
-// ebpf_exporter.
-func histogramSeries(rows []series, layout *bucketLayout) ([]histSeries, error) {
-	type group struct {
-		labels  []string
-		buckets map[float64]uint64
+// ebpf_exporter. rows come from decodeSeries. The counts share the
+// cache's scratch space: they are valid until its next collection.
+func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]histSeries, error) {
+	index := cache.scratchIndex(len(rows))
+	var groups []int
+	if cache != nil {
+		groups = cache.groups[:0]
 	}
-	groups := map[string]*group{}
-	var order []string
+	var out []histSeries
 	for _, r := range rows {
-		if len(r.labels) == 0 {
-			return nil, errors.New("histogram row without a bucket label")
+		b := r.cached.bucketLabel()
+		if b.err != nil {
+			return nil, b.err
 		}
-		labels := r.labels[:len(r.labels)-1]
-		le, err := strconv.ParseUint(r.labels[len(r.labels)-1], 0, 64)
-		if err != nil {
-			return nil, fmt.Errorf("error parsing float value for bucket %#v: %v", r.labels, err)
-		}
-		k := seriesKey(labels)
-		g, ok := groups[k]
+		g, ok := index[b.group]
 		if !ok {
-			g = &group{labels: labels, buckets: map[float64]uint64{}}
-			groups[k] = g
-			order = append(order, k)
+			g = len(out)
+			index[b.group] = g
+			out = append(out, histSeries{labels: b.labels, key: b.group})
 		}
-		g.buckets[float64(le)] = r.value
+		groups = append(groups, g)
 	}
-	slices.Sort(order)
-	out := make([]histSeries, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
-		out = append(out, histSeries{labels: g.labels, value: layout.transform(g.buckets)})
+	n := len(layout.keys)
+	var counts []uint64
+	if cache != nil {
+		cache.groups = groups
+		if cap(cache.counts) < len(out)*n {
+			cache.counts = make([]uint64, len(out)*n)
+		}
+		counts = cache.counts[:len(out)*n]
+		clear(counts)
+	} else {
+		counts = make([]uint64, len(out)*n)
 	}
+	for i := range out {
+		out[i].value.counts = counts[i*n : (i+1)*n : (i+1)*n]
+	}
+	for i, r := range rows {
+		layout.set(&out[groups[i]].value, r.cached.bucket.le, r.value)
+	}
+	for i := range out {
+		layout.finish(&out[i].value)
+	}
+	slices.SortFunc(out, func(a, b histSeries) int { return strings.Compare(a.key, b.key) })
 	return out, nil
 }
 
@@ -294,8 +373,10 @@ func appendHistogram(ms pmetric.MetricSlice, h Histogram, layout *bucketLayout, 
 		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(now)
 		dp.ExplicitBounds().FromRaw(layout.bounds)
-		counts := append(slices.Clone(s.value.counts), 0)
-		dp.BucketCounts().FromRaw(counts)
+		bc := dp.BucketCounts()
+		bc.EnsureCapacity(len(s.value.counts) + 1)
+		bc.Append(s.value.counts...)
+		bc.Append(0)
 		dp.SetCount(s.value.count)
 		dp.SetSum(s.value.sum)
 		putAttributes(dp.Attributes(), names, s.labels)
@@ -339,17 +420,18 @@ func configMetrics(sm pmetric.ScopeMetrics, cfg *ProgramConfig, contents map[str
 		if !ok {
 			continue
 		}
-		layout, err := histogramBounds(h)
+		cache := caches[h.Name]
+		layout, err := cache.histogramLayout(h)
 		if err != nil { // validated at load; kept for safety
 			errs = append(errs, fmt.Errorf("histogram %q of config %q: %w", h.Name, cfg.Name, err))
 			continue
 		}
-		rows, err := decodeSeries(mc.entries, mc.perCPU, h.Labels, dec, caches[h.Name])
+		rows, err := decodeSeries(mc.entries, mc.perCPU, h.Labels, dec, cache)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("error getting map %q values for metric %q of config %q: %w", h.Name, h.Name, cfg.Name, err))
 			continue
 		}
-		hs, err := histogramSeries(rows, layout)
+		hs, err := histogramSeries(rows, layout, cache)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("histogram %q of config %q: %w", h.Name, cfg.Name, err))
 			continue

@@ -265,13 +265,13 @@ func TestLabelCacheKeepsOnlyLiveKeys(t *testing.T) {
 	ss, err := decodeSeries([]mapEntry{entry(comm("a1"), 1), entry(comm("b1"), 1)}, false, labels, dec, cache)
 	require.NoError(t, err)
 	assert.Len(t, ss, 1)
-	assert.Len(t, cache.next, 2, "decoded and skipped keys are cached")
+	assert.Len(t, cache.entries, 2, "decoded and skipped keys are cached")
 
 	cache.rotate()
 	_, err = decodeSeries([]mapEntry{entry(comm("a1"), 2)}, false, labels, dec, cache)
 	require.NoError(t, err)
 	cache.rotate()
-	assert.Len(t, cache.prev, 1, "only the key seen in the last collection is kept")
-	_, ok := cache.prev[string(comm("a1"))]
+	assert.Len(t, cache.entries, 1, "only the key seen in the last collection is kept")
+	_, ok := cache.entries[string(comm("a1"))]
 	assert.True(t, ok)
 }
