@@ -52,9 +52,23 @@ type labelCache struct {
 
 	layout *bucketLayout // a histogram's, computed on first use
 
-	index  map[string]int // scratch: position of each series or group by key
+	// The order of the last full sort: a series key's rank is its place
+	// in it. While no new key turns up, series are placed by rank, not
+	// sorted.
+	epoch  uint64 // of the last full sort; ranks of another epoch are stale
+	nRanks int
+
+	rows   []row          // scratch: the rows of a collection, decoded
+	dense  []series       // scratch: series by rank
+	index  map[string]int // scratch: position of each series by key
 	groups []int          // scratch: the group of each histogram row
 	counts []uint64       // scratch: every histogram group's bucket counts
+}
+
+// row is one map value with its decoded key.
+type row struct {
+	c *cachedLabels
+	v uint64
 }
 
 // cachedLabels is one raw key decoded.
@@ -63,6 +77,8 @@ type cachedLabels struct {
 	key    string // seriesKey(values)
 	skip   bool   // a decoder dropped the label set
 	gen    uint64
+	rank   int          // place of key in the cache's last full sort
+	epoch  uint64       // of that sort
 	bucket *bucketLabel // histograms: values split into group and bucket, on first use
 }
 
@@ -178,8 +194,11 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 	addCPU := perCPU && len(labels) > 0 && labels[len(labels)-1].Name == "cpu"
 	zeroOnly := onlyKeyZero(labels, perCPU)
 
-	index := cache.scratchIndex(len(entries))
-	out := make([]series, 0, len(entries))
+	var rows []row
+	if cache != nil {
+		rows = cache.rows[:0]
+	}
+	ranked := cache != nil && cache.epoch > 0
 	add := func(raw []byte, v uint64) error {
 		c, ok := cache.get(raw)
 		if !ok {
@@ -197,12 +216,8 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 		if c.skip {
 			return nil
 		}
-		if i, ok := index[c.key]; ok {
-			out[i].value += v
-			return nil
-		}
-		index[c.key] = len(out)
-		out = append(out, series{labels: c.values, key: c.key, cached: c, value: v})
+		ranked = ranked && c.epoch == cache.epoch
+		rows = append(rows, row{c, v})
 		return nil
 	}
 
@@ -242,8 +257,68 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 			}
 		}
 	}
+	if cache != nil {
+		cache.rows = rows
+	}
+	if ranked {
+		return cache.placeByRank(rows), nil
+	}
+	return cache.sortAndRank(rows), nil
+}
+
+// placeByRank sums rows of equal keys and orders them by their ranks,
+// which all rows have from the last full sort.
+func (c *labelCache) placeByRank(rows []row) []series {
+	if cap(c.dense) < c.nRanks {
+		c.dense = make([]series, c.nRanks)
+	}
+	dense := c.dense[:c.nRanks]
+	clear(dense)
+	n := 0
+	for _, r := range rows {
+		d := &dense[r.c.rank]
+		if d.cached == nil {
+			*d = series{labels: r.c.values, key: r.c.key, cached: r.c, value: r.v}
+			n++
+		} else {
+			d.value += r.v
+		}
+	}
+	out := make([]series, 0, n)
+	for _, d := range dense {
+		if d.cached != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sortAndRank sums rows of equal keys, sorts the series by key and, with
+// a cache, ranks every row's key for the next collections.
+func (c *labelCache) sortAndRank(rows []row) []series {
+	index := c.scratchIndex(len(rows))
+	out := make([]series, 0, len(rows))
+	for _, r := range rows {
+		if i, ok := index[r.c.key]; ok {
+			out[i].value += r.v
+			continue
+		}
+		index[r.c.key] = len(out)
+		out = append(out, series{labels: r.c.values, key: r.c.key, cached: r.c, value: r.v})
+	}
 	slices.SortFunc(out, func(a, b series) int { return strings.Compare(a.key, b.key) })
-	return out, nil
+	if c == nil {
+		return out
+	}
+	c.epoch++
+	c.nRanks = len(out)
+	for i, s := range out {
+		index[s.key] = i
+	}
+	for _, r := range rows {
+		r.c.rank, r.c.epoch = index[r.c.key], c.epoch
+	}
+	return out
 }
 
 // seriesKey joins label values unambiguously.
@@ -270,24 +345,23 @@ type histSeries struct {
 // ebpf_exporter. rows come from decodeSeries. The counts share the
 // cache's scratch space: they are valid until its next collection.
 func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]histSeries, error) {
-	index := cache.scratchIndex(len(rows))
 	var groups []int
 	if cache != nil {
 		groups = cache.groups[:0]
 	}
+	// A group's key is a prefix of its rows' keys (seriesKey of all labels
+	// but the last), and no other group's: the rows, sorted by key, come
+	// group by group, in the groups' order.
 	var out []histSeries
 	for _, r := range rows {
 		b := r.cached.bucketLabel()
 		if b.err != nil {
 			return nil, b.err
 		}
-		g, ok := index[b.group]
-		if !ok {
-			g = len(out)
-			index[b.group] = g
+		if len(out) == 0 || out[len(out)-1].key != b.group {
 			out = append(out, histSeries{labels: b.labels, key: b.group})
 		}
-		groups = append(groups, g)
+		groups = append(groups, len(out)-1)
 	}
 	n := len(layout.keys)
 	var counts []uint64
@@ -310,7 +384,6 @@ func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]
 	for i := range out {
 		layout.finish(&out[i].value)
 	}
-	slices.SortFunc(out, func(a, b histSeries) int { return strings.Compare(a.key, b.key) })
 	return out, nil
 }
 
