@@ -48,6 +48,7 @@ type series struct {
 // reuses.
 type labelCache struct {
 	gen     uint64 // the collection; an entry not used in the last one is dropped
+	used    int    // entries used in this collection
 	entries map[string]*cachedLabels
 
 	layout *bucketLayout // a histogram's, computed on first use
@@ -116,8 +117,9 @@ func (c *labelCache) get(raw []byte) (*cachedLabels, bool) {
 		return nil, false
 	}
 	v, ok := c.entries[string(raw)]
-	if ok {
+	if ok && v.gen != c.gen {
 		v.gen = c.gen
+		c.used++
 	}
 	return v, ok
 }
@@ -126,17 +128,22 @@ func (c *labelCache) put(raw []byte, v *cachedLabels) {
 	if c != nil {
 		v.gen = c.gen
 		c.entries[string(raw)] = v
+		c.used++ // only misses are put
 	}
 }
 
-// rotate starts a collection: what was used in the last one is what is kept.
+// rotate starts a collection: what was used in the last one is what is
+// kept (the entries are swept only when some were not used).
 func (c *labelCache) rotate() {
-	for k, v := range c.entries {
-		if v.gen != c.gen {
-			delete(c.entries, k)
+	if c.used < len(c.entries) {
+		for k, v := range c.entries {
+			if v.gen != c.gen {
+				delete(c.entries, k)
+			}
 		}
 	}
 	c.gen++
+	c.used = 0
 }
 
 // scratchIndex returns the cache's key index emptied (a new one without a cache).
