@@ -232,6 +232,18 @@ bench: deps
 bench-grpc: deps $(COLLECTOR)
 	scripts/bench-grpc.sh
 
+# The ebpf_exporter receiver beside Cloudflare's ebpf_exporter v2.5.1 (root;
+# about half a minute): testdata/ebpf_exporter/ebpfx_bench (16384 counter
+# series, 1024 exp2 histograms) run by both at once, collecting once a second
+# (the reference scraped over HTTP, the collector exporting over OTLP/HTTP to a
+# local sink), each one's CPU per collection and the ratio, from one run
+# (tools/ebpfxbench). See docs/benchmarks.md.
+BENCH_EBPFX_FLAGS ?=
+.PHONY: bench-ebpf-exporter
+bench-ebpf-exporter: $(COLLECTOR) $(EBPF_EXPORTER)
+	$(GO) -C tools build -o $(CURDIR)/bin/ebpfxbench ./ebpfxbench
+	bin/ebpfxbench -collector $(COLLECTOR) -reference $(EBPF_EXPORTER) $(BENCH_EBPFX_FLAGS)
+
 # ebpf_exporter-format objects: the test fixtures (testdata/ebpf_exporter)
 # and the ready-to-use programs (programs/), each <name>.bpf.c compiled to
 # <name>.bpf.o next to its <name>.yaml. The objects are committed; building

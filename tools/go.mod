@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/otelcol-seq/otelcol-seq v0.0.0
+	go.opentelemetry.io/collector/pdata v1.67.0
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/plot v0.17.0
 )
@@ -34,7 +35,6 @@ require (
 	go.opentelemetry.io/collector/consumer v1.67.0 // indirect
 	go.opentelemetry.io/collector/featuregate v1.67.0 // indirect
 	go.opentelemetry.io/collector/internal/componentalias v0.161.0 // indirect
-	go.opentelemetry.io/collector/pdata v1.67.0 // indirect
 	go.opentelemetry.io/collector/pipeline v1.67.0 // indirect
 	go.opentelemetry.io/collector/receiver v1.67.0 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect

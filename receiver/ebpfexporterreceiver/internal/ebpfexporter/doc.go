@@ -82,6 +82,19 @@
 //   - Decoded labels are cached per raw key between collections (only for
 //     keys seen in the previous collection).
 //
+// # Reading the maps
+//
+// Each collection reads a metric's whole map with BPF_MAP_LOOKUP_BATCH
+// (cilium/ebpf Map.BatchLookup with a cursor, up to 4096 elements a call,
+// into buffers the map keeps between collections) where the kernel has it
+// for the map's type (Linux 5.6+); elsewhere one element at a time
+// (BPF_MAP_GET_NEXT_KEY and BPF_MAP_LOOKUP_ELEM), decided once per map on
+// ErrNotSupported. Series come out sorted by their label values; while a
+// collection brings no key the last one had not, they are placed by their
+// rank in the last full sort instead of being sorted again. The cost
+// against ebpf_exporter itself: make bench-ebpf-exporter,
+// docs/benchmarks.md.
+//
 // # Histograms
 //
 // The last label is the bucket index (decoded, then parsed like

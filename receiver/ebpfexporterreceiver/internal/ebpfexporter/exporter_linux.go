@@ -11,15 +11,18 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // Exporter loads ebpf_exporter configs, keeps their programs attached and
@@ -244,7 +247,20 @@ type metricMap struct {
 	perCPU bool
 	labels []Label
 	cache  *labelCache
+	batch  batchBuffers
 }
+
+// batchBuffers are what a map's batch reads write into, kept from one
+// collection to the next.
+type batchBuffers struct {
+	unsupported bool          // no BPF_MAP_LOOKUP_BATCH for this map: iterate
+	keys        reflect.Value // [][keySize]byte
+	values      []uint64      // possible CPUs values per key (one if not per-CPU)
+	entries     []mapEntry
+}
+
+// batchChunk is the most elements one BPF_MAP_LOOKUP_BATCH call asks for.
+const batchChunk = 4096
 
 func (lc *loadedConfig) close() error {
 	var errs []error
@@ -298,33 +314,119 @@ func (lc *loadedConfig) collect(sm pmetric.ScopeMetrics, dec *decoderSet, now pc
 }
 
 // readMap reads every element of a metric map (only key 0 for metrics
-// that read nothing else).
+// that read nothing else): in batches where the kernel has
+// BPF_MAP_LOOKUP_BATCH for the map (5.6+, hash and array maps and their
+// per-CPU and LRU kinds), one element at a time otherwise. The entries
+// returned share the map's buffers: they are valid until its next read.
 func readMap(mm *metricMap) ([]mapEntry, error) {
-	ks := int(mm.m.KeySize())
 	if onlyKeyZero(mm.labels, mm.perCPU) {
-		key := make([]byte, ks)
-		e := mapEntry{key: key}
-		var err error
-		if mm.perCPU {
-			var vals []uint64
-			err = mm.m.Lookup(key, &vals)
-			e.values = vals
-		} else {
-			var v uint64
-			err = mm.m.Lookup(key, &v)
-			e.values = []uint64{v}
+		return readKeyZero(mm)
+	}
+	if !mm.batch.unsupported {
+		entries, err := readBatches(mm)
+		if !errors.Is(err, ebpf.ErrNotSupported) {
+			return entries, err
 		}
+		mm.batch.unsupported = true
+	}
+	return iterateMap(mm)
+}
+
+func readKeyZero(mm *metricMap) ([]mapEntry, error) {
+	key := make([]byte, mm.m.KeySize())
+	e := mapEntry{key: key}
+	var err error
+	if mm.perCPU {
+		var vals []uint64
+		err = mm.m.Lookup(key, &vals)
+		e.values = vals
+	} else {
+		var v uint64
+		err = mm.m.Lookup(key, &v)
+		e.values = []uint64{v}
+	}
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []mapEntry{e}, nil
+}
+
+// readBatches reads the whole map with BPF_MAP_LOOKUP_BATCH, batchChunk
+// elements at a time (more if a hash bucket does not fit: the kernel says
+// ENOSPC, and the read starts over with twice the chunk).
+func readBatches(mm *metricMap) ([]mapEntry, error) {
+	b := &mm.batch
+	ks := int(mm.m.KeySize())
+	ncpu := 1
+	if mm.perCPU {
+		n, err := ebpf.PossibleCPU()
+		if err != nil {
+			return nil, err
+		}
+		ncpu = n
+	}
+	chunk := max(1, min(int(mm.m.MaxEntries()), batchChunk))
+	var cursor ebpf.MapBatchCursor
+	n := 0
+	for {
+		b.grow(n+chunk, ks, ncpu)
+		got, err := mm.m.BatchLookup(&cursor, b.keys.Slice(n, n+chunk).Interface(), b.values[n*ncpu:(n+chunk)*ncpu], nil)
+		if errors.Is(err, unix.ENOSPC) && chunk < int(mm.m.MaxEntries()) {
+			chunk *= 2
+			cursor, n = ebpf.MapBatchCursor{}, 0
+			continue
+		}
+		n += got
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return nil, nil
+			break // the end of the map
 		}
 		if err != nil {
 			return nil, err
 		}
-		return []mapEntry{e}, nil
+		if got == 0 {
+			break
+		}
 	}
+	var keys []byte
+	if n > 0 {
+		keys = unsafe.Slice((*byte)(b.keys.Index(0).Addr().UnsafePointer()), n*ks)
+	}
+	b.entries = b.entries[:0]
+	for i := range n {
+		b.entries = append(b.entries, mapEntry{
+			key:    keys[i*ks : (i+1)*ks : (i+1)*ks],
+			values: b.values[i*ncpu : (i+1)*ncpu : (i+1)*ncpu],
+		})
+	}
+	return b.entries, nil
+}
+
+// grow makes room for n keys of ks bytes and their values, keeping what
+// is there.
+func (b *batchBuffers) grow(n, ks, ncpu int) {
+	if !b.keys.IsValid() || b.keys.Len() < n {
+		keys := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(ks, reflect.TypeFor[byte]())), 2*n, 2*n)
+		if b.keys.IsValid() {
+			reflect.Copy(keys, b.keys)
+		}
+		b.keys = keys
+	}
+	if len(b.values) < n*ncpu {
+		values := make([]uint64, 2*n*ncpu)
+		copy(values, b.values)
+		b.values = values
+	}
+}
+
+// iterateMap reads the map one element at a time (BPF_MAP_GET_NEXT_KEY and
+// BPF_MAP_LOOKUP_ELEM), on kernels without batch reads.
+func iterateMap(mm *metricMap) ([]mapEntry, error) {
 	var entries []mapEntry
 	it := mm.m.Iterate()
-	key := make([]byte, ks)
+	key := make([]byte, mm.m.KeySize())
 	if mm.perCPU {
 		var vals []uint64
 		for it.Next(&key, &vals) {

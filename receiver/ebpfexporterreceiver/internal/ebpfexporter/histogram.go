@@ -12,10 +12,11 @@ import (
 // bucket index values to look up in the map, in order, the upper bound
 // each one is exported as, and the index holding the sum.
 type bucketLayout struct {
-	keys   []float64 // bucket label values, as float64(strconv.ParseUint(label))
-	bounds []float64 // exported upper bound ("le") of each key
-	sumKey float64   // key whose value, times the multiplier, is the sum
-	mult   float64   // bucket_multiplier, 1 when unset
+	keys   []float64       // bucket label values, as float64(strconv.ParseUint(label))
+	bounds []float64       // exported upper bound ("le") of each key
+	sumKey float64         // key whose value, times the multiplier, is the sum
+	mult   float64         // bucket_multiplier, 1 when unset
+	index  map[float64]int // position of each key in keys
 }
 
 // histogramBounds computes the layout of h, or says why ebpf_exporter
@@ -80,6 +81,10 @@ func histogramBounds(h Histogram) (*bucketLayout, error) {
 		}
 		l.bounds = append(l.bounds, b)
 	}
+	l.index = make(map[float64]int, len(l.keys))
+	for i, k := range l.keys {
+		l.index[k] = i
+	}
 	return l, nil
 }
 
@@ -89,17 +94,28 @@ type histogramValue struct {
 	counts []uint64
 	count  uint64
 	sum    float64
+	sumRaw uint64 // the sum key's value, before the multiplier
 }
 
-// transform turns the map's bucket values (index -> count) into the
-// exported histogram: buckets missing from the map count zero, indexes
-// outside the layout are ignored, and the sum is read from sumKey.
-func (l *bucketLayout) transform(buckets map[float64]uint64) histogramValue {
-	v := histogramValue{counts: make([]uint64, len(l.keys))}
-	for i, k := range l.keys {
-		v.counts[i] = buckets[k]
-		v.count += buckets[k]
+// set records the map's value for bucket index le into v (v.counts has
+// one element per layout key): an index outside the layout is ignored, the
+// sum key's value is kept for finish. A later value for the same index
+// replaces the earlier one; buckets never set count zero.
+func (l *bucketLayout) set(v *histogramValue, le float64, value uint64) {
+	if i, ok := l.index[le]; ok {
+		v.counts[i] = value
 	}
-	v.sum = float64(buckets[l.sumKey]) * l.mult
-	return v
+	if le == l.sumKey {
+		v.sumRaw = value
+	}
+}
+
+// finish computes v's total count and its sum (the sum key's value times
+// the multiplier) once every bucket is set.
+func (l *bucketLayout) finish(v *histogramValue) {
+	v.count = 0
+	for _, c := range v.counts {
+		v.count += c
+	}
+	v.sum = float64(v.sumRaw) * l.mult
 }

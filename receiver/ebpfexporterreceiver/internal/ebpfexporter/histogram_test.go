@@ -88,13 +88,18 @@ func TestHistogramBoundsErrors(t *testing.T) {
 func TestHistogramTransform(t *testing.T) {
 	l, err := histogramBounds(Histogram{BucketType: HistogramBucketExp2, BucketMin: 1, BucketMax: 3, BucketMultiplier: 0.5})
 	require.NoError(t, err)
-	v := l.transform(map[float64]uint64{
+	v := histogramValue{counts: make([]uint64, len(l.keys))}
+	for le, value := range map[float64]uint64{
 		0: 100, // below bucket_min: ignored
 		1: 3,
 		3: 4,  // bucket 2 missing: zero
 		4: 40, // sum key (bucket_max + 1)
 		9: 7,  // above: ignored
-	})
+	} {
+		l.set(&v, le, value)
+	}
+	l.set(&v, 1, 3) // set again: replaced, not added
+	l.finish(&v)
 	assert.Equal(t, []uint64{3, 0, 4}, v.counts)
 	assert.Equal(t, uint64(7), v.count)
 	assert.Equal(t, 20.0, v.sum)

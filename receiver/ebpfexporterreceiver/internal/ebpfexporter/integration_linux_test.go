@@ -32,6 +32,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
 )
@@ -794,4 +795,92 @@ func ourObjects(t *testing.T) objects {
 	slices.Sort(o.progs)
 	slices.Sort(o.maps)
 	return o
+}
+
+// TestIntegrationBenchFixture checks the side-by-side benchmark's config
+// (ebpfx_bench, make bench-ebpf-exporter): each getpgid(0x7eb0beef) adds
+// one round to 16384 counter series and 1024 exp2 histograms, all of which
+// one collection returns with the values the fixture's formulas give. The
+// maps hold more elements than one batch read returns.
+func TestIntegrationBenchFixture(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := startExporter(t, fixturesDir, "ebpfx_bench")
+	const rounds = 2
+	for range rounds {
+		getpgid(0x7eb0beef)
+	}
+	md := e.Collect()
+
+	counters := points(md, "ebpfx_bench", "ebpfx_bench_syscalls_total")
+	require.Len(t, counters, 16384)
+	got := map[string]int64{}
+	for _, p := range counters {
+		got[p.attrs["pid"]+"/"+p.attrs["syscall"]] = p.value
+	}
+	nrs := []string{"read", "write", "close", "clock_nanosleep_time64"} // ebpf_exporter's name for 230
+	for i := range 16384 {
+		k := strconv.Itoa(100000+i/4) + "/" + nrs[i%4]
+		require.Equal(t, int64(rounds*(1+i%7)), got[k], k)
+	}
+
+	hists := points(md, "ebpfx_bench", "ebpfx_bench_latency_seconds")
+	require.Len(t, hists, 1024)
+	for _, p := range hists {
+		pid, err := strconv.Atoi(p.attrs["pid"])
+		require.NoError(t, err)
+		h := pid - 100000
+		want := make([]uint64, 17) // 16 buckets and the overflow bucket
+		var count uint64
+		for b := range 16 {
+			want[b] = uint64(rounds * (1 + (h+b)%5))
+			count += want[b]
+		}
+		require.Equal(t, want, p.hist.BucketCounts().AsRaw(), "pid %d", pid)
+		require.Equal(t, count, p.hist.Count())
+		require.InDelta(t, float64(rounds*(1000+h))*1e-6, p.hist.Sum(), 1e-12)
+		require.Equal(t, 1e-6, p.hist.ExplicitBounds().At(0))
+		require.Equal(t, 32768e-6, p.hist.ExplicitBounds().At(15))
+	}
+
+	// Batch reads (BPF_MAP_LOOKUP_BATCH, in chunks of batchChunk) give
+	// what reading one element at a time gives.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, mm := range e.configs[0].metrics {
+		batched, err := readBatches(mm)
+		require.NoError(t, err, name)
+		iterated, err := iterateMap(mm)
+		require.NoError(t, err, name)
+		require.Greater(t, len(iterated), batchChunk, name)
+		asMap := func(es []mapEntry) map[string][]uint64 {
+			out := map[string][]uint64{}
+			for _, e := range es {
+				out[string(e.key)] = e.values
+			}
+			return out
+		}
+		require.Equal(t, asMap(iterated), asMap(batched), name)
+		require.Len(t, batched, len(iterated), name)
+	}
+}
+
+// BenchmarkCollectBenchFixture is one collection of the side-by-side
+// benchmark's config (ebpfx_bench: 16384 counter series, 1024 exp2
+// histograms of 17 map entries each) from the kernel's maps to pdata: what
+// the receiver does once per collection_interval (root).
+func BenchmarkCollectBenchFixture(b *testing.B) {
+	testutil.RequireRoot(b)
+	e, err := New(Config{ConfigDir: fixturesDir, Names: []string{"ebpfx_bench"}}, zap.NewNop())
+	require.NoError(b, err)
+	require.NoError(b, e.Start(context.Background()))
+	b.Cleanup(func() { require.NoError(b, e.Shutdown(context.Background())) })
+	require.Empty(b, e.Failures())
+	getpgid(0x7eb0beef)
+	const series = 16384 + 1024
+	require.Equal(b, series+2, e.Collect().DataPointCount()) // and enabled_configs, decoder_errors_total
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Collect()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/series, "ns/series")
 }

@@ -36,48 +36,142 @@ type mapEntry struct {
 // series is one exported label set and its value.
 type series struct {
 	labels []string
+	key    string        // seriesKey(labels); set by decodeSeries
+	cached *cachedLabels // the decoded key it came from; set by decodeSeries
 	value  uint64
 }
 
-// labelCache remembers the decoded labels of each raw key between
-// collections, like ebpf_exporter's decoder cache, but only for the keys
-// seen in the previous collection, so it never outgrows the map.
+// labelCache is what one metric keeps between collections: the decoded
+// labels of each raw key, like ebpf_exporter's decoder cache but only for
+// the keys seen in the previous collection, so it never outgrows the map;
+// the histogram's bucket layout; and scratch space every collection
+// reuses.
 type labelCache struct {
-	prev, next map[string]cachedLabels
+	gen     uint64 // the collection; an entry not used in the last one is dropped
+	used    int    // entries used in this collection
+	entries map[string]*cachedLabels
+
+	layout *bucketLayout // a histogram's, computed on first use
+
+	// The order of the last full sort: a series key's rank is its place
+	// in it. While no new key turns up, series are placed by rank, not
+	// sorted.
+	epoch  uint64 // of the last full sort; ranks of another epoch are stale
+	nRanks int
+
+	rows   []row          // scratch: the rows of a collection, decoded
+	dense  []series       // scratch: series by rank
+	index  map[string]int // scratch: position of each series by key
+	groups []int          // scratch: the group of each histogram row
+	counts []uint64       // scratch: every histogram group's bucket counts
 }
 
+// row is one map value with its decoded key.
+type row struct {
+	c *cachedLabels
+	v uint64
+}
+
+// cachedLabels is one raw key decoded.
 type cachedLabels struct {
 	values []string
-	skip   bool
+	key    string // seriesKey(values)
+	skip   bool   // a decoder dropped the label set
+	gen    uint64
+	rank   int          // place of key in the cache's last full sort
+	epoch  uint64       // of that sort
+	bucket *bucketLabel // histograms: values split into group and bucket, on first use
 }
 
-func (c *labelCache) get(raw []byte) (cachedLabels, bool) {
-	if c == nil {
-		return cachedLabels{}, false
+// bucketLabel is a histogram row's labels split: all but the last label
+// name the histogram, the last is the bucket index.
+type bucketLabel struct {
+	labels []string // all labels but the bucket
+	group  string   // seriesKey(labels)
+	le     float64
+	err    error
+}
+
+func (c *cachedLabels) bucketLabel() *bucketLabel {
+	if c.bucket != nil {
+		return c.bucket
 	}
-	v, ok := c.next[string(raw)]
-	if !ok {
-		v, ok = c.prev[string(raw)]
-		if ok {
-			c.next[string(raw)] = v
+	b := &bucketLabel{}
+	if len(c.values) == 0 {
+		b.err = errors.New("histogram row without a bucket label")
+	} else {
+		b.labels = c.values[:len(c.values)-1]
+		b.group = seriesKey(b.labels)
+		le, err := strconv.ParseUint(c.values[len(c.values)-1], 0, 64)
+		if err != nil {
+			b.err = fmt.Errorf("error parsing float value for bucket %#v: %v", c.values, err)
 		}
+		b.le = float64(le)
+	}
+	c.bucket = b
+	return b
+}
+
+func (c *labelCache) get(raw []byte) (*cachedLabels, bool) {
+	if c == nil {
+		return nil, false
+	}
+	v, ok := c.entries[string(raw)]
+	if ok && v.gen != c.gen {
+		v.gen = c.gen
+		c.used++
 	}
 	return v, ok
 }
 
-func (c *labelCache) put(raw []byte, v cachedLabels) {
+func (c *labelCache) put(raw []byte, v *cachedLabels) {
 	if c != nil {
-		c.next[string(raw)] = v
+		v.gen = c.gen
+		c.entries[string(raw)] = v
+		c.used++ // only misses are put
 	}
 }
 
-// rotate starts a collection: what was used last time is what is kept.
+// rotate starts a collection: what was used in the last one is what is
+// kept (the entries are swept only when some were not used).
 func (c *labelCache) rotate() {
-	c.prev, c.next = c.next, make(map[string]cachedLabels, len(c.next))
+	if c.used < len(c.entries) {
+		for k, v := range c.entries {
+			if v.gen != c.gen {
+				delete(c.entries, k)
+			}
+		}
+	}
+	c.gen++
+	c.used = 0
+}
+
+// scratchIndex returns the cache's key index emptied (a new one without a cache).
+func (c *labelCache) scratchIndex(size int) map[string]int {
+	if c == nil {
+		return make(map[string]int, size)
+	}
+	if c.index == nil {
+		c.index = make(map[string]int, size)
+	}
+	clear(c.index)
+	return c.index
+}
+
+// histogramLayout returns h's bucket layout, computed once per cache.
+func (c *labelCache) histogramLayout(h Histogram) (*bucketLayout, error) {
+	if c != nil && c.layout != nil {
+		return c.layout, nil
+	}
+	l, err := histogramBounds(h)
+	if c != nil && err == nil {
+		c.layout = l
+	}
+	return l, err
 }
 
 func newLabelCache() *labelCache {
-	return &labelCache{prev: map[string]cachedLabels{}, next: map[string]cachedLabels{}}
+	return &labelCache{entries: map[string]*cachedLabels{}}
 }
 
 var zeroKey = []byte{0, 0, 0, 0}
@@ -107,37 +201,34 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 	addCPU := perCPU && len(labels) > 0 && labels[len(labels)-1].Name == "cpu"
 	zeroOnly := onlyKeyZero(labels, perCPU)
 
-	agg := map[string]*series{}
-	var order []string
+	var rows []row
+	if cache != nil {
+		rows = cache.rows[:0]
+	}
+	ranked := cache != nil && cache.epoch > 0
 	add := func(raw []byte, v uint64) error {
-		var values []string
-		if c, ok := cache.get(raw); ok {
-			if c.skip {
-				return nil
-			}
-			values = c.values
-		} else {
+		c, ok := cache.get(raw)
+		if !ok {
 			decoded, err := dec.decodeLabels(raw, labels)
 			if errors.Is(err, ErrSkipLabelSet) {
-				cache.put(raw, cachedLabels{skip: true})
+				cache.put(raw, &cachedLabels{skip: true})
 				return nil
 			}
 			if err != nil {
 				return err
 			}
-			cache.put(raw, cachedLabels{values: decoded})
-			values = decoded
+			c = &cachedLabels{values: decoded, key: seriesKey(decoded)}
+			cache.put(raw, c)
 		}
-		k := seriesKey(values)
-		if s, ok := agg[k]; ok {
-			s.value += v
+		if c.skip {
 			return nil
 		}
-		agg[k] = &series{labels: values, value: v}
-		order = append(order, k)
+		ranked = ranked && c.epoch == cache.epoch
+		rows = append(rows, row{c, v})
 		return nil
 	}
 
+	var cpuKey []byte // the key with its CPU appended, reused
 	for _, e := range entries {
 		if zeroOnly && !bytes.Equal(e.key, zeroKey) {
 			continue
@@ -161,23 +252,80 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 			case len(labels) == 0:
 				raw = nil
 			case addCPU:
-				raw = make([]byte, 0, len(e.key)+2)
+				cpuKey = cpuKey[:0]
 				if !zeroOnly {
-					raw = append(raw, e.key...)
+					cpuKey = append(cpuKey, e.key...)
 				}
-				raw = hostOrder.AppendUint16(raw, uint16(cpu))
+				cpuKey = hostOrder.AppendUint16(cpuKey, uint16(cpu))
+				raw = cpuKey
 			}
 			if err := add(raw, v); err != nil {
 				return nil, err
 			}
 		}
 	}
-	out := make([]series, 0, len(order))
-	slices.Sort(order)
-	for _, k := range order {
-		out = append(out, *agg[k])
+	if cache != nil {
+		cache.rows = rows
 	}
-	return out, nil
+	if ranked {
+		return cache.placeByRank(rows), nil
+	}
+	return cache.sortAndRank(rows), nil
+}
+
+// placeByRank sums rows of equal keys and orders them by their ranks,
+// which all rows have from the last full sort.
+func (c *labelCache) placeByRank(rows []row) []series {
+	if cap(c.dense) < c.nRanks {
+		c.dense = make([]series, c.nRanks)
+	}
+	dense := c.dense[:c.nRanks]
+	clear(dense)
+	n := 0
+	for _, r := range rows {
+		d := &dense[r.c.rank]
+		if d.cached == nil {
+			*d = series{labels: r.c.values, key: r.c.key, cached: r.c, value: r.v}
+			n++
+		} else {
+			d.value += r.v
+		}
+	}
+	out := make([]series, 0, n)
+	for _, d := range dense {
+		if d.cached != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sortAndRank sums rows of equal keys, sorts the series by key and, with
+// a cache, ranks every row's key for the next collections.
+func (c *labelCache) sortAndRank(rows []row) []series {
+	index := c.scratchIndex(len(rows))
+	out := make([]series, 0, len(rows))
+	for _, r := range rows {
+		if i, ok := index[r.c.key]; ok {
+			out[i].value += r.v
+			continue
+		}
+		index[r.c.key] = len(out)
+		out = append(out, series{labels: r.c.values, key: r.c.key, cached: r.c, value: r.v})
+	}
+	slices.SortFunc(out, func(a, b series) int { return strings.Compare(a.key, b.key) })
+	if c == nil {
+		return out
+	}
+	c.epoch++
+	c.nRanks = len(out)
+	for i, s := range out {
+		index[s.key] = i
+	}
+	for _, r := range rows {
+		r.c.rank, r.c.epoch = index[r.c.key], c.epoch
+	}
+	return out
 }
 
 // seriesKey joins label values unambiguously.
@@ -194,43 +342,54 @@ func seriesKey(values []string) string {
 // histSeries is one exported histogram label set.
 type histSeries struct {
 	labels []string
+	key    string
 	value  histogramValue
 }
 
 // histogramSeries groups decoded rows by all labels but the last, whose
 // value (parsed like strconv.ParseUint(s, 0, 64)) is the bucket index.
 // A bucket label that does not parse fails the whole metric, as in
-// ebpf_exporter.
-func histogramSeries(rows []series, layout *bucketLayout) ([]histSeries, error) {
-	type group struct {
-		labels  []string
-		buckets map[float64]uint64
+// ebpf_exporter. rows come from decodeSeries. The counts share the
+// cache's scratch space: they are valid until its next collection.
+func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]histSeries, error) {
+	var groups []int
+	if cache != nil {
+		groups = cache.groups[:0]
 	}
-	groups := map[string]*group{}
-	var order []string
+	// A group's key is a prefix of its rows' keys (seriesKey of all labels
+	// but the last), and no other group's: the rows, sorted by key, come
+	// group by group, in the groups' order.
+	var out []histSeries
 	for _, r := range rows {
-		if len(r.labels) == 0 {
-			return nil, errors.New("histogram row without a bucket label")
+		b := r.cached.bucketLabel()
+		if b.err != nil {
+			return nil, b.err
 		}
-		labels := r.labels[:len(r.labels)-1]
-		le, err := strconv.ParseUint(r.labels[len(r.labels)-1], 0, 64)
-		if err != nil {
-			return nil, fmt.Errorf("error parsing float value for bucket %#v: %v", r.labels, err)
+		if len(out) == 0 || out[len(out)-1].key != b.group {
+			out = append(out, histSeries{labels: b.labels, key: b.group})
 		}
-		k := seriesKey(labels)
-		g, ok := groups[k]
-		if !ok {
-			g = &group{labels: labels, buckets: map[float64]uint64{}}
-			groups[k] = g
-			order = append(order, k)
-		}
-		g.buckets[float64(le)] = r.value
+		groups = append(groups, len(out)-1)
 	}
-	slices.Sort(order)
-	out := make([]histSeries, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
-		out = append(out, histSeries{labels: g.labels, value: layout.transform(g.buckets)})
+	n := len(layout.keys)
+	var counts []uint64
+	if cache != nil {
+		cache.groups = groups
+		if cap(cache.counts) < len(out)*n {
+			cache.counts = make([]uint64, len(out)*n)
+		}
+		counts = cache.counts[:len(out)*n]
+		clear(counts)
+	} else {
+		counts = make([]uint64, len(out)*n)
+	}
+	for i := range out {
+		out[i].value.counts = counts[i*n : (i+1)*n : (i+1)*n]
+	}
+	for i, r := range rows {
+		layout.set(&out[groups[i]].value, r.cached.bucket.le, r.value)
+	}
+	for i := range out {
+		layout.finish(&out[i].value)
 	}
 	return out, nil
 }
@@ -294,8 +453,10 @@ func appendHistogram(ms pmetric.MetricSlice, h Histogram, layout *bucketLayout, 
 		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(now)
 		dp.ExplicitBounds().FromRaw(layout.bounds)
-		counts := append(slices.Clone(s.value.counts), 0)
-		dp.BucketCounts().FromRaw(counts)
+		bc := dp.BucketCounts()
+		bc.EnsureCapacity(len(s.value.counts) + 1)
+		bc.Append(s.value.counts...)
+		bc.Append(0)
 		dp.SetCount(s.value.count)
 		dp.SetSum(s.value.sum)
 		putAttributes(dp.Attributes(), names, s.labels)
@@ -339,17 +500,18 @@ func configMetrics(sm pmetric.ScopeMetrics, cfg *ProgramConfig, contents map[str
 		if !ok {
 			continue
 		}
-		layout, err := histogramBounds(h)
+		cache := caches[h.Name]
+		layout, err := cache.histogramLayout(h)
 		if err != nil { // validated at load; kept for safety
 			errs = append(errs, fmt.Errorf("histogram %q of config %q: %w", h.Name, cfg.Name, err))
 			continue
 		}
-		rows, err := decodeSeries(mc.entries, mc.perCPU, h.Labels, dec, caches[h.Name])
+		rows, err := decodeSeries(mc.entries, mc.perCPU, h.Labels, dec, cache)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("error getting map %q values for metric %q of config %q: %w", h.Name, h.Name, cfg.Name, err))
 			continue
 		}
-		hs, err := histogramSeries(rows, layout)
+		hs, err := histogramSeries(rows, layout, cache)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("histogram %q of config %q: %w", h.Name, cfg.Name, err))
 			continue

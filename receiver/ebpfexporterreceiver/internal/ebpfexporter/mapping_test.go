@@ -5,6 +5,8 @@ package ebpfexporter
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -253,13 +255,100 @@ func TestLabelCacheKeepsOnlyLiveKeys(t *testing.T) {
 	ss, err := decodeSeries([]mapEntry{entry(comm("a1"), 1), entry(comm("b1"), 1)}, false, labels, dec, cache)
 	require.NoError(t, err)
 	assert.Len(t, ss, 1)
-	assert.Len(t, cache.next, 2, "decoded and skipped keys are cached")
+	assert.Len(t, cache.entries, 2, "decoded and skipped keys are cached")
 
 	cache.rotate()
 	_, err = decodeSeries([]mapEntry{entry(comm("a1"), 2)}, false, labels, dec, cache)
 	require.NoError(t, err)
 	cache.rotate()
-	assert.Len(t, cache.prev, 1, "only the key seen in the last collection is kept")
-	_, ok := cache.prev[string(comm("a1"))]
+	assert.Len(t, cache.entries, 1, "only the key seen in the last collection is kept")
+	_, ok := cache.entries[string(comm("a1"))]
 	assert.True(t, ok)
+}
+
+// TestCachedCollectionsEqualUncached runs collections over changing map
+// contents (keys coming and going, values changing, entries in any order,
+// keys that decode to the same labels and are summed, keys dropped by a
+// decoder, per-CPU rows) through one cache, and checks each against the
+// same contents decoded without a cache: what the cache keeps (decoded
+// labels, the order of the last full sort, histogram groups) changes
+// nothing in the output.
+func TestCachedCollectionsEqualUncached(t *testing.T) {
+	// pid, and a name whose regexp keeps the first letter only (so "ab"
+	// and "ac" are one series) and drops names starting with "z".
+	labels := []Label{
+		{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
+		{Name: "name", Size: 16, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^([a-y])"}}}},
+	}
+	histLabels := []Label{
+		{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
+		{Name: "bucket", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
+	}
+	layout, err := histogramBounds(Histogram{BucketType: HistogramBucketExp2, BucketMin: 0, BucketMax: 3})
+	require.NoError(t, err)
+	dec := newDecoderSet(testEnv(t))
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"ab", "ac", "b", "zz", "c"}
+	for _, perCPU := range []bool{false, true} {
+		cache, histCache := newLabelCache(), newLabelCache()
+		for round := range 40 {
+			var entries, hist []mapEntry
+			for pid := range uint32(6) {
+				for _, name := range names {
+					if round%5 == 4 && rng.IntN(3) == 0 { // absent this round
+						continue
+					}
+					if name == "c" && round < 20 { // a new key from round 20 on
+						continue
+					}
+					vals := []uint64{rng.Uint64N(100)}
+					if perCPU {
+						vals = append(vals, rng.Uint64N(100))
+					}
+					entries = append(entries, entry(cat(u32(pid), comm(name)), vals...))
+				}
+				for bucket := range uint32(6) { // 4 buckets, the sum key, one ignored
+					if round%5 != 4 || rng.IntN(3) > 0 {
+						hist = append(hist, entry(cat(u32(pid), u32(bucket)), rng.Uint64N(50)))
+					}
+				}
+			}
+			rng.Shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
+			rng.Shuffle(len(hist), func(i, j int) { hist[i], hist[j] = hist[j], hist[i] })
+
+			cache.rotate()
+			got, err := decodeSeries(entries, perCPU, labels, dec, cache)
+			require.NoError(t, err)
+			want, err := decodeSeries(entries, perCPU, labels, dec, nil)
+			require.NoError(t, err)
+			require.Equal(t, seriesValues(want), seriesValues(got), "round %d", round)
+
+			histCache.rotate()
+			rows, err := decodeSeries(hist, false, histLabels, dec, histCache)
+			require.NoError(t, err)
+			gotH, err := histogramSeries(rows, layout, histCache)
+			require.NoError(t, err)
+			rows, err = decodeSeries(hist, false, histLabels, dec, nil)
+			require.NoError(t, err)
+			wantH, err := histogramSeries(rows, layout, nil)
+			require.NoError(t, err)
+			require.Equal(t, histValues(wantH), histValues(gotH), "round %d", round)
+		}
+	}
+}
+
+func seriesValues(ss []series) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprint(s.labels, s.value)
+	}
+	return out
+}
+
+func histValues(hs []histSeries) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = fmt.Sprint(h.labels, h.value.counts, h.value.count, h.value.sum)
+	}
+	return out
 }
