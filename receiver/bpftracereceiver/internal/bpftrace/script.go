@@ -112,8 +112,11 @@ func (s *script) loop() {
 			backoff = s.r.backoffMin // it ran a good while: start over
 		}
 		if res.startFailure {
-			s.startFailures.Add(1)
+			// Logged before it is counted: whoever sees the count finds
+			// the reason in the log (TestIntegrationRunqlat read the
+			// log between the two in a loaded guest).
 			s.log.Error("bpftrace script failed to start; retrying", zap.Error(res.err), zap.Duration("retry_in", backoff))
+			s.startFailures.Add(1)
 		} else {
 			s.log.Warn("bpftrace script ended; restarting", zap.Error(res.err), zap.Duration("ran_for", res.uptime.Round(time.Millisecond)), zap.Duration("restart_in", backoff))
 		}
