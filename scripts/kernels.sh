@@ -186,7 +186,7 @@ run() {
 	[ -r "$image" ] || die "no $image: run '$0 setup'"
 	link_modules "$version"
 	local memory=${KERNELS_MEMORY:-3G} cpus=${KERNELS_CPUS:-2}
-	local boot_timeout=${KERNELS_BOOT_TIMEOUT:-180} vm_timeout=${KERNELS_VM_TIMEOUT:-1500}
+	local boot_timeout=${KERNELS_BOOT_TIMEOUT:-180} vm_timeout=${KERNELS_VM_TIMEOUT:-1800}
 	local attempts=${KERNELS_BOOT_ATTEMPTS:-3} attempt=1 start=$SECONDS rc=0 pid
 	# One TCG thread for all vCPUs (round robin), not one each (QEMU 7.2's
 	# default). With one each, guests hung in the ebpfexporter tests: both
