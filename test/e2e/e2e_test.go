@@ -257,7 +257,7 @@ func TestBadConfigNamesField(t *testing.T) {
 	out, err := exec.Command(collectorBin(t), "--config", cfg).CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), "ring_slots: 1000 is not allowed; use a power of two from 256 to 4194304")
-	assert.Contains(t, string(out), `events: unknown event "spawn"; allowed: fork, exec, exit`)
+	assert.Contains(t, string(out), `events: "spawn" is not an event; use fork, exec, exit`)
 	assert.NotContains(t, string(out), "panic")
 }
 
