@@ -154,11 +154,7 @@ func TestGRPCAcrossNAT(t *testing.T) {
 	srv, err := grpctest.Start()
 	require.NoError(t, err)
 	defer srv.Stop()
-	_, p, _ := strings.Cut(srv.Addr, ":")
-	real, err := strconv.Atoi(p)
-	require.NoError(t, err)
-	svc := natPair(t, real)
-	svcAddr := "127.0.0.1:" + strconv.Itoa(svc)
+	real, svc, svcAddr := natService(t, srv.Addr)
 
 	// A connection open before the agents start: its calls after the start
 	// join too.
@@ -273,11 +269,7 @@ func TestGRPCTLSAcrossNAT(t *testing.T) {
 	srv, err := grpctest.StartTLS()
 	require.NoError(t, err)
 	defer srv.Stop()
-	_, p, _ := strings.Cut(srv.Addr, ":")
-	real, err := strconv.Atoi(p)
-	require.NoError(t, err)
-	svc := natPair(t, real)
-	svcAddr := "127.0.0.1:" + strconv.Itoa(svc)
+	real, svc, svcAddr := natService(t, srv.Addr)
 
 	clientNode, clientOut := nodeOf(t, tlsNodeConfig, j, "client-node", svc)
 	serverNode, serverOut := nodeOf(t, tlsNodeConfig, j, "server-node", real)
@@ -370,4 +362,16 @@ func stopNodes(t *testing.T, clientNode, serverNode *collector, clientOut, serve
 	assert.Empty(t, ofKind(cs, ptrace.SpanKindServer, m), "the client node keeps client spans only")
 	assert.Empty(t, ofKind(ss, ptrace.SpanKindClient, m), "the server node keeps server spans only")
 	return cs, ss
+}
+
+// natService puts the NAT pair (natPair) in front of the server listening
+// at addr: the server's own port, the service port clients dial, and its
+// address.
+func natService(t *testing.T, addr string) (int, int, string) {
+	t.Helper()
+	_, p, _ := strings.Cut(addr, ":")
+	real, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	svc := natPair(t, real)
+	return real, svc, "127.0.0.1:" + strconv.Itoa(svc)
 }
