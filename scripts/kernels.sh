@@ -5,8 +5,11 @@
 #   scripts/kernels.sh run KERNEL SCRIPT RESULTDIR boot KERNEL, run SCRIPT in it; exit with its status
 #   scripts/kernels.sh list                       the kernel names, one a line
 #   scripts/kernels.sh vmlinuz KERNEL             path of KERNEL's image
+#   scripts/kernels.sh arch KERNEL                KERNEL's architecture (amd64, arm64)
 #
-# KERNEL is `stock` (Debian's 6.1 amd64) or `rt` (Debian's 6.1 PREEMPT_RT).
+# KERNEL is `stock` (Debian's 6.1 amd64), `rt` (Debian's 6.1 PREEMPT_RT) or
+# `arm64` (Debian's 6.1 arm64, in qemu-system-aarch64 with its own arm64
+# userland: see the arm64 section below).
 # Everything lives in $KERNELS_CACHE (default ~/.cache/otelcol-seq/kernels),
 # outside the clone, so that later clones reuse it. Root only: it installs
 # Debian packages and links /lib/modules/VERSION to the cached modules.
@@ -35,7 +38,8 @@ flavour() {
 	case $1 in
 	stock) echo amd64 ;;
 	rt) echo rt-amd64 ;;
-	*) die "unknown kernel '$1' (want: stock, rt)" ;;
+	arm64) echo arm64 ;;
+	*) die "unknown kernel '$1' (want: stock, rt, arm64)" ;;
 	esac
 }
 
@@ -131,6 +135,183 @@ link_modules() {
 	done
 }
 
+# --- The arm64 guest -------------------------------------------------------
+# Debian's arm64 6.1 kernel (linux-image-ABI-arm64-unsigned, the ABI and
+# package version of the amd64 ones) in qemu-system-aarch64 under TCG. The
+# host's root is amd64, so the guest's root is an arm64 userland of its own:
+# the .debs of ARM64_ROOT_PACKAGES and their dependencies, unpacked with
+# `dpkg -x` (no maintainer scripts run) and packed into an initramfs, which
+# the guest runs from RAM. Its PID 1 (kernels-arm64-init.sh) mounts the host's
+# root read-only over 9p and binds the host's /work, /root... at their own
+# paths, so the (arm64) test binaries and sources are where the host has them.
+# The arm64 packages come through a private apt configuration under
+# $CACHE/apt-arm64: the host's dpkg gains no foreign architecture.
+ARM64_APT_PACKAGES=(qemu-system-arm cpio)
+# What the guest runs: guest.sh (bash, coreutils, util-linux's mount and
+# mountpoint), its reaper.py (python3 with ctypes: libpython3.11-stdlib), the
+# tests' /bin/sh, /bin/true, /bin/sleep, setsid and stress-ng, and modprobe
+# (kmod) and poweroff (busybox) for the init.
+ARM64_ROOT_PACKAGES=(bash dash coreutils util-linux mount grep sed findutils kmod busybox-static
+	stress-ng python3.11-minimal libpython3.11-stdlib)
+# The modules the init loads before it can reach the host (all =m in Debian's config).
+ARM64_INIT_MODULES=(virtio_mmio virtio-rng 9pnet_virtio 9p)
+ARM64_APT=$CACHE/apt-arm64
+ARM64_ROOT=$CACHE/arm64-root # the unpacked userland; ARM64_ROOT.cpio is its initramfs
+
+# arch_of KERNEL -> amd64 or arm64: which QEMU boots it and what its test binaries are compiled for.
+arch_of() {
+	case $1 in
+	arm64) echo arm64 ;;
+	*) flavour "$1" >/dev/null && echo amd64 ;;
+	esac
+}
+
+# apt_arm64 CMD ARG...: apt-get or apt-cache with arm64 as the only architecture.
+apt_arm64() {
+	local cmd=$1
+	shift
+	APT_CONFIG=$ARM64_APT/apt.conf "$cmd" "$@"
+}
+
+setup_apt_arm64() {
+	mkdir -p "$ARM64_APT/sources" "$ARM64_APT/state/lists/partial" "$ARM64_APT/cache/archives/partial"
+	touch "$ARM64_APT/state/status" # no arm64 package is installed anywhere
+	# The host's Debian archives (deb.debian.org, bookworm, -updates, -security), for arm64.
+	sed -e '/^Architectures:/d' -e 's/^Types: deb$/&\nArchitectures: arm64/' \
+		/etc/apt/sources.list.d/debian.sources >"$ARM64_APT/sources/debian.sources"
+	cat >"$ARM64_APT/apt.conf" <<-CONF
+		Dir::State "$ARM64_APT/state";
+		Dir::State::status "$ARM64_APT/state/status";
+		Dir::Cache "$ARM64_APT/cache";
+		Dir::Etc::SourceList "/dev/null";
+		Dir::Etc::SourceParts "$ARM64_APT/sources";
+		APT::Architecture "arm64";
+		APT::Architectures { "arm64"; };
+		APT::Sandbox::User "root";
+		Acquire::Languages "none";
+	CONF
+	apt_arm64 apt-get update -qq
+}
+
+# fetch_kernel_arm64 ABI PKGVER: linux-image-ABI-arm64-unsigned unpacked under
+# $CACHE/ABI-arm64 (no headers: bpftrace does not run there), modules indexed.
+fetch_kernel_arm64() {
+	local abi=$1 pkgver=$2 version=$1-arm64 dir=$CACHE/$1-arm64
+	[ -f "$dir/.complete" ] && return
+	local pkg="linux-image-$version-unsigned=$pkgver"
+	log "downloading $pkg (arm64)"
+	rm -rf "$dir" "$CACHE/debs-arm64.tmp"
+	mkdir -p "$CACHE/debs-arm64.tmp" "$dir"
+	(cd "$CACHE/debs-arm64.tmp" && apt_arm64 apt-get download -qq "$pkg") || die "apt-get download $pkg (arm64) failed"
+	dpkg -x "$CACHE"/debs-arm64.tmp/*.deb "$dir"
+	rm -rf "$CACHE/debs-arm64.tmp"
+	depmod -b "$dir" "$version"
+	touch "$dir/.complete"
+}
+
+# fetch_root_arm64: ARM64_ROOT_PACKAGES and what they depend on (apt's own
+# resolution against an empty dpkg status), unpacked into $ARM64_ROOT.
+fetch_root_arm64() {
+	[ -f "$ARM64_ROOT/.complete" ] && return
+	local pkgs deb
+	pkgs=$(apt_arm64 apt-get install -s -qq --no-install-recommends "${ARM64_ROOT_PACKAGES[@]}" | awk '/^Inst /{print $2}')
+	[ -n "$pkgs" ] || die "apt could not resolve the arm64 root's packages"
+	log "downloading the arm64 userland ($(echo "$pkgs" | wc -l) packages)"
+	rm -rf "$ARM64_ROOT" "$CACHE/debs-arm64.tmp"
+	mkdir -p "$CACHE/debs-arm64.tmp" "$ARM64_ROOT"
+	# shellcheck disable=SC2086 # one package a word
+	(cd "$CACHE/debs-arm64.tmp" && apt_arm64 apt-get download -qq $pkgs) || die "apt-get download (arm64 root) failed"
+	for deb in "$CACHE"/debs-arm64.tmp/*.deb; do
+		dpkg -x "$deb" "$ARM64_ROOT"
+	done
+	rm -rf "$CACHE/debs-arm64.tmp"
+	(
+		cd "$ARM64_ROOT"
+		rm -rf usr/share/doc usr/share/man usr/share/info usr/share/locale
+		# The host's /root is bound there (HOME, the caches).
+		rm -rf root
+		ln -sfn python3.11 usr/bin/python3
+		mkdir -p etc proc sys dev run tmp host
+		printf 'root:x:0:0:root:/root:/bin/bash\n' >etc/passwd
+		printf 'root:x:0:\n' >etc/group
+		printf '127.0.0.1 localhost\n::1 localhost\n' >etc/hosts
+	)
+	touch "$ARM64_ROOT/.complete"
+	rm -f "$ARM64_ROOT.cpio"
+}
+
+# initramfs_arm64 VERSION: the guest's initramfs, $CACHE/VERSION/initrd.cpio:
+# the arm64 root, ARM64_INIT_MODULES with what they need, and the init
+# (rebuilt when the init script changed).
+initramfs_arm64() {
+	local version=$1 kdir=$CACHE/$1 init
+	init=$(dirname "$(readlink -f "$0")")/kernels-arm64-init.sh
+	local out=$kdir/initrd.cpio
+	if [ -s "$out" ] && [ "$out" -nt "$init" ] && [ "$out" -nt "$ARM64_ROOT/.complete" ]; then
+		echo "$out"
+		return
+	fi
+	local stage
+	stage=$(mktemp -d "$CACHE/initrd-arm64.XXXXXX")
+	local m
+	# The modules, by modules.dep (modprobe --show-depends reads the target's tree).
+	for m in $(modprobe -d "$kdir" -S "$version" --show-depends -a "${ARM64_INIT_MODULES[@]}" | awk '$1 == "insmod" {print $2}'); do
+		mkdir -p "$stage/$(dirname "${m#"$kdir"}")"
+		cp "$m" "$stage/${m#"$kdir"}"
+	done
+	cp "$kdir/lib/modules/$version"/modules.order "$kdir/lib/modules/$version"/modules.builtin* "$stage/lib/modules/$version/"
+	depmod -b "$stage" "$version"
+	install -m 755 "$init" "$stage/init"
+	# Two archives back to back (the kernel unpacks both): the root, then the rest.
+	if [ ! -s "$ARM64_ROOT.cpio" ]; then
+		(cd "$ARM64_ROOT" && find . ! -name .complete | LC_ALL=C sort | cpio -o -H newc --quiet) >"$ARM64_ROOT.cpio.tmp"
+		mv "$ARM64_ROOT.cpio.tmp" "$ARM64_ROOT.cpio"
+	fi
+	{
+		cat "$ARM64_ROOT.cpio"
+		(cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc --quiet)
+	} >"$out.tmp"
+	mv "$out.tmp" "$out"
+	rm -rf "$stage"
+	echo "$out"
+}
+
+setup_arm64() {
+	local abi=$1 pkgver=$2
+	local missing=() p
+	for p in "${ARM64_APT_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing ${missing[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+	if [ ! -f "$CACHE/$abi-arm64/.complete" ] || [ ! -f "$ARM64_ROOT/.complete" ]; then
+		setup_apt_arm64
+	fi
+	fetch_kernel_arm64 "$abi" "$pkgver"
+	fetch_root_arm64
+	initramfs_arm64 "$abi-arm64" >/dev/null
+}
+
+# launch_arm64: boots the arm64 guest for run() (its locals: image, version,
+# script, resultdir, cpus, memory, qemu_opts, vm_timeout). Debian's arm64
+# vmlinuz is a plain (uncompressed) Image, which -kernel boots as it is.
+launch_arm64() {
+	local initrd
+	initrd=$(initramfs_arm64 "$version")
+	local fs=security_model=none,multidevs=remap
+	# shellcheck disable=SC2086 # qemu_opts: words
+	exec timeout -k 30 "$vm_timeout" nice -n 5 qemu-system-aarch64 \
+		-M virt -cpu "${KERNELS_ARM64_CPU:-neoverse-n1}" -smp "$cpus" -m "$memory" $qemu_opts \
+		-display none -monitor none -serial stdio -no-reboot \
+		-kernel "$image" -initrd "$initrd" \
+		-append "console=ttyAMA0 rdinit=/init panic=-1 otelcol.script=$script otelcol.resultdir=$resultdir otelcol.modules=$CACHE/$version/lib/modules/$version" \
+		-fsdev "local,id=hostroot,path=/,readonly=on,$fs" -device virtio-9p-device,fsdev=hostroot,mount_tag=hostroot \
+		-fsdev "local,id=results,path=$resultdir,$fs" -device virtio-9p-device,fsdev=results,mount_tag=results \
+		-device virtio-rng-device </dev/null
+}
+
 setup() {
 	[ "$(id -u)" = 0 ] || die "setup needs root (apt-get, /lib/modules)"
 	mkdir -p "$CACHE"
@@ -152,8 +333,9 @@ setup() {
 		fetch_kernel "$flav" "$abi" "$pkgver"
 		link_modules "$abi-$flav"
 	done
+	setup_arm64 "$abi" "$pkgver"
 	printf 'ABI=%s\nPKGVER=%s\n' "$abi" "$pkgver" >"$STATE"
-	log "ready: $abi-amd64 and $abi-rt-amd64 ($pkgver) in $CACHE"
+	log "ready: $abi-amd64, $abi-rt-amd64 and $abi-arm64 ($pkgver) in $CACHE"
 }
 
 load_state() {
@@ -170,6 +352,16 @@ vmlinuz() {
 	echo "$CACHE/$version/boot/vmlinuz-$version"
 }
 
+# launch_vng: boots an amd64 guest for run() (its locals) with virtme-ng,
+# over the host's root. RESULTDIR is the guest's working directory too: vng
+# runs --exec in the cwd.
+launch_vng() {
+	cd "$resultdir" && PATH="$VENV/bin:$PATH" exec timeout -k 30 "$vm_timeout" vng --verbose \
+		--disable-kvm --run "$image" --memory "$memory" --cpus "$cpus" --rwdir "$resultdir" \
+		--qemu-opts="$qemu_opts" \
+		--exec "touch $resultdir/.guest-started; bash $script $resultdir; echo \$? > $resultdir/guest-status"
+}
+
 # run KERNEL SCRIPT RESULTDIR: the guest runs SCRIPT with RESULTDIR as its
 # only writable host folder and writes SCRIPT's exit status to
 # RESULTDIR/guest-status (vng's own status does not always carry it).
@@ -184,7 +376,12 @@ run() {
 	version=$(version_of "$kernel")
 	image=$(vmlinuz "$kernel")
 	[ -r "$image" ] || die "no $image: run '$0 setup'"
-	link_modules "$version"
+	local launch=launch_vng
+	if [ "$(arch_of "$kernel")" = arm64 ]; then
+		launch=launch_arm64
+	else
+		link_modules "$version"
+	fi
 	local memory=${KERNELS_MEMORY:-3G} cpus=${KERNELS_CPUS:-2}
 	local boot_timeout=${KERNELS_BOOT_TIMEOUT:-180} vm_timeout=${KERNELS_VM_TIMEOUT:-1800}
 	local attempts=${KERNELS_BOOT_ATTEMPTS:-3} attempt=1 start=$SECONDS rc=0 pid
@@ -206,12 +403,8 @@ run() {
 		rm -f "$resultdir/guest-status" "$resultdir/.guest-started"
 		log "booting $kernel ($version, TCG thread=${KERNELS_TCG_THREAD:-single}, $cpus CPUs, $memory): $script (attempt $attempt)"
 		rc=0
-		# RESULTDIR is the guest's working directory too: vng runs --exec in the cwd.
 		# A guest that hangs (a kernel lockup) is stopped after vm_timeout seconds.
-		(cd "$resultdir" && PATH="$VENV/bin:$PATH" exec timeout -k 30 "$vm_timeout" vng --verbose \
-			--disable-kvm --run "$image" --memory "$memory" --cpus "$cpus" --rwdir "$resultdir" \
-			--qemu-opts="$qemu_opts" \
-			--exec "touch $resultdir/.guest-started; bash $script $resultdir; echo \$? > $resultdir/guest-status") &
+		("$launch") &
 		pid=$!
 		# Under TCG an early boot now and then stalls for good (seen with the RT
 		# kernel, QEMU spinning): a guest that has not started the script after
@@ -267,8 +460,9 @@ run() {
 case ${1:-} in
 setup) setup ;;
 run) shift; load_state; run "$@" ;;
-list) echo stock; echo rt ;;
+list) echo stock; echo rt; echo arm64 ;;
 vmlinuz) vmlinuz "$2" ;;
 version) version_of "$2" ;;
-*) die "usage: $0 setup | run KERNEL SCRIPT RESULTDIR | list | vmlinuz KERNEL | version KERNEL" ;;
+arch) arch_of "$2" ;;
+*) die "usage: $0 setup | run KERNEL SCRIPT RESULTDIR | list | vmlinuz KERNEL | version KERNEL | arch KERNEL" ;;
 esac
