@@ -86,7 +86,8 @@ test-bpftrace-versions: deps
 
 # The packages whose tests need a kernel, run inside Debian's 6.1 and 6.1
 # PREEMPT_RT kernels under QEMU (TCG; about 15 minutes, downloads included the
-# first time). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
+# first time), the seq packages also inside Debian's 6.1 arm64 (cross-compiled,
+# docs/kernels.md). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
 # setup into $(KERNELS_CACHE); results go to build/kernels/.
 test-kernels: deps $(EBPF_EXPORTER)
 	KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh setup

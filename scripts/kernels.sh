@@ -149,10 +149,11 @@ link_modules() {
 ARM64_APT_PACKAGES=(qemu-system-arm cpio)
 # What the guest runs: guest.sh (bash, coreutils, util-linux's mount and
 # mountpoint), its reaper.py (python3 with ctypes: libpython3.11-stdlib), the
-# tests' /bin/sh, /bin/true, /bin/sleep, setsid and stress-ng, and modprobe
-# (kmod) and poweroff (busybox) for the init.
+# tests' /bin/sh, /bin/true, /bin/sleep, setsid and stress-ng, curl (with
+# OpenSSL's libssl3: the grpc capture's OpenSSL probes), and modprobe (kmod)
+# and poweroff (busybox) for the init.
 ARM64_ROOT_PACKAGES=(bash dash coreutils util-linux mount grep sed findutils kmod busybox-static
-	stress-ng python3.11-minimal libpython3.11-stdlib)
+	stress-ng python3.11-minimal libpython3.11-stdlib curl)
 # The modules the init loads before it can reach the host (all =m in Debian's config).
 ARM64_INIT_MODULES=(virtio_mmio virtio-rng 9pnet_virtio 9p)
 ARM64_APT=$CACHE/apt-arm64
@@ -210,9 +211,12 @@ fetch_kernel_arm64() {
 }
 
 # fetch_root_arm64: ARM64_ROOT_PACKAGES and what they depend on (apt's own
-# resolution against an empty dpkg status), unpacked into $ARM64_ROOT.
+# resolution against an empty dpkg status), unpacked into $ARM64_ROOT. Its
+# .complete holds the list: a changed list builds the root again.
+root_arm64_ready() { [ "$(cat "$ARM64_ROOT/.complete" 2>/dev/null)" = "${ARM64_ROOT_PACKAGES[*]}" ]; }
+
 fetch_root_arm64() {
-	[ -f "$ARM64_ROOT/.complete" ] && return
+	root_arm64_ready && return
 	local pkgs deb
 	pkgs=$(apt_arm64 apt-get install -s -qq --no-install-recommends "${ARM64_ROOT_PACKAGES[@]}" | awk '/^Inst /{print $2}')
 	[ -n "$pkgs" ] || die "apt could not resolve the arm64 root's packages"
@@ -236,7 +240,7 @@ fetch_root_arm64() {
 		printf 'root:x:0:\n' >etc/group
 		printf '127.0.0.1 localhost\n::1 localhost\n' >etc/hosts
 	)
-	touch "$ARM64_ROOT/.complete"
+	echo "${ARM64_ROOT_PACKAGES[*]}" >"$ARM64_ROOT/.complete"
 	rm -f "$ARM64_ROOT.cpio"
 }
 
@@ -286,7 +290,7 @@ setup_arm64() {
 		log "installing ${missing[*]}"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	fi
-	if [ ! -f "$CACHE/$abi-arm64/.complete" ] || [ ! -f "$ARM64_ROOT/.complete" ]; then
+	if [ ! -f "$CACHE/$abi-arm64/.complete" ] || ! root_arm64_ready; then
 		setup_apt_arm64
 	fi
 	fetch_kernel_arm64 "$abi" "$pkgver"
@@ -440,7 +444,7 @@ run() {
 		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 			log "the guest did not finish within ${vm_timeout}s (hung?): stopped"
 		else
-			log "the guest wrote no status (vng exited $rc): boot or QEMU failure"
+			log "the guest wrote no status (vng or QEMU exited $rc): boot or QEMU failure"
 		fi
 		[ "$rc" = 0 ] && rc=1
 	fi

@@ -88,7 +88,8 @@ skipped_arm64() {
 	# Its fork storm is too slow there to lap the reader: some 40 records a
 	# 200 ms round, 0 lapped gaps in 20 rounds (65 s), so it fails on "the
 	# producers lapped the reader". Laps on arm64 are TestLappedReaderReportsEveryGap's
-	# (seqreceiver); this accounting is the reader's (Go, arch-neutral), run in the amd64 guests.
+	# (seqreceiver); this accounting is the reader's (Go, arch-neutral), run
+	# on the host and in the amd64 guests.
 	sequencer) echo '^TestLappedAccountingStress$' ;;
 	*) echo "" ;;
 	esac
