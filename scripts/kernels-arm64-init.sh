@@ -28,6 +28,8 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /run
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 ln -sfn /proc/self/fd /dev/fd
+# Loopback up (the tests' servers listen on 127.0.0.1), as virtme-ng does.
+busybox ip link set lo up
 
 script='' resultdir='' modules=''
 for arg in $(cat /proc/cmdline); do

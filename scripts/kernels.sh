@@ -268,14 +268,14 @@ initramfs_arm64() {
 	install -m 755 "$init" "$stage/init"
 	# Two archives back to back (the kernel unpacks both): the root, then the rest.
 	if [ ! -s "$ARM64_ROOT.cpio" ]; then
-		(cd "$ARM64_ROOT" && find . ! -name .complete | LC_ALL=C sort | cpio -o -H newc --quiet) >"$ARM64_ROOT.cpio.tmp"
-		mv "$ARM64_ROOT.cpio.tmp" "$ARM64_ROOT.cpio"
+		(cd "$ARM64_ROOT" && find . ! -name .complete | LC_ALL=C sort | cpio -o -H newc --quiet) >"$ARM64_ROOT.cpio.$BASHPID"
+		mv "$ARM64_ROOT.cpio.$BASHPID" "$ARM64_ROOT.cpio"
 	fi
 	{
 		cat "$ARM64_ROOT.cpio"
 		(cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc --quiet)
-	} >"$out.tmp"
-	mv "$out.tmp" "$out"
+	} >"$out.$BASHPID"
+	mv "$out.$BASHPID" "$out"
 	rm -rf "$stage"
 	echo "$out"
 }
@@ -303,6 +303,8 @@ setup_arm64() {
 # vmlinuz is a plain (uncompressed) Image, which -kernel boots as it is.
 launch_arm64() {
 	local initrd
+	# The init reads them from the kernel's command line, split at spaces.
+	case "$script$resultdir$CACHE" in *[[:space:]]*) die "the arm64 guest takes no spaces in $script, $resultdir, $CACHE" ;; esac
 	initrd=$(initramfs_arm64 "$version")
 	local fs=security_model=none,multidevs=remap
 	# shellcheck disable=SC2086 # qemu_opts: words
