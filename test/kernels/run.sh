@@ -179,20 +179,22 @@ run_guest() {
 	local k=$1 dir=$RESULTS/$1 p n rc
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	local bin skip
+	local arch bin skip
+	arch=$("$KERNELS_SH" arch "$k")
 	bin=$(bin_of "$k")
 	# The manifest the guest script reads: one binary a line.
 	while read -r p; do
+		[ -n "$p" ] || continue # none left by KERNELS_ONLY
 		n=$(name_of "$p")
 		skip=$(skipped "$n")
-		if [ "$("$KERNELS_SH" arch "$k")" = arm64 ] && [ -n "$(skipped_arm64 "$n")" ]; then
+		if [ "$arch" = arm64 ] && [ -n "$(skipped_arm64 "$n")" ]; then
 			skip=${skip:+$skip|}$(skipped_arm64 "$n")
 		fi
 		printf '%s|%s|%s|%s|%s|%s\n' "$n" "$bin/$n.test" "$ROOT/${p#./}" "$TEST_TIMEOUT" "$(selection "$k" "$n")" "$skip"
 	done < <(packages_of "$k") >"$dir/manifest"
 	{
 		# ebpf_exporter is an amd64 binary, for the ebpfexporter package (amd64 only).
-		if [ "$("$KERNELS_SH" arch "$k")" = arm64 ]; then
+		if [ "$arch" = arm64 ]; then
 			printf '%s\n' "${GUEST_ENV[@]}" | grep -v '^EBPF_EXPORTER_BIN='
 			printf '%s\n' "${ARM64_ENV[@]}"
 		else
