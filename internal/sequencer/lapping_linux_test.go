@@ -29,6 +29,9 @@ import (
 // exercised thousands of times.
 func TestLappedAccountingStress(t *testing.T) {
 	testutil.RequireRoot(t)
+	if err := ProbeAtomics(); err != nil {
+		t.Skipf("the sequencer needs BPF atomic fetch (Linux 5.12), which this kernel lacks: %v", err)
+	}
 	if _, err := exec.LookPath("stress-ng"); err != nil {
 		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)
 	}
