@@ -84,9 +84,9 @@ test-bpftrace-versions: deps
 		$(GO) test -count=1 -timeout 10m -run 'TestVersionMatrix|TestSelfPrintedMapsAcrossVersions|TestNewerRecordTypes' ./receiver/bpftracereceiver/internal/bpftrace
 	@cat build/bpftrace-versions.md
 
-# The packages whose tests need a kernel, run inside Debian's 6.1 and 6.1
-# PREEMPT_RT kernels under QEMU (TCG; about 15 minutes, downloads included the
-# first time). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
+# The packages whose tests need a kernel, run inside Debian 11's 5.10, 12's 6.1
+# and 13's 6.12 kernels, each stock and PREEMPT_RT, under QEMU (TCG; two guests
+# at a time on two cores; see docs/kernels.md). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
 # setup into $(KERNELS_CACHE); results go to build/kernels/.
 test-kernels: deps $(EBPF_EXPORTER)
 	KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh setup
