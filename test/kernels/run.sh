@@ -63,6 +63,9 @@ selection() {
 	# ("unknown type name 's64'"), and with headers each script compiles
 	# for minutes under TCG. Debian 11 users run Debian 11's bpftrace.
 	5.10*:bpftrace) echo - ;;
+	# The bpftrace receiver supervises a process: the RT build of 6.12 adds
+	# nothing its stock build and 6.1's RT build do not test.
+	6.12-rt:bpftrace) echo - ;;
 	*:seqreceiver) echo '^(TestShellTreeForkExecExit|TestTransportsWithoutAtomics|TestSignalExitAndThreads|TestThreadCasesOneProcessExit|TestForkStormAccounting|TestForkStormEveryTransport|TestShutdownLeavesNothingLoaded|TestShellTreeSpans)$' ;;
 	*:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLoadHooks|TestCaptureGRPCGo|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32|TestSyscallHookRefused|TestCaptureNetNS)$' ;;
 	*) echo "" ;;
