@@ -92,13 +92,34 @@ test-kernels: deps $(EBPF_EXPORTER)
 	KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh setup
 	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) test/kernels/run.sh
 
-build: $(COLLECTOR)
+# bin/otelcol-seq: the collector for this machine (what `make run` and the
+# tests run); bin/otelcol-seq-amd64 and bin/otelcol-seq-arm64: one for each
+# architecture of the image (deploy/Containerfile picks by TARGETARCH),
+# cross-compiled (static, no cgo: no emulation, no cross toolchain) from the
+# sources ocb generated for the first, with ocb's own flags.
+IMAGE_ARCHES := amd64 arm64
+COLLECTORS := $(foreach a,$(IMAGE_ARCHES),$(COLLECTOR)-$(a))
+comma := ,
+IMAGE_PLATFORMS := $(subst $() ,$(comma),$(addprefix linux/,$(IMAGE_ARCHES)))
+
+build: $(COLLECTOR) $(COLLECTORS)
 
 $(COLLECTOR): $(BUILDER) builder-config.yaml go.mod go.sum $(GO_SOURCES)
 	mkdir -p build/otelcol-seq
 	$(BUILDER) --config builder-config.yaml
 	mkdir -p bin
 	cp build/otelcol-seq/otelcol-seq $(COLLECTOR)
+
+$(COLLECTOR)-%: $(COLLECTOR)
+	cd build/otelcol-seq && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -trimpath -o $(CURDIR)/$@ -ldflags="-s -w" -gcflags= .
+
+# The multi-arch image (podman; FROM scratch, so no emulation): both
+# architectures from one build, into the manifest list $(IMAGE).
+IMAGE ?= localhost/otelcol-seq:0.1.0
+.PHONY: image
+image: $(COLLECTORS)
+	podman manifest rm $(IMAGE) >/dev/null 2>&1 || true
+	podman build --platform $(IMAGE_PLATFORMS) --manifest $(IMAGE) -f deploy/Containerfile .
 
 # grpcio (PyPI) in a venv outside the clone, for the grpc receiver's tests
 # against a second gRPC implementation (they call the script themselves too).
