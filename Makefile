@@ -267,23 +267,37 @@ bench-ebpf-exporter: $(COLLECTOR) $(EBPF_EXPORTER)
 
 # ebpf_exporter-format objects: the test fixtures (testdata/ebpf_exporter)
 # and the ready-to-use programs (programs/), each <name>.bpf.c compiled to
-# <name>.bpf.o next to its <name>.yaml. The objects are committed; building
-# and testing need no clang.
-EBPF_EXPORTER_OBJECTS := $(patsubst %.c,%.o,$(wildcard testdata/ebpf_exporter/*.bpf.c programs/*.bpf.c))
+# <name>.bpf.o next to its <name>.yaml for x86_64, and to arm64/<name>.bpf.o
+# for arm64, next to arm64/<name>.yaml (a link to ../<name>.yaml: ebpf_exporter
+# takes one directory of both per architecture). The objects are committed;
+# building and testing need no clang.
+EBPF_EXPORTER_SOURCES := $(wildcard testdata/ebpf_exporter/*.bpf.c programs/*.bpf.c)
+EBPF_EXPORTER_OBJECTS := $(patsubst %.c,%.o,$(EBPF_EXPORTER_SOURCES)) \
+	$(foreach s,$(EBPF_EXPORTER_SOURCES),$(dir $(s))arm64/$(notdir $(s:.c=.o)))
 # -fdebug-prefix-map: the objects' BTF line info names the sources relative to
 # the clone, so that they are the same bytes wherever they are built (the
 # drift check compares them).
-EBPF_EXPORTER_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf/headers -fdebug-prefix-map=$(CURDIR)=.
+EBPF_EXPORTER_CFLAGS := -O2 -g -target bpf -Wall -Werror -Ibpf/headers -fdebug-prefix-map=$(CURDIR)=.
 
 .PHONY: ebpf-programs
 ebpf-programs: $(EBPF_EXPORTER_OBJECTS)
 
-testdata/ebpf_exporter/%.bpf.o: testdata/ebpf_exporter/%.bpf.c testdata/ebpf_exporter/ebpfx.bpf.h
+define ebpf_exporter_object
 	@command -v $(BPF_CLANG) >/dev/null || (apt-get update -qq && apt-get install -y -qq $(BPF_CLANG_PACKAGES))
-	$(BPF_CLANG) $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
+	$(BPF_CLANG) $(EBPF_EXPORTER_CFLAGS) -D__TARGET_ARCH_$(1) -c $< -o $@
 	$(LLVM_STRIP) -g $@
+endef
+
+testdata/ebpf_exporter/%.bpf.o: testdata/ebpf_exporter/%.bpf.c testdata/ebpf_exporter/ebpfx.bpf.h
+	$(call ebpf_exporter_object,x86)
 
 programs/%.bpf.o: programs/%.bpf.c programs/programs.bpf.h
-	@command -v $(BPF_CLANG) >/dev/null || (apt-get update -qq && apt-get install -y -qq $(BPF_CLANG_PACKAGES))
-	$(BPF_CLANG) $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
-	$(LLVM_STRIP) -g $@
+	$(call ebpf_exporter_object,x86)
+
+testdata/ebpf_exporter/arm64/%.bpf.o: testdata/ebpf_exporter/%.bpf.c testdata/ebpf_exporter/ebpfx.bpf.h
+	@mkdir -p $(@D) && ln -sfn ../$*.yaml $(@D)/$*.yaml
+	$(call ebpf_exporter_object,arm64)
+
+programs/arm64/%.bpf.o: programs/%.bpf.c programs/programs.bpf.h
+	@mkdir -p $(@D) && ln -sfn ../$*.yaml $(@D)/$*.yaml
+	$(call ebpf_exporter_object,arm64)
