@@ -53,14 +53,9 @@ import "os"
 func main() { os.Exit(len(os.Args) - 1) }
 `
 
-// build compiles src for amd64 with the go command running this test, in a
-// module of its own (standard library only).
-func build(t *testing.T, src string, flags ...string) string {
-	t.Helper()
-	return buildFor(t, "amd64", src, flags...)
-}
-
-// buildFor is build for the architecture goarch (cross-compiled: no cgo).
+// buildFor compiles src for goarch (cross-compiled where it is not this
+// machine's: no cgo) with the go command running this test, in a module of
+// its own (standard library only).
 func buildFor(t *testing.T, goarch, src string, flags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -231,12 +226,9 @@ func testFind(t *testing.T, goarch string) {
 }
 
 func TestFindRefuses(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the probes read the amd64 register ABI")
-	}
-	_, err := Find(build(t, plainProgram))
+	_, err := Find(buildFor(t, runtime.GOARCH, plainProgram))
 	assert.ErrorIs(t, err, ErrNoTLS)
-	_, err = Find(build(t, plainProgram, "-ldflags=-s -w"))
+	_, err = Find(buildFor(t, runtime.GOARCH, plainProgram, "-ldflags=-s -w"))
 	assert.ErrorIs(t, err, ErrNoTLS)
 	sh, err := exec.LookPath("sh")
 	require.NoError(t, err)
@@ -338,10 +330,7 @@ func TestFindSynthetic(t *testing.T) {
 // bytes long (or whose .symtab runs past its end) is an error naming the
 // problem, never a panic (it was: makeslice: len out of range).
 func TestFindHostileSizes(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the probes read the amd64 register ABI")
-	}
-	bin := build(t, tlsProgram)
+	bin := buildFor(t, runtime.GOARCH, tlsProgram)
 	require.NoError(t, grpctest.PatchFileSymbolSize(bin, WriteSym, 1<<62))
 	_, err := Find(bin)
 	require.ErrorIs(t, err, ErrMalformed)
@@ -351,7 +340,7 @@ func TestFindHostileSizes(t *testing.T) {
 	for name, size := range map[string]uint64{"max": 1 << 62, "past the segment": 1 << 19, "wraps": ^uint64(0)} {
 		b := slices.Clone(syn)
 		require.NoError(t, grpctest.PatchSymbolSize(b, ReadSym, size))
-		_, err := FindReader(bytes.NewReader(b), int64(len(b)))
+		_, err := FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
 		require.ErrorIs(t, err, ErrMalformed, name)
 		assert.Contains(t, err.Error(), ReadSym, name)
 	}
@@ -363,7 +352,7 @@ func TestFindHostileSizes(t *testing.T) {
 	shOff := binary.LittleEndian.Uint64(b[40:])
 	idx := slices.Index(f.Sections, sh)
 	binary.LittleEndian.PutUint64(b[shOff+uint64(idx)*64+32:], 1<<40)
-	_, err = FindReader(bytes.NewReader(b), int64(len(b)))
+	_, err = FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), fmt.Sprintf("section %d (file offset", idx))
 }
