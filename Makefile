@@ -165,8 +165,8 @@ deps:
 	@# kernel has none in /lib/modules, Debian's generic headers serve (see config/bpftrace.yaml).
 	@if [ ! -e /lib/modules/$$(uname -r)/build ] && ! ls -d /usr/src/linux-headers-*-common >/dev/null 2>&1 \
 		&& command -v apt-get >/dev/null; then \
-		echo "installing: linux-headers-amd64"; \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-headers-amd64 >/dev/null) || true; \
+		h=linux-headers-$$(dpkg --print-architecture); echo "installing: $$h"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$h >/dev/null) || true; \
 	fi
 	@if [ "$$(id -u)" = 0 ] && ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then \
 		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true; \
