@@ -50,10 +50,11 @@ run: deps $(COLLECTOR)
 # other kernels (test-kernels).
 test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short test-bpftrace-versions e2e test-kernels
 
-# EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
-# kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
 # OTHER_ARCH: amd64 on arm64, else arm64; vetting its build keeps both building.
 OTHER_ARCH := $(if $(filter arm64,$(shell $(GO) env GOARCH)),amd64,arm64)
+
+# EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
+# kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
 unit:
 	$(GO) vet ./...
 	$(GO) -C tools vet ./...
