@@ -50,11 +50,15 @@ run: deps $(COLLECTOR)
 # other kernels (test-kernels).
 test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short test-bpftrace-versions e2e test-kernels
 
+# OTHER_ARCH: amd64 on arm64, else arm64; vetting its build keeps both building.
+OTHER_ARCH := $(if $(filter arm64,$(shell $(GO) env GOARCH)),amd64,arm64)
+
 # EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
 # kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
 unit:
 	$(GO) vet ./...
 	$(GO) -C tools vet ./...
+	GOARCH=$(OTHER_ARCH) $(GO) vet ./...
 	EBPF_EXPORTER_BIN=$(wildcard $(EBPF_EXPORTER)) $(GO) test -race -count=1 ./...
 	$(GO) -C tools test -race -count=1 ./...
 
@@ -84,22 +88,43 @@ test-bpftrace-versions: deps
 		$(GO) test -count=1 -timeout 10m -run 'TestVersionMatrix|TestSelfPrintedMapsAcrossVersions|TestNewerRecordTypes' ./receiver/bpftracereceiver/internal/bpftrace
 	@cat build/bpftrace-versions.md
 
-# The packages whose tests need a kernel, run inside Debian's 6.1 and 6.1
-# PREEMPT_RT kernels under QEMU (TCG; about 15 minutes, downloads included the
-# first time), the seq packages also inside Debian's 6.1 arm64 (cross-compiled,
-# docs/kernels.md). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
+# The packages whose tests need a kernel, run inside Debian 11's 5.10, 12's 6.1
+# and 13's 6.12 kernels, each stock and PREEMPT_RT, and the seq packages inside
+# Debian 12's 6.1 arm64 (cross-compiled), under QEMU (TCG; two guests
+# at a time on two cores; see docs/kernels.md). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
 # setup into $(KERNELS_CACHE); results go to build/kernels/.
 test-kernels: deps $(EBPF_EXPORTER)
 	KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh setup
 	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) test/kernels/run.sh
 
-build: $(COLLECTOR)
+# bin/otelcol-seq: the collector for this machine (what `make run` and the
+# tests run); bin/otelcol-seq-amd64 and bin/otelcol-seq-arm64: one for each
+# architecture of the image (deploy/Containerfile picks by TARGETARCH),
+# cross-compiled (static, no cgo: no emulation, no cross toolchain) from the
+# sources ocb generated for the first, with ocb's own flags.
+IMAGE_ARCHES := amd64 arm64
+COLLECTORS := $(foreach a,$(IMAGE_ARCHES),$(COLLECTOR)-$(a))
+comma := ,
+IMAGE_PLATFORMS := $(subst $() ,$(comma),$(addprefix linux/,$(IMAGE_ARCHES)))
+
+build: $(COLLECTOR) $(COLLECTORS)
 
 $(COLLECTOR): $(BUILDER) builder-config.yaml go.mod go.sum $(GO_SOURCES)
 	mkdir -p build/otelcol-seq
 	$(BUILDER) --config builder-config.yaml
 	mkdir -p bin
 	cp build/otelcol-seq/otelcol-seq $(COLLECTOR)
+
+$(COLLECTOR)-%: $(COLLECTOR)
+	cd build/otelcol-seq && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -trimpath -o $(CURDIR)/$@ -ldflags="-s -w" -gcflags= .
+
+# The multi-arch image (podman; FROM scratch, so no emulation): both
+# architectures from one build, into the manifest list $(IMAGE).
+IMAGE ?= localhost/otelcol-seq:0.1.0
+.PHONY: image
+image: $(COLLECTORS)
+	podman manifest rm $(IMAGE) >/dev/null 2>&1 || true
+	podman build --platform $(IMAGE_PLATFORMS) --manifest $(IMAGE) -f deploy/Containerfile .
 
 # grpcio (PyPI) in a venv outside the clone, for the grpc receiver's tests
 # against a second gRPC implementation (they call the script themselves too).
@@ -145,8 +170,8 @@ deps:
 	@# kernel has none in /lib/modules, Debian's generic headers serve (see config/bpftrace.yaml).
 	@if [ ! -e /lib/modules/$$(uname -r)/build ] && ! ls -d /usr/src/linux-headers-*-common >/dev/null 2>&1 \
 		&& command -v apt-get >/dev/null; then \
-		echo "installing: linux-headers-amd64"; \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-headers-amd64 >/dev/null) || true; \
+		h=linux-headers-$$(dpkg --print-architecture); echo "installing: $$h"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$h >/dev/null) || true; \
 	fi
 	@if [ "$$(id -u)" = 0 ] && ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then \
 		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true; \
@@ -247,23 +272,37 @@ bench-ebpf-exporter: $(COLLECTOR) $(EBPF_EXPORTER)
 
 # ebpf_exporter-format objects: the test fixtures (testdata/ebpf_exporter)
 # and the ready-to-use programs (programs/), each <name>.bpf.c compiled to
-# <name>.bpf.o next to its <name>.yaml. The objects are committed; building
-# and testing need no clang.
-EBPF_EXPORTER_OBJECTS := $(patsubst %.c,%.o,$(wildcard testdata/ebpf_exporter/*.bpf.c programs/*.bpf.c))
+# <name>.bpf.o next to its <name>.yaml for x86_64, and to arm64/<name>.bpf.o
+# for arm64, next to arm64/<name>.yaml (a link to ../<name>.yaml: ebpf_exporter
+# takes one directory of both per architecture). The objects are committed;
+# building and testing need no clang.
+EBPF_EXPORTER_SOURCES := $(wildcard testdata/ebpf_exporter/*.bpf.c programs/*.bpf.c)
+EBPF_EXPORTER_OBJECTS := $(patsubst %.c,%.o,$(EBPF_EXPORTER_SOURCES)) \
+	$(foreach s,$(EBPF_EXPORTER_SOURCES),$(dir $(s))arm64/$(notdir $(s:.c=.o)))
 # -fdebug-prefix-map: the objects' BTF line info names the sources relative to
 # the clone, so that they are the same bytes wherever they are built (the
 # drift check compares them).
-EBPF_EXPORTER_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibpf/headers -fdebug-prefix-map=$(CURDIR)=.
+EBPF_EXPORTER_CFLAGS := -O2 -g -target bpf -Wall -Werror -Ibpf/headers -fdebug-prefix-map=$(CURDIR)=.
 
 .PHONY: ebpf-programs
 ebpf-programs: $(EBPF_EXPORTER_OBJECTS)
 
-testdata/ebpf_exporter/%.bpf.o: testdata/ebpf_exporter/%.bpf.c testdata/ebpf_exporter/ebpfx.bpf.h
+define ebpf_exporter_object
 	@command -v $(BPF_CLANG) >/dev/null || (apt-get update -qq && apt-get install -y -qq $(BPF_CLANG_PACKAGES))
-	$(BPF_CLANG) $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
+	$(BPF_CLANG) $(EBPF_EXPORTER_CFLAGS) -D__TARGET_ARCH_$(1) -c $< -o $@
 	$(LLVM_STRIP) -g $@
+endef
+
+testdata/ebpf_exporter/%.bpf.o: testdata/ebpf_exporter/%.bpf.c testdata/ebpf_exporter/ebpfx.bpf.h
+	$(call ebpf_exporter_object,x86)
 
 programs/%.bpf.o: programs/%.bpf.c programs/programs.bpf.h
-	@command -v $(BPF_CLANG) >/dev/null || (apt-get update -qq && apt-get install -y -qq $(BPF_CLANG_PACKAGES))
-	$(BPF_CLANG) $(EBPF_EXPORTER_CFLAGS) -c $< -o $@
-	$(LLVM_STRIP) -g $@
+	$(call ebpf_exporter_object,x86)
+
+testdata/ebpf_exporter/arm64/%.bpf.o: testdata/ebpf_exporter/%.bpf.c testdata/ebpf_exporter/ebpfx.bpf.h
+	@mkdir -p $(@D) && ln -sfn ../$*.yaml $(@D)/$*.yaml
+	$(call ebpf_exporter_object,arm64)
+
+programs/arm64/%.bpf.o: programs/%.bpf.c programs/programs.bpf.h
+	@mkdir -p $(@D) && ln -sfn ../$*.yaml $(@D)/$*.yaml
+	$(call ebpf_exporter_object,arm64)

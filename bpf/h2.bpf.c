@@ -19,7 +19,7 @@
  *           tracepoint, not a perf event, for kernels that refuse BPF on the
  *           syscalls:* perf tracepoints.
  * All read the system call's arguments (fd, buffer or iovec array) from the
- * task's saved user registers (x86-64), after the call, when the bytes are
+ * task's saved user registers (x86-64 or arm64: h2/arch.h), after the call, when the bytes are
  * in the user buffer either way. The byte stream offsets
  * are the kernel's own: tcp_sock.write_seq and copied_seq at the end of the
  * call, minus its return value, relative to their values when the
@@ -49,6 +49,7 @@
  *
  * One compilation unit: this file includes the headers of h2/, each of one
  * concern, in this order (each uses only what those before it define):
+ *   arch.h        what differs between x86-64 and arm64 (numbers, registers)
  *   config.h      limits, HTTP/2 constants, the loader's settings
  *   sock.h        what a TCP socket says (counters, ISNs; the fd walk)
  *   conn.h        a connection's state, key and maps, and its lookup
@@ -59,7 +60,7 @@
  *   detect.h      HTTP/2 or not, and the open record
  *   ringshare.h   a connection's share of the ring (token bucket)
  *   call.h        one send or receive: detection, gaps, walk, counters
- *   hooks.h       the socket hooks (sock_*, sys_*, raw_sys), x86-64 registers
+ *   hooks.h       the socket hooks (sock_*, sys_*, raw_sys)
  *   tls.h         what the TLS probes share
  *   tls_openssl.h the OpenSSL uprobes
  *   tls_go.h      the Go crypto/tls uprobes
@@ -74,6 +75,7 @@
 
 char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses above */
 
+#include "h2/arch.h"
 #include "h2/config.h"
 #include "h2/sock.h"
 #include "h2/conn.h"

@@ -23,6 +23,15 @@
  * fetch-add claims its tickets, each slot is marked "being written", filled,
  * and published last with an atomic exchange. Producers never wait for each
  * other or for the reader: no locks, no retry loops.
+ *
+ * Built a second time with SEQ_NO_FETCH (the seqnf object) for kernels
+ * without BPF atomic fetch, exchange and compare-and-exchange (before Linux
+ * 5.12): only the rb_* programs and the snapshot iterator. They count the
+ * tickets they claim with a plain atomic add (BPF_XADD, which every kernel
+ * with BPF takes) but cannot learn their number: the ring buffer serialises
+ * reservations, so the reader numbers the records in ring order (and every
+ * failed output, counted per CPU, as a gap); wake-ups are the kernel's own
+ * (flags 0: the reader is woken when it has caught up).
  */
 #include "vmlinux.h"
 #include "bpf_helpers.h"
@@ -130,6 +139,10 @@ static __always_inline __u64 seq_rb_flags(struct seq_ctl *ctl, __u64 t0, __u32 n
 {
 	__u64 avail;
 
+#ifdef SEQ_NO_FETCH
+	/* No exchange to take the parked flag with, no ticket to batch by. */
+	return 0;
+#endif
 	/* One test on the receiver's path: the verifier drops the rest. */
 	if (seq_rb_wakeup_mode != SEQ_RB_BATCHED) {
 		if (seq_rb_wakeup_mode == SEQ_RB_ADAPTIVE)
@@ -167,10 +180,12 @@ static __always_inline void seq_emit(void *ctx, int tr, struct seq_scratch *rec,
 
 	if (tr == T_STAGE)
 		return;
+#ifndef SEQ_NO_FETCH
 	if (tr == T_SEQ) {
 		seq_commit(rec, len, type);
 		return;
 	}
+#endif
 	ctl = bpf_map_lookup_elem(&seq_control, &zero);
 	st = bpf_map_lookup_elem(&seq_counters, &zero);
 	tx = bpf_map_lookup_elem(&seq_tx_counters, &zero);
@@ -186,7 +201,13 @@ static __always_inline void seq_emit(void *ctx, int tr, struct seq_scratch *rec,
 	if (total > SEQ_SCRATCH)
 		total = SEQ_SCRATCH;
 	/* The ticket last, right before the output: the order it gives is as tight as it gets. */
+#ifdef SEQ_NO_FETCH
+	/* The result unused: a plain atomic add, no fetch. The reader numbers. */
+	__sync_fetch_and_add(&ctl->head, n);
+	h->ticket = 0;
+#else
 	h->ticket = __sync_fetch_and_add(&ctl->head, n);
+#endif
 	if (type < SEQ_EV_MAX) {
 		st->events[type]++;
 		st->tickets[type] += n;
@@ -412,14 +433,16 @@ static __always_inline int do_synth(void *ctx, int tr, long id)
 		return do_synth(ctx, tr, id);                                 \
 	}
 
-SEQ_PROGS(seq, T_SEQ)
 SEQ_PROGS(rb, T_RB)
+SEQ_SYNTH_PROG(rb, T_RB)
+#ifndef SEQ_NO_FETCH
+SEQ_PROGS(seq, T_SEQ)
 SEQ_PROGS(pb, T_PERF)
 SEQ_PROGS(st, T_STAGE)
 SEQ_SYNTH_PROG(seq, T_SEQ)
-SEQ_SYNTH_PROG(rb, T_RB)
 SEQ_SYNTH_PROG(pb, T_PERF)
 SEQ_SYNTH_PROG(st, T_STAGE)
+#endif
 
 /*
  * The processes alive when the receiver starts: one struct seq_event (type

@@ -56,6 +56,21 @@ int BPF_PROG(runq_wakeup_new, struct task_struct *p)
 	return 0;
 }
 
+/* Linux 5.14 renamed task_struct's state to __state: the kernel's own name,
+ * found by CO-RE, so that the program loads before and after. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *p)
+{
+	struct task_struct___pre514 *old = (void *)p;
+
+	if (bpf_core_field_exists(old->state))
+		return BPF_CORE_READ(old, state);
+	return BPF_CORE_READ(p, __state);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(runq_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -64,7 +79,7 @@ int BPF_PROG(runq_switch, bool preempt, struct task_struct *prev, struct task_st
 	struct bucket_key key;
 
 	/* A task switched out while still runnable waits in the queue again. */
-	if (prev->__state == TASK_RUNNING)
+	if (task_state(prev) == TASK_RUNNING)
 		enqueued(prev);
 
 	pid = next->pid;

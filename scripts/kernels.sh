@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Kernels for the test matrix (make test-kernels), booted in QEMU with virtme-ng.
 #
-#   scripts/kernels.sh setup                      install QEMU, virtme-ng and the kernels (idempotent)
+#   scripts/kernels.sh setup [KERNEL...]          install QEMU, virtme-ng and the kernels (idempotent)
 #   scripts/kernels.sh run KERNEL SCRIPT RESULTDIR boot KERNEL, run SCRIPT in it; exit with its status
 #   scripts/kernels.sh list                       the kernel names, one a line
 #   scripts/kernels.sh vmlinuz KERNEL             path of KERNEL's image
 #   scripts/kernels.sh arch KERNEL                KERNEL's architecture (amd64, arm64)
 #
-# KERNEL is `stock` (Debian's 6.1 amd64), `rt` (Debian's 6.1 PREEMPT_RT) or
-# `arm64` (Debian's 6.1 arm64, in qemu-system-aarch64 with its own arm64
+# KERNEL is a name of KERNELS_TABLE below: 6.1, 6.1-rt (Debian 12), 5.10,
+# 5.10-rt (Debian 11), 6.12, 6.12-rt (Debian 13); -rt is the PREEMPT_RT build;
+# arm64 (Debian 12's 6.1 arm64, in qemu-system-aarch64 with its own arm64
 # userland: see the arm64 section below).
 # Everything lives in $KERNELS_CACHE (default ~/.cache/otelcol-seq/kernels),
 # outside the clone, so that later clones reuse it. Root only: it installs
@@ -18,29 +19,60 @@
 # KVM (TCG), so a guest is some ten times slower than the host.
 set -euo pipefail
 
-# The pinned kernels: Debian bookworm's 6.1 ABI and its package version. Change
-# both together. When apt no longer serves this version, setup falls back to
-# the newest 6.1.0-NN that it serves and says so.
-KERNEL_ABI=6.1.0-56
-KERNEL_PKG_VERSION=6.1.192-2
+# The kernels of the matrix, one a line: NAME|SOURCE|ABI|PACKAGE VERSION|FLAVOUR.
+# SOURCE is `host` (the host's own apt sources: Debian 12 and its security
+# archive) or a suite that setup reads through an apt tree of its own in the
+# cache (apt_private), never added to the host's sources; `arm64` is Debian 12's
+# archives for arm64, read through apt_arm64 (the arm64 guest, below). Change ABI and
+# version together. When apt no longer serves a pinned version, setup falls
+# back to the newest image of the same series (fallback_abi) and says so.
+# stock and rt are the 6.1 guests' old names. Debian 11's kernels come from
+# its last point release (11.11, final): the mirror here lacks
+# bullseye-security's RT image, and the two 5.10 guests should be one build.
+# The matrix boots them in this order, two at a time: the longest runs first.
+KERNELS_TABLE=(
+	"6.1-rt|host|6.1.0-56|6.1.192-2|rt-amd64"
+	"6.1|host|6.1.0-56|6.1.192-2|amd64"
+	"arm64|arm64|6.1.0-56|6.1.192-2|arm64"
+	"6.12-rt|trixie|6.12.117+deb13|6.12.117-1|rt-amd64"
+	"6.12|trixie|6.12.117+deb13|6.12.117-1|amd64"
+	"5.10-rt|bullseye|5.10.0-32|5.10.223-1|rt-amd64"
+	"5.10|bullseye|5.10.0-32|5.10.223-1|amd64"
+)
 VIRTME_NG_VERSION=1.42
 APT_PACKAGES=(qemu-system-x86 kmod busybox-static)
 
 CACHE=${KERNELS_CACHE:-$HOME/.cache/otelcol-seq/kernels}
 VENV=$CACHE/venv
-STATE=$CACHE/kernels.env # the versions setup settled on
+STATE=$CACHE/state # NAME.env: the version setup settled on, per kernel
 
 log() { printf 'kernels: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# flavour KERNEL -> the Debian flavour suffix.
-flavour() {
+canonical() {
 	case $1 in
-	stock) echo amd64 ;;
-	rt) echo rt-amd64 ;;
-	arm64) echo arm64 ;;
-	*) die "unknown kernel '$1' (want: stock, rt, arm64)" ;;
+	stock) echo 6.1 ;;
+	rt) echo 6.1-rt ;;
+	*) echo "$1" ;;
 	esac
+}
+
+# entry KERNEL: sets SOURCE, PIN_ABI, PIN_VERSION and FLAV from the table.
+entry() {
+	local name line
+	name=$(canonical "$1")
+	for line in "${KERNELS_TABLE[@]}"; do
+		if [ "${line%%|*}" = "$name" ]; then
+			IFS='|' read -r _ SOURCE PIN_ABI PIN_VERSION FLAV <<<"$line"
+			return
+		fi
+	done
+	die "unknown kernel '$1' (want one of: $(names | tr '\n' ' '))"
+}
+
+names() {
+	local line
+	for line in "${KERNELS_TABLE[@]}"; do echo "${line%%|*}"; done
 }
 
 install_packages() {
@@ -67,33 +99,59 @@ install_vng() {
 	"$VENV/bin/pip" install -q --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
 }
 
-# choose_abi: the pinned ABI when apt serves it, else the newest served one.
-choose_abi() {
-	local pkg="linux-image-$KERNEL_ABI-amd64-unsigned" served newest
-	served=$(apt-cache madison "$pkg" 2>/dev/null | awk -v v="$KERNEL_PKG_VERSION" '$3 == v {print $3}')
-	if [ -z "$served" ]; then
-		apt-get update -qq
-		served=$(apt-cache madison "$pkg" 2>/dev/null | awk -v v="$KERNEL_PKG_VERSION" '$3 == v {print $3}')
-	fi
-	if [ -n "$served" ]; then
-		echo "$KERNEL_ABI $KERNEL_PKG_VERSION"
+# apt_private SOURCE APT-COMMAND...: apt-get (or apt-cache, for madison and
+# search) over an apt tree of SOURCE's own in the cache, with the host's
+# keyring: the host's sources and package state stay as they are. `host` is
+# the host's apt.
+apt_private() {
+	local src=$1 tool=apt-get
+	shift
+	case $1 in madison | search) tool=apt-cache ;; esac
+	if [ "$src" = host ]; then
+		"$tool" "$@"
 		return
 	fi
-	newest=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' | awk '{print $1}' | sort -V | tail -1)
-	[ -n "$newest" ] || die "apt serves neither $pkg=$KERNEL_PKG_VERSION nor any linux-image-6.1.0-NN-amd64-unsigned; check /etc/apt/sources.list (bookworm, bookworm-security)"
-	local abi=${newest#linux-image-}
-	abi=${abi%-amd64-unsigned}
-	local ver
-	ver=$(apt-cache madison "$newest" | awk 'NR==1 {print $3}')
-	log "WARNING: apt no longer serves the pinned $pkg=$KERNEL_PKG_VERSION;"
-	log "WARNING: falling back to $newest=$ver. Pin it in scripts/kernels.sh (KERNEL_ABI, KERNEL_PKG_VERSION)."
+	local d=$CACHE/apt/$src uri=http://deb.debian.org/debian
+	case $src in *-security) uri=http://deb.debian.org/debian-security ;; esac
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $src main" >"$d/sources.list"
+	"$tool" -o Dir::Etc::SourceList="$d/sources.list" -o Dir::Etc::SourceParts=/dev/null -o APT::Sandbox::User=root \
+		-o Dir::State::Lists="$d/lists" -o Dir::Cache="$d/cache" "$@"
+}
+
+served() { # served SOURCE PACKAGE VERSION: VERSION if apt serves it
+	apt_private "$1" madison "$2" 2>/dev/null | awk -v v="$3" '$3 == v {print $3}'
+}
+
+# choose KERNEL: "ABI VERSION", the pinned ones when apt serves them, else the
+# newest image of the same series (same flavour, same first two version parts).
+choose() {
+	entry "$1"
+	local pkg="linux-image-$PIN_ABI-$FLAV-unsigned" newest abi ver
+	[ -n "$(served "$SOURCE" "$pkg" "$PIN_VERSION")" ] || apt_private "$SOURCE" update -qq
+	if [ -n "$(served "$SOURCE" "$pkg" "$PIN_VERSION")" ]; then
+		echo "$PIN_ABI $PIN_VERSION"
+		return
+	fi
+	local series=${PIN_ABI%%-*} # 6.1.0, 5.10.0, 6.12.117+deb13
+	series=$(echo "$series" | cut -d. -f1-2 | sed 's/\./\\./g')
+	# The ABI alone (6.1.0-56, 6.12.117+deb13), so that no other flavour
+	# (rt-amd64 beside amd64, cloud-amd64) passes for this one.
+	abi=$(apt_private "$SOURCE" search --names-only "^linux-image-$series.*-$FLAV-unsigned\$" |
+		sed -n "s/^linux-image-\(.*\)-$FLAV-unsigned .*/\1/p" | grep -E '^[0-9.]+(-[0-9]+|\+deb[0-9]+)$' | sort -V | tail -1)
+	[ -n "$abi" ] || die "apt ($SOURCE) serves neither $pkg=$PIN_VERSION nor any other $series image; check the network and scripts/kernels.sh's table"
+	newest=linux-image-$abi-$FLAV-unsigned
+	ver=$(apt_private "$SOURCE" madison "$newest" | awk 'NR==1 {print $3}')
+	log "WARNING: apt ($SOURCE) no longer serves the pinned $pkg=$PIN_VERSION;"
+	log "WARNING: falling back to $newest=$ver. Pin it in scripts/kernels.sh (KERNELS_TABLE)."
 	echo "$abi $ver"
 }
 
-# fetch_kernel FLAVOUR ABI PKGVER: linux-image (+ headers, for bpftrace's
+# fetch_kernel KERNEL ABI PKGVER: linux-image (+ headers, for bpftrace's
 # #includes) unpacked under $CACHE/VERSION, modules indexed with depmod.
 fetch_kernel() {
-	local flav=$1 abi=$2 pkgver=$3
+	entry "$1"
+	local flav=$FLAV abi=$2 pkgver=$3
 	local version=$abi-$flav dir=$CACHE/$abi-$flav
 	if [ -f "$dir/.complete" ]; then
 		return
@@ -101,17 +159,21 @@ fetch_kernel() {
 	local common=common
 	[ "$flav" = rt-amd64 ] && common=common-rt
 	local pkgs=("linux-image-$version-unsigned=$pkgver" "linux-headers-$version=$pkgver" "linux-headers-$abi-$common=$pkgver")
-	log "downloading ${pkgs[*]}"
-	rm -rf "$dir" "$CACHE/debs.tmp"
-	mkdir -p "$CACHE/debs.tmp"
-	(cd "$CACHE/debs.tmp" && apt-get download -qq -o APT::Sandbox::User=root "${pkgs[@]}") ||
-		die "apt-get download ${pkgs[*]} failed"
+	log "downloading ${pkgs[*]} ($SOURCE)"
+	rm -rf "$dir" "$CACHE/debs.tmp.$1"
+	mkdir -p "$CACHE/debs.tmp.$1"
+	(cd "$CACHE/debs.tmp.$1" && apt_private "$SOURCE" download -qq -o APT::Sandbox::User=root "${pkgs[@]}") ||
+		die "apt-get download ${pkgs[*]} ($SOURCE) failed"
 	mkdir -p "$dir"
 	local deb
-	for deb in "$CACHE"/debs.tmp/*.deb; do
+	for deb in "$CACHE/debs.tmp.$1"/*.deb; do
 		dpkg -x "$deb" "$dir"
 	done
-	rm -rf "$CACHE/debs.tmp"
+	rm -rf "$CACHE/debs.tmp.$1"
+	# Debian 13's packages ship the modules under /usr/lib (merged /usr).
+	if [ ! -e "$dir/lib/modules" ] && [ -d "$dir/usr/lib/modules" ]; then
+		ln -sfn usr/lib "$dir/lib"
+	fi
 	# The headers' build link points at /usr/src, absolute: make it point into the cache.
 	ln -sfn "$dir/usr/src/linux-headers-$version" "$dir/lib/modules/$version/build"
 	ln -sfn "$dir/usr/src/linux-headers-$abi-$common" "$dir/lib/modules/$version/source"
@@ -136,8 +198,8 @@ link_modules() {
 }
 
 # --- The arm64 guest -------------------------------------------------------
-# Debian's arm64 6.1 kernel (linux-image-ABI-arm64-unsigned, the ABI and
-# package version of the amd64 ones) in qemu-system-aarch64 under TCG. The
+# Debian's arm64 6.1 kernel (linux-image-ABI-arm64-unsigned, pinned in its
+# KERNELS_TABLE row like the 6.1 amd64 ones) in qemu-system-aarch64 under TCG. The
 # host's root is amd64, so the guest's root is an arm64 userland of its own:
 # the .debs of ARM64_ROOT_PACKAGES and their dependencies, unpacked with
 # `dpkg -x` (no maintainer scripts run) and packed into an initramfs, which
@@ -161,9 +223,10 @@ ARM64_ROOT=$CACHE/arm64-root # the unpacked userland; ARM64_ROOT.cpio is its ini
 
 # arch_of KERNEL -> amd64 or arm64: which QEMU boots it and what its test binaries are compiled for.
 arch_of() {
-	case $1 in
+	entry "$(canonical "$1")"
+	case $FLAV in
 	arm64) echo arm64 ;;
-	*) flavour "$1" >/dev/null && echo amd64 ;;
+	*) echo amd64 ;;
 	esac
 }
 
@@ -318,39 +381,53 @@ launch_arm64() {
 		-device virtio-rng-device </dev/null
 }
 
+# setup [KERNEL...]: QEMU, virtme-ng and the kernels (default: every one).
 setup() {
 	[ "$(id -u)" = 0 ] || die "setup needs root (apt-get, /lib/modules)"
-	mkdir -p "$CACHE"
+	mkdir -p "$CACHE" "$STATE"
 	install_packages
 	install_vng
-	local abi pkgver
-	if [ -f "$STATE" ]; then
-		# shellcheck source=/dev/null
-		. "$STATE"
-		abi=$ABI pkgver=$PKGVER
-		if [ "$abi $pkgver" != "$KERNEL_ABI $KERNEL_PKG_VERSION" ] && apt-cache madison "linux-image-$KERNEL_ABI-amd64-unsigned" 2>/dev/null | grep -q " $KERNEL_PKG_VERSION "; then
-			read -r abi pkgver < <(choose_abi)
+	local k abi pkgver want=("$@")
+	[ ${#want[@]} -gt 0 ] || mapfile -t want < <(names)
+	for k in "${want[@]}"; do
+		k=$(canonical "$k")
+		entry "$k"
+		if [ "$FLAV" = arm64 ]; then
+			# Pinned only: no fallback (apt_private reads no arm64 archive).
+			setup_arm64 "$PIN_ABI" "$PIN_VERSION"
+			printf 'ABI=%s\nPKGVER=%s\n' "$PIN_ABI" "$PIN_VERSION" >"$STATE/$k.env"
+			log "ready: $k = $PIN_ABI-$FLAV ($PIN_VERSION) in $CACHE"
+			continue
 		fi
-	else
-		read -r abi pkgver < <(choose_abi)
-	fi
-	local flav
-	for flav in amd64 rt-amd64; do
-		fetch_kernel "$flav" "$abi" "$pkgver"
-		link_modules "$abi-$flav"
+		abi='' pkgver=''
+		if [ -f "$STATE/$k.env" ]; then
+			# shellcheck source=/dev/null
+			. "$STATE/$k.env"
+			abi=$ABI pkgver=$PKGVER
+		fi
+		# A fallback is left as soon as apt serves the pinned version again.
+		if [ -z "$abi" ] || { [ "$abi $pkgver" != "$PIN_ABI $PIN_VERSION" ] &&
+			[ -n "$(served "$SOURCE" "linux-image-$PIN_ABI-$FLAV-unsigned" "$PIN_VERSION")" ]; }; then
+			read -r abi pkgver < <(choose "$k") || true
+			[ -n "$abi" ] || die "no $k kernel to be had (see above)"
+		fi
+		fetch_kernel "$k" "$abi" "$pkgver"
+		link_modules "$abi-$FLAV"
+		printf 'ABI=%s\nPKGVER=%s\n' "$abi" "$pkgver" >"$STATE/$k.env"
+		log "ready: $k = $abi-$FLAV ($pkgver) in $CACHE"
 	done
-	setup_arm64 "$abi" "$pkgver"
-	printf 'ABI=%s\nPKGVER=%s\n' "$abi" "$pkgver" >"$STATE"
-	log "ready: $abi-amd64, $abi-rt-amd64 and $abi-arm64 ($pkgver) in $CACHE"
 }
 
-load_state() {
-	[ -f "$STATE" ] || die "no kernels in $CACHE: run '$0 setup' first"
+# version_of KERNEL: the kernel release (uname -r) setup settled on.
+version_of() {
+	local k
+	k=$(canonical "$1")
+	entry "$k"
+	[ -f "$STATE/$k.env" ] || die "no $k kernel in $CACHE: run '$0 setup $k' first"
 	# shellcheck source=/dev/null
-	. "$STATE"
+	. "$STATE/$k.env"
+	echo "$ABI-$FLAV"
 }
-
-version_of() { load_state; echo "$ABI-$(flavour "$1")"; }
 
 vmlinuz() {
 	local version
@@ -464,9 +541,9 @@ run() {
 }
 
 case ${1:-} in
-setup) setup ;;
-run) shift; load_state; run "$@" ;;
-list) echo stock; echo rt; echo arm64 ;;
+setup) shift; setup "$@" ;;
+run) shift; run "$@" ;;
+list) names ;;
 vmlinuz) vmlinuz "$2" ;;
 version) version_of "$2" ;;
 arch) arch_of "$2" ;;

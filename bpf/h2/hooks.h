@@ -2,24 +2,15 @@
 /*
  * Where the bytes of socket calls are seen (the loader attaches one set:
  * receiver/grpcreceiver/internal/capture/hooks_linux.go): sock_* (Linux
- * 6.3+), sys_* (syscalls:sys_exit_*) and raw_sys (raw_syscalls:sys_exit),
- * and the x86-64 system call numbers and registers they read.
+ * 6.3+), sys_* (syscalls:sys_exit_*) and raw_sys (raw_syscalls:sys_exit).
+ * The system call numbers and registers they read are each architecture's
+ * (arch.h).
  */
 #ifndef H2_HOOKS_H
 #define H2_HOOKS_H
 
 #define MSG_PEEK 2
 #define RCV_SHUTDOWN 1
-
-/* x86-64 system call numbers. */
-#define NR_READ 0
-#define NR_WRITE 1
-#define NR_READV 19
-#define NR_WRITEV 20
-#define NR_SENDTO 44
-#define NR_RECVFROM 45
-#define NR_SENDMSG 46
-#define NR_RECVMSG 47
 
 static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags, struct pt_regs *regs, bool sys)
 {
@@ -54,12 +45,12 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	if (c->state == H2_NO)
 		return 0;
 
-	nr = BPF_CORE_READ(regs, orig_ax);
-	a1 = BPF_CORE_READ(regs, si);
-	a2 = BPF_CORE_READ(regs, dx);
+	nr = H2_SYS_NR(regs);
+	a1 = H2_SYS_ARG1(regs);
+	a2 = H2_SYS_ARG2(regs);
 	if (sys) {
 		if (nr == NR_RECVFROM)
-			flags = BPF_CORE_READ(regs, r10);
+			flags = H2_SYS_ARG3(regs);
 		else if (nr == NR_RECVMSG)
 			flags = a2;
 	}
@@ -177,7 +168,7 @@ static __always_inline int h2_sys(struct pt_regs *regs, long ret, int dir)
 
 	if (!st)
 		return 0;
-	r = h2_fd_sock(BPF_CORE_READ(regs, di), &sk);
+	r = h2_fd_sock(H2_SYS_ARG0(regs), &sk);
 	if (r > 0) {
 		st->not_socket++;
 		return 0;
@@ -215,9 +206,6 @@ H2_SYS_EXIT(readv, H2_INGRESS)
 H2_SYS_EXIT(recvfrom, H2_INGRESS)
 H2_SYS_EXIT(recvmsg, H2_INGRESS)
 
-/* thread_info.status: a 32-bit (ia32) system call is running. */
-#define TS_COMPAT 0x0002
-
 /*
  * Any kernel with BTF, one program: raw_syscalls:sys_exit, which every system
  * call of every task passes while a program is attached, so the number is
@@ -231,7 +219,7 @@ int BPF_PROG(h2_raw_sys, struct pt_regs *regs, long ret)
 {
 	int dir;
 
-	switch (regs->orig_ax) {
+	switch (H2_SYS_NR_BTF(regs)) {
 	case NR_WRITE:
 	case NR_WRITEV:
 	case NR_SENDTO:
@@ -251,8 +239,9 @@ int BPF_PROG(h2_raw_sys, struct pt_regs *regs, long ret)
 		return 0;
 	/* An ia32 call (int 0x80) numbers its calls otherwise (20 is getpid
 	 * there) and passes its arguments in other registers: not followed,
-	 * as the syscalls:* tracepoints never fire for it on x86-64. */
-	if (bpf_get_current_task_btf()->thread_info.status & TS_COMPAT)
+	 * as the syscalls:* tracepoints never fire for it on x86-64. The same
+	 * for an AArch32 task's calls on arm64 (arch.h). */
+	if (h2_compat_syscall())
 		return 0;
 	return h2_sys(regs, ret, dir);
 }

@@ -75,8 +75,16 @@ static __always_inline void h2_tls_data(struct h2_key key, __u64 buf, int dir, l
 	}
 	if (c->state == H2_NO)
 		return;
-	if (!h2_begin(st, &busy, &s))
+	if (!h2_begin(st, &busy, &s)) {
+		/* Busy (a program preempted mid-call holds the staging buffer:
+		 * PREEMPT_RT runs programs preemptibly): the call's bytes are
+		 * not copied, but the session's offsets move past them, so the
+		 * reader finds the hole and reports it, as a dropped socket
+		 * call's sequence numbers do, instead of a stream that looks
+		 * whole with frames missing (seen on 6.12 PREEMPT_RT). */
+		c->d[dir].lastoff += ret;
 		return;
+	}
 	w = &s->w;
 	w->ub = buf;
 	start = c->d[dir].lastoff;

@@ -2,9 +2,11 @@
 /*
  * Go crypto/tls (the loader finds the probe points by disassembly:
  * receiver/grpcreceiver/internal/gotls). Go's register ABI (amd64, Go
- * 1.17+): at entry the receiver is in RAX and the slice b in RBX (pointer)
- * and RCX (length); at a RET n is in RAX and the error's itab in RBX (0:
- * nil); R14 is always the goroutine (g). The entry probes sit after the
+ * 1.17+; arm64, Go 1.18+): at entry the receiver is in the first integer
+ * register (RAX; R0) and the slice b in the next two (RBX, RCX; R1, R2:
+ * pointer, length); at a RET n is in the first and the error's itab in the
+ * second (0: nil); the goroutine (g) is always in R14 (R28 on arm64): the
+ * H2_GO_* of arch.h. The entry probes sit after the
  * prologue's stack check: a goroutine whose stack must grow starts the
  * function over, and would be seen twice at its first instruction.
  *
@@ -45,7 +47,7 @@ struct {
 
 static __always_inline struct h2_go_call_key h2_go_call_key(struct pt_regs *ctx)
 {
-	struct h2_go_call_key k = {.g = ctx->r14, .tgid = bpf_get_current_pid_tgid() >> 32};
+	struct h2_go_call_key k = {.g = H2_GO_G(ctx), .tgid = bpf_get_current_pid_tgid() >> 32};
 
 	return k;
 }
@@ -54,12 +56,12 @@ SEC("uprobe/go_tls_write")
 int h2_go_write(struct pt_regs *ctx)
 {
 	struct h2_stats *st = h2_st();
-	long n = ctx->cx;
+	long n = H2_GO_INT2(ctx);
 
 	if (!st || n <= 0)
 		return 0;
 	st->go_tls_calls++;
-	h2_tls_data(h2_tls_key(ctx->ax, H2_K_GOTLS), ctx->bx, H2_EGRESS, n, st);
+	h2_tls_data(h2_tls_key(H2_GO_INT0(ctx), H2_K_GOTLS), H2_GO_INT1(ctx), H2_EGRESS, n, st);
 	return 0;
 }
 
@@ -67,7 +69,7 @@ SEC("uprobe/go_tls_read")
 int h2_go_read(struct pt_regs *ctx)
 {
 	struct h2_go_call_key k = h2_go_call_key(ctx);
-	struct h2_go_call a = {.conn = ctx->ax, .buf = ctx->bx};
+	struct h2_go_call a = {.conn = H2_GO_INT0(ctx), .buf = H2_GO_INT1(ctx)};
 	__u64 stack[2];
 
 	if (!bpf_probe_read_user(stack, sizeof(stack), (void *)k.g)) {
@@ -85,7 +87,7 @@ int h2_go_read_ret(struct pt_regs *ctx)
 	struct h2_go_call_key k = h2_go_call_key(ctx);
 	struct h2_stats *st = h2_st();
 	struct h2_go_call *a, args;
-	long n = ctx->ax;
+	long n = H2_GO_INT0(ctx);
 	__u64 stack[2];
 
 	a = bpf_map_lookup_elem(&h2_go_calls, &k);
@@ -95,7 +97,7 @@ int h2_go_read_ret(struct pt_regs *ctx)
 	bpf_map_delete_elem(&h2_go_calls, &k);
 	if (!st)
 		return 0;
-	if (ctx->bx)
+	if (H2_GO_INT1(ctx))
 		st->go_tls_errors++; /* the n bytes before the error still count */
 	if (n <= 0)
 		return 0;
@@ -112,7 +114,7 @@ int h2_go_read_ret(struct pt_regs *ctx)
 SEC("uprobe/go_tls_close")
 int h2_go_close(struct pt_regs *ctx)
 {
-	h2_close_conn(h2_tls_key(ctx->ax, H2_K_GOTLS), 2, true);
+	h2_close_conn(h2_tls_key(H2_GO_INT0(ctx), H2_K_GOTLS), 2, true);
 	return 0;
 }
 

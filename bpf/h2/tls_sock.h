@@ -62,7 +62,7 @@ static __always_inline void h2_tls_mark(struct sock *sk)
 
 /*
  * Go crypto/tls: the socket under a *tls.Conn, by its fields (Go 1.17+ on
- * amd64, unchanged since): Conn.conn, the net.Conn at offset 0 (itab, data);
+ * amd64, unchanged since; arm64's 64-bit layout is the same): Conn.conn, the net.Conn at offset 0 (itab, data);
  * data a *net.TCPConn, whose first word is its *netFD; netFD.pfd, a
  * poll.FD, first (fdmu: 16 bytes, then Sysfd int). The fd must be a TCP
  * socket of the current process; a net.Conn of another type (a wrapper, a

@@ -7,3 +7,7 @@
 package sequencer
 
 //go:generate go tool bpf2go -tags linux -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target bpfel -type seq_stats -type seq_ctl -type seq_slot -type seq_tx_stats -type seq_event_type seq ../../bpf/seq.bpf.c -- -I../../bpf -I../../bpf/headers
+
+// The same source without BPF atomic fetch (SEQ_NO_FETCH): the ring buffer
+// producers for kernels before Linux 5.12, whose tickets the reader numbers.
+//go:generate go tool bpf2go -tags linux -cc clang-14 -cflags "-O2 -g -Wall -Werror -DSEQ_NO_FETCH" -target bpfel -no-global-types seqnf ../../bpf/seq.bpf.c -- -I../../bpf -I../../bpf/headers

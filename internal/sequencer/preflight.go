@@ -44,7 +44,9 @@ func Preflight() error {
 			return err
 		}
 	}
-	return ProbeFeatures("the seq receiver", RingFeatures...)
+	// BPF atomic fetch (Linux 5.12) is not a must: without it Open loads the
+	// ring buffer producers that need none (NoFetch).
+	return ProbeFeatures("the seq receiver", BaseFeatures...)
 }
 
 // Feature is a kernel feature a loader needs: what it is (with the Linux
@@ -54,13 +56,20 @@ type Feature struct {
 	Probe func() error
 }
 
-// RingFeatures are what every producer of a sequencer ring needs (the seq
-// receiver's and the grpc receiver's programs).
-var RingFeatures = []Feature{
+// BaseFeatures are what the seq receiver's programs need whatever the
+// transport: the control block is a memory-mappable array, and the ring
+// buffer is the doorbell or the transport itself.
+var BaseFeatures = []Feature{
 	{"memory-mappable BPF arrays (BPF_F_MMAPABLE, Linux 5.5)", func() error { return features.HaveMapFlag(features.BPF_F_MMAPABLE) }},
 	{"the BPF ring buffer, the reader's doorbell (Linux 5.8)", func() error { return features.HaveMapType(ebpf.RingBuf) }},
-	{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", ProbeAtomics},
 }
+
+// AtomicsFeature is BPF atomic fetch, which claims a ticket's number.
+var AtomicsFeature = Feature{"BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)", ProbeAtomics}
+
+// RingFeatures are what every producer of a sequencer ring needs (the seq
+// receiver's sequencer and the grpc receiver's programs).
+var RingFeatures = append(BaseFeatures[:len(BaseFeatures):len(BaseFeatures)], AtomicsFeature)
 
 // ProbeFeatures probes fs in order; the first one missing is the error,
 // naming it and who needs it.
@@ -111,24 +120,48 @@ func ExitHasGroupDead() (bool, error) {
 // slot, exchange publishes it.
 func ProbeAtomics() error {
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:    ebpf.SocketFilter,
-		License: "GPL",
-		Instructions: asm.Instructions{
-			asm.Mov.Imm(asm.R1, 0),
-			asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
-			asm.Mov.Imm(asm.R2, 1),
-			asm.FetchAdd.Mem(asm.RFP, asm.R2, asm.DWord, -8),
-			asm.Xchg.Mem(asm.RFP, asm.R2, asm.DWord, -8),
-			asm.Mov.Imm(asm.R0, 0),
-			asm.CmpXchg.Mem(asm.RFP, asm.R2, asm.DWord, -8),
-			asm.Mov.Imm(asm.R0, 0),
-			asm.Return(),
-		},
+		Type:         ebpf.SocketFilter,
+		License:      "GPL",
+		Instructions: atomicsProbe(),
 	})
 	if err != nil {
 		return err
 	}
 	return prog.Close()
+}
+
+// The atomic operations' immediates (BPF_ADD | BPF_FETCH, BPF_XCHG,
+// BPF_CMPXCHG). An atomic instruction is BPF_STX | BPF_ATOMIC with the
+// operation in its immediate; immediate 0 is the plain add (BPF_XADD) that
+// every kernel with BPF takes.
+const (
+	immFetchAdd = 0x01
+	immXchg     = 0xe1
+	immCmpXchg  = 0xf1
+)
+
+// atomicsProbe is ProbeAtomics' program. The atomic instructions are spelled
+// out with their immediates: cilium/ebpf v0.22's asm.FetchAdd.Mem and the
+// like keep the operation in bits of the opcode that Marshal does not write,
+// so they reach the kernel as the plain add, which Linux 5.10 accepts (the
+// probe then passed there, and loading the producers failed with the
+// verifier's "BPF_STX uses reserved fields").
+func atomicsProbe() asm.Instructions {
+	atomic := func(imm int64) asm.Instruction {
+		return asm.Instruction{OpCode: asm.OpCode(asm.StXClass).SetMode(asm.AtomicMode).SetSize(asm.DWord),
+			Dst: asm.RFP, Src: asm.R2, Offset: -8, Constant: imm}
+	}
+	return asm.Instructions{
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R2, 1),
+		atomic(immFetchAdd),
+		atomic(immXchg),
+		asm.Mov.Imm(asm.R0, 0),
+		atomic(immCmpXchg),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+	}
 }
 
 // MissingCapabilities names the effective capabilities the programs need and lack.

@@ -121,6 +121,12 @@ type Options struct {
 	// order (data is valid only during the call). The sequencer's records
 	// arrive in ticket order; it never calls it.
 	OnArrival func(ticket uint64, data []byte)
+	// NoFetch loads the ring buffer producers built without BPF atomic
+	// fetch (seqnf), whose records the reader numbers in ring order: what
+	// Open does by itself on a kernel without BPF atomic fetch (before Linux
+	// 5.12). Set, it does so on any kernel (tests, benchmark); the
+	// transport must be the ring buffer or auto.
+	NoFetch bool
 }
 
 // SynthOptions configure the synthetic producer: every system call SyscallNR
@@ -196,6 +202,7 @@ func Open(opts Options) (*Sequencer, error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
+	noFetchWhy := "the producers without it were asked for (NoFetch)"
 	switch opts.ExitTracking {
 	case ExitAuto:
 		has, err := ExitHasGroupDead()
@@ -213,6 +220,16 @@ func Open(opts Options) (*Sequencer, error) {
 	// Kernels with memcg accounting (5.11+) need no memlock rlimit; where the
 	// raise is refused the load below still works, so the error is ignored.
 	_ = rlimit.RemoveMemlock()
+
+	if !opts.NoFetch {
+		if err := ProbeAtomics(); err != nil {
+			opts.NoFetch = true
+			noFetchWhy = fmt.Sprintf("this kernel lacks %s (%v)", AtomicsFeature.What, err)
+		}
+	}
+	if opts.NoFetch {
+		return openNoFetch(opts, noFetchWhy)
+	}
 
 	rt := Realtime()
 	switch opts.Transport {
@@ -246,6 +263,26 @@ func Open(opts Options) (*Sequencer, error) {
 	return open(opts, TransportPerfBuf, fmt.Sprintf("neither the sequencer nor the BPF ring buffer loaded (%v)", errSeq))
 }
 
+// openNoFetch opens the ring buffer with the producers that claim no
+// ticket numbers (NoFetch): the only transport a kernel without BPF atomic
+// fetch can run in order.
+func openNoFetch(opts Options, why string) (*Sequencer, error) {
+	switch opts.Transport {
+	case "", TransportAuto, TransportRingBuf:
+	default:
+		return nil, fmt.Errorf("transport %s needs BPF atomic fetch to number its records, and %s; set transport: ringbuf or auto, whose records the reader then numbers in ring order", opts.Transport, why)
+	}
+	s, err := open(opts, TransportRingBuf, why+": the BPF ring buffer, its records numbered by the reader in ring order")
+	if err == nil {
+		s.warn = true
+	}
+	return s, err
+}
+
+// NoFetch reports whether the producers claim no ticket numbers and the
+// reader numbers the ring buffer's records (Options.NoFetch).
+func (s *Sequencer) NoFetch() bool { return s.opts.NoFetch }
+
 // Transport is the transport in use.
 func (s *Sequencer) Transport() Transport { return s.transport }
 
@@ -253,7 +290,11 @@ func (s *Sequencer) Transport() Transport { return s.transport }
 func (s *Sequencer) Why() (why string, warn bool) { return s.why, s.warn }
 
 func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
-	spec, err := loadSeq()
+	load := loadSeq
+	if opts.NoFetch {
+		load = loadSeqnf
+	}
+	spec, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}

@@ -130,6 +130,13 @@ type bufSource struct {
 	waitHead  uint64
 
 	front *reorder.Frontier // perf: how far every CPU's stream has gone
+
+	// numbered: the producers claim no ticket numbers (Options.NoFetch);
+	// the ring buffer's records, in the order the kernel reserved them, take
+	// the tickets from nextNum on, and the outputs the producers counted
+	// failed take theirs as gaps where the reader learns of them.
+	numbered bool
+	nextNum  uint64
 }
 
 func newBufSource(s *Sequencer) (*bufSource, error) {
@@ -141,6 +148,7 @@ func newBufSource(s *Sequencer) (*bufSource, error) {
 	switch s.transport {
 	case TransportRingBuf:
 		b.failReason = ring.ReserveFailed
+		b.numbered = s.opts.NoFetch
 		if b.rb, err = ringbuf.NewReader(s.coll.Maps["seq_rb"]); err != nil {
 			return nil, fmt.Errorf("open ring buffer: %w", err)
 		}
@@ -325,6 +333,9 @@ func (b *bufSource) push(raw []byte, now time.Time) (end uint64, ok bool) {
 		return 0, false
 	}
 	t := binary.LittleEndian.Uint64(raw)
+	if b.numbered {
+		t = b.nextNum
+	}
 	data := raw[8:]
 	n := event.FixedSize + int(binary.LittleEndian.Uint16(data[68:])) + int(binary.LittleEndian.Uint16(data[70:]))
 	if n <= len(data) {
@@ -334,6 +345,12 @@ func (b *bufSource) push(raw []byte, now time.Time) (end uint64, ok bool) {
 		b.s.opts.OnArrival(t, data)
 	}
 	rec := txRecord{ticket: t, n: uint64(ring.SlotsFor(len(data))), data: data}
+	if b.numbered {
+		// In order by construction: no stage to hold it in.
+		b.nextNum += rec.n
+		b.out(rec)
+		return b.nextNum, true
+	}
 	if t != b.ro.Next() || b.ro.Held() > 0 {
 		// It may be held: the reader's buffer is reused by the next read.
 		rec.data = append([]byte(nil), data...)
@@ -421,7 +438,9 @@ func (b *bufSource) Read(limit int, fn func(*ring.Item)) (n int, st ring.State) 
 		}
 		// Nothing left in the buffer: the bounds.
 		now = time.Now()
-		if b.front != nil {
+		if b.numbered {
+			b.numberFailed()
+		} else if b.front != nil {
 			b.advance()
 		} else {
 			b.ro.Tick(now, b.out)
@@ -431,10 +450,35 @@ func (b *bufSource) Read(limit int, fn func(*ring.Item)) (n int, st ring.State) 
 			break
 		}
 	}
-	if b.ro.Held() == 0 && b.ro.Next() >= b.Head() {
+	next := b.ro.Next()
+	if b.numbered {
+		next = b.nextNum
+	}
+	if b.ro.Held() == 0 && next >= b.Head() {
 		return n, ring.Idle
 	}
 	return n, ring.Pending
+}
+
+// numberFailed gives the outputs the producers counted failed since the
+// last look their tickets, as a gap at the reader's place (numbered): the
+// ring buffer holds no trace of them, so where they fell among the records
+// read is known only to a CPU's span. Looked at only while the head is
+// ahead of what was read, which is when a failure is there to find.
+func (b *bufSource) numberFailed() {
+	if b.Head() <= b.nextNum {
+		return
+	}
+	c, err := b.s.Counters()
+	if err != nil {
+		return
+	}
+	b.failedSeen = c.TotalFailed()
+	if k := b.failedSeen - b.failedUsed; k > 0 {
+		b.queueGap(b.nextNum, k, b.failReason)
+		b.failedUsed += k
+		b.nextNum += k
+	}
 }
 
 // stuck gives up on tickets claimed but missing for ReorderWait while the
@@ -465,6 +509,16 @@ func (b *bufSource) Abandon(fn func(*ring.Item)) uint64 {
 	head := b.Head()
 	n := 0
 	b.drain(0, &n, fn)
+	if b.numbered {
+		b.numberFailed()
+		if head > b.nextNum {
+			b.queueGap(b.nextNum, head-b.nextNum, ring.Shutdown)
+			b.nextNum = head
+		}
+		b.drain(0, &n, fn)
+		b.fallback = ring.GaveUp
+		return head
+	}
 	b.ro.FlushTo(head, b.out)
 	b.drain(0, &n, fn)
 	b.fallback = ring.GaveUp

@@ -41,7 +41,7 @@ func sumOf(md pmetric.Metrics, name string) int64 {
 func TestReceiverPullsEveryInterval(t *testing.T) {
 	testutil.RequireRoot(t)
 	cfg := createDefaultConfig()
-	cfg.ConfigDir = "../../testdata/ebpf_exporter"
+	cfg.ConfigDir = testutil.ArchDir("../../testdata/ebpf_exporter")
 	cfg.Names = []string{"ebpfx_counters", "no_such_config"}
 	cfg.CollectionInterval = 100 * time.Millisecond
 	cfg.InitialDelay = 0

@@ -98,7 +98,7 @@ func TestReceiverSpans(t *testing.T) {
 	testutil.RequireRoot(t)
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	cfg := createDefaultConfig()
-	cfg.ConfigDir = "../../testdata/ebpf_exporter"
+	cfg.ConfigDir = testutil.ArchDir("../../testdata/ebpf_exporter")
 	cfg.Names = []string{"ebpfx_spans", "ebpfx_partial"}
 	cfg.CollectionInterval = 100 * time.Millisecond
 	cfg.InitialDelay = 0
@@ -180,7 +180,7 @@ func TestReceiverSpans(t *testing.T) {
 	for i, c := range children {
 		assert.Equal(t, "syscall", c.span.Name())
 		assert.Equal(t, "ebpf_exporter", c.service, "no service in the config, OTEL_SERVICE_NAME unset")
-		assert.Equal(t, "clock_nanosleep_time64", c.attrsRaw["syscall"], "ebpf_exporter's name for x86_64 syscall 230")
+		assert.Equal(t, "clock_nanosleep_time64", c.attrsRaw["syscall"], "ebpf_exporter's name for clock_nanosleep (x86_64 230, arm64 115)")
 		assert.Equal(t, "ebpfx_spans", c.attrsRaw["ebpf_exporter.config"])
 		assert.Contains(t, c.attrsRaw, "tid")
 		assert.Len(t, c.attrsRaw, 4)

@@ -187,9 +187,9 @@ type TLSConfig struct {
 	// processes running at start and the usual locations (a libssl of a
 	// container or a program started later at another path).
 	LibSSLPaths []string `mapstructure:"libssl_paths"`
-	// GoBinaries are Go executables (amd64, Go 1.17+) whose crypto/tls to
-	// probe besides those of the processes running at start: a program
-	// started later. The probes are on the file, so every process started
+	// GoBinaries are Go executables (amd64 Go 1.17+, arm64 Go 1.18+, of the
+	// collector's architecture) whose crypto/tls to probe besides those of
+	// the processes running at start: a program started later. The probes are on the file, so every process started
 	// from it is covered. A stripped executable (no .symtab) is read
 	// through its .gopclntab. One that cannot be probed fails the start.
 	GoBinaries []string `mapstructure:"go_binaries"`

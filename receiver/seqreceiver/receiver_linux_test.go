@@ -107,14 +107,77 @@ func checkOrder(t *testing.T, recs []rec) (delivered, lost int64) {
 	return delivered, lost
 }
 
-func startReceiver(t *testing.T, cfg *Config, next *consumertest.LogsSink) *seqReceiver {
+func startReceiver(t *testing.T, cfg *Config, next consumer.Logs) *seqReceiver {
 	t.Helper()
+	r := createReceiver(t, cfg, next)
+	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
+	return r
+}
+
+// ringBufNoFetch stands, in these tests, for the ring buffer with the
+// producers built without BPF atomic fetch (sequencer.Options.NoFetch),
+// whose records the reader numbers: what the receiver runs by itself on a
+// kernel before Linux 5.12, forced here on any kernel.
+const ringBufNoFetch sequencer.Transport = "ringbuf-nofetch"
+
+// createReceiver creates the receiver for cfg (ringBufNoFetch included), not started.
+func createReceiver(t *testing.T, cfg *Config, next consumer.Logs) *seqReceiver {
+	t.Helper()
+	noFetch := cfg.Transport == ringBufNoFetch
+	if noFetch {
+		c := *cfg
+		c.Transport = sequencer.TransportRingBuf
+		cfg = &c
+	}
 	require.NoError(t, confmap.Validate(cfg))
 	set := receivertest.NewNopSettings(metadata.Type)
 	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
 	require.NoError(t, err)
-	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-	return rcv.(*sharedcomponent.Component[*seqReceiver]).C
+	r := rcv.(*sharedcomponent.Component[*seqReceiver]).C
+	if noFetch {
+		r.open = func(o sequencer.Options) (kernel, error) {
+			o.NoFetch = true
+			return openSequencer(o)
+		}
+	}
+	return r
+}
+
+// atomics: whether this kernel has BPF atomic fetch (Linux 5.12+), which the
+// sequencer needs; without it auto picks the ring buffer, numbered by the reader.
+var atomics = sequencer.ProbeAtomics() == nil
+
+// skipWithoutAtomics skips the sequencer and perf buffer transports on a
+// kernel without BPF atomic fetch: the receiver refuses them there (and
+// TestTransportsWithoutAtomics checks that it says why).
+func skipWithoutAtomics(t *testing.T, tr sequencer.Transport) {
+	if !atomics && (tr == sequencer.TransportSequencer || tr == sequencer.TransportPerfBuf) {
+		t.Skipf("transport %s needs BPF atomic fetch (Linux 5.12+), which this kernel lacks", tr)
+	}
+}
+
+// On a kernel without BPF atomic fetch, auto and ringbuf run the ring buffer
+// numbered by the reader, saying so, and the two transports that need a
+// ticket's number are refused with the reason and the fix. Elsewhere the
+// same refusal is what NoFetch gives them.
+func TestTransportsWithoutAtomics(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tr := range []sequencer.Transport{sequencer.TransportSequencer, sequencer.TransportPerfBuf} {
+		_, err := sequencer.Open(sequencer.Options{Transport: tr, RingSlots: 1024, Events: []event.Type{event.Fork}, NoFetch: true})
+		require.Error(t, err, tr)
+		assert.Contains(t, err.Error(), "set transport: ringbuf or auto", tr)
+	}
+	if atomics {
+		return
+	}
+	s, err := sequencer.Open(sequencer.Options{RingSlots: 1024, Events: []event.Type{event.Fork}})
+	require.NoError(t, err)
+	defer s.Close()
+	why, warn := s.Why()
+	assert.True(t, warn)
+	assert.Contains(t, why, "Linux 5.12")
+	assert.True(t, s.NoFetch())
+	assert.Equal(t, sequencer.TransportRingBuf, s.Transport())
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -129,7 +192,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // transports are the transports every transport-specific test runs with.
-var transports = []sequencer.Transport{sequencer.TransportAuto, sequencer.TransportSequencer, sequencer.TransportRingBuf, sequencer.TransportPerfBuf}
+var transports = []sequencer.Transport{sequencer.TransportAuto, sequencer.TransportSequencer, sequencer.TransportRingBuf, sequencer.TransportPerfBuf, ringBufNoFetch}
 
 func TestShellTreeForkExecExit(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -139,14 +202,22 @@ func TestShellTreeForkExecExit(t *testing.T) {
 }
 
 func testShellTree(t *testing.T, transport sequencer.Transport) {
+	skipWithoutAtomics(t, transport)
 	sink := &consumertest.LogsSink{}
 	cfg := createDefaultConfig()
 	cfg.Transport = transport
 	r := startReceiver(t, cfg, sink)
-	if transport != sequencer.TransportAuto {
+	switch {
+	case transport == ringBufNoFetch:
+		require.Equal(t, sequencer.TransportRingBuf, r.seq.Transport())
+		require.True(t, r.seq.(*sequencer.Sequencer).NoFetch())
+	case transport != sequencer.TransportAuto:
 		require.Equal(t, transport, r.seq.Transport())
-	} else {
+	case atomics:
 		require.Equal(t, sequencer.TransportSequencer, r.seq.Transport(), "auto picks the sequencer (PREEMPT_RT included)")
+	default:
+		require.Equal(t, sequencer.TransportRingBuf, r.seq.Transport(), "auto picks the ring buffer without BPF atomic fetch")
+		require.True(t, r.seq.(*sequencer.Sequencer).NoFetch(), "numbered by the reader")
 	}
 	if transport == sequencer.TransportPerfBuf {
 		why, warn := r.seq.Why()
@@ -287,8 +358,9 @@ func TestForkStormEveryTransport(t *testing.T) {
 		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)
 	}
 	forks := testutil.ForkOps(10000) // fewer in test/kernels' QEMU guests
-	for _, tr := range []sequencer.Transport{sequencer.TransportSequencer, sequencer.TransportRingBuf, sequencer.TransportPerfBuf} {
+	for _, tr := range []sequencer.Transport{sequencer.TransportSequencer, sequencer.TransportRingBuf, sequencer.TransportPerfBuf, ringBufNoFetch} {
 		t.Run(string(tr), func(t *testing.T) {
+			skipWithoutAtomics(t, tr)
 			sink := &consumertest.LogsSink{}
 			cfg := createDefaultConfig()
 			cfg.Transport = tr
@@ -662,7 +734,7 @@ func TestShellTreeSpans(t *testing.T) {
 // outputs fail, and every lost ticket is counted and reported in place.
 func TestLossyBufferTransports(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, tr := range []sequencer.Transport{sequencer.TransportRingBuf, sequencer.TransportPerfBuf} {
+	for _, tr := range []sequencer.Transport{sequencer.TransportRingBuf, sequencer.TransportPerfBuf, ringBufNoFetch} {
 		t.Run(string(tr), func(t *testing.T) {
 			sink := newHeldSink()
 			defer sink.release()
@@ -670,11 +742,7 @@ func TestLossyBufferTransports(t *testing.T) {
 			cfg.Transport = tr
 			cfg.RingSlots = 256
 			cfg.MaxBatch = 16
-			require.NoError(t, confmap.Validate(cfg))
-			rcv, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
-			require.NoError(t, err)
-			require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-			r := rcv.(*sharedcomponent.Component[*seqReceiver]).C
+			r := startReceiver(t, cfg, sink)
 			runTrueLoad()
 			sink.release()
 			require.NoError(t, r.Shutdown(context.Background()))

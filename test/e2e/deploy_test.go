@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,7 +176,8 @@ func TestImageCapturesHostProcesses(t *testing.T) {
 	for _, p := range []string{"bin", "deploy"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(ctx, p), 0o755))
 	}
-	copyFile(t, bin, filepath.Join(ctx, "bin/otelcol-seq"), 0o755)
+	// The Containerfile takes bin/otelcol-seq-$TARGETARCH: this machine's.
+	copyFile(t, bin, filepath.Join(ctx, "bin/otelcol-seq-"+runtime.GOARCH), 0o755)
 	for _, f := range []string{"Containerfile", "agent.yaml", "gateway.yaml"} {
 		copyFile(t, "../../deploy/"+f, filepath.Join(ctx, "deploy", f), 0o644)
 	}

@@ -152,8 +152,8 @@ func linkConfigs(t *testing.T, fixtures, programs []string) string {
 			}
 		}
 	}
-	link("testdata/ebpf_exporter", fixtures)
-	link("programs", programs)
+	link(testutil.ArchDir("testdata/ebpf_exporter"), fixtures)
+	link(testutil.ArchDir("programs"), programs)
 	return dir
 }
 

@@ -28,9 +28,9 @@ import (
 func TestEbpfExporterUnderCollector(t *testing.T) {
 	testutil.RequireRoot(t)
 	const n = 250
-	dir, err := filepath.Abs("../../testdata/ebpf_exporter")
+	dir, err := filepath.Abs(testutil.ArchDir("../../testdata/ebpf_exporter"))
 	require.NoError(t, err)
-	progs, err := filepath.Abs("../../programs")
+	progs, err := filepath.Abs(testutil.ArchDir("../../programs"))
 	require.NoError(t, err)
 	// One config dir, as ebpf_exporter takes: link the shipped runqlat into a copy.
 	cdir := t.TempDir()

@@ -11,6 +11,7 @@ dir=$1
 here=$(cd "$(dirname "$0")" && pwd)
 {
 	echo "uname: $(uname -r)"
+	echo "arch: $(uname -m)"
 	echo "realtime: $(cat /sys/kernel/realtime 2>/dev/null || echo 0)"
 	echo "cpus: $(nproc)"
 } >"$dir/kernel.txt"
@@ -60,7 +61,7 @@ fi
 heartbeat=$!
 
 status=0
-while IFS='|' read -r name bin src timeout run skip; do
+while IFS=';' read -r name bin src timeout run skip; do
 	args=(-test.v -test.count=1 "-test.timeout=$timeout")
 	[ -n "$run" ] && args+=("-test.run=$run")
 	[ -n "$skip" ] && args+=("-test.skip=$skip")

@@ -8,6 +8,7 @@ set -uo pipefail
 k=$1 dir=$2
 version=$(sed -n 's/^uname: //p' "$dir/kernel.txt" 2>/dev/null)
 realtime=$(sed -n 's/^realtime: //p' "$dir/kernel.txt" 2>/dev/null)
+arch=$(sed -n 's/^arch: //p' "$dir/kernel.txt" 2>/dev/null)
 wall=$(cat "$dir/wall-seconds" 2>/dev/null || echo '?')
 total_run=0 total_pass=0 total_fail=0 total_skip=0 bad=0
 
@@ -32,7 +33,7 @@ first_error() {
 {
 	boots=$(cat "$dir/boot-attempts" 2>/dev/null || echo 1)
 	echo "== $k ($version, realtime=$realtime): wall ${wall}s$([ "$boots" -gt 1 ] && echo ", booted $boots times (stalled boots retried)")"
-	while IFS='|' read -r name _ _ _ _; do
+	while IFS=';' read -r name _ _ _ _; do
 		log=$dir/$name.log
 		rc=$(cat "$dir/$name.rc" 2>/dev/null || echo none)
 		secs=$(cat "$dir/$name.seconds" 2>/dev/null || echo '?')
@@ -60,7 +61,9 @@ first_error() {
 		total_fail=$((total_fail + fail)) total_skip=$((total_skip + skip))
 	done <"$dir/manifest"
 	[ -s "$dir/guest-status" ] || { echo "  the guest wrote no status (see $dir/console.log)"; bad=1; }
-	echo "| $k | $version | $total_run | $total_pass | $total_fail | $total_skip | ${wall}s |"
+	# The fork storm's accounting, as TestForkStormAccounting logged it.
+	storm=$(sed -nE 's/.* issued ([0-9]+) tickets, delivered ([0-9]+) \([0-9]+ records\), lost ([0-9]+);.*/\1 | \2 | \3/p' "$dir/seqreceiver.log" 2>/dev/null | head -1)
+	echo "| $k | $version | ${arch:-?} | $total_run | $total_pass | $total_fail | $total_skip | ${storm:-- | - | -} | ${wall}s |"
 } | tee "$dir/summary.txt"
 # tee runs in a subshell: recompute the verdict from what was written.
 grep -qE '^    FAIL |did not run|wrote no status' "$dir/summary.txt" && exit 1

@@ -12,10 +12,25 @@
 #include "bpf_core_read.h"
 #include "bpf_endian.h"
 
-/* x86_64 syscall numbers the fixtures filter on. */
+/* The syscall numbers the fixtures filter on, and the entry point of
+ * getpriority the kprobe and fentry fixtures attach to: each architecture's
+ * (make ebpf-programs builds every fixture for x86_64 and for arm64). */
+#if defined(__TARGET_ARCH_arm64)
+/* asm-generic numbers (include/uapi/asm-generic/unistd.h). */
+#define EBPFX_NR_GETPPID 173
+#define EBPFX_NR_GETPGID 155
+#define EBPFX_NR_GETSID 156
+#define EBPFX_NR_CLOCK_NANOSLEEP 115
+#define EBPFX_SYS_GETPRIORITY "__arm64_sys_getpriority"
+#elif defined(__TARGET_ARCH_x86)
 #define EBPFX_NR_GETPPID 110
 #define EBPFX_NR_GETPGID 121
 #define EBPFX_NR_GETSID 124
+#define EBPFX_NR_CLOCK_NANOSLEEP 230
+#define EBPFX_SYS_GETPRIORITY "__x64_sys_getpriority"
+#else
+#error "build with -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64 (make ebpf-programs)"
+#endif
 
 /* ebpfx_add adds inc to the u64 at key, creating it at zero first. */
 static __always_inline void ebpfx_add(void *map, const void *key, u64 inc)

@@ -21,7 +21,7 @@ struct {
 	__type(value, u64);
 } ebpfx_getpriority_calls_total SEC(".maps");
 
-SEC("fentry/__x64_sys_getpriority")
+SEC("fentry/" EBPFX_SYS_GETPRIORITY)
 int ebpfx_fentry(void *ctx)
 {
 	struct task_key key = {};

@@ -25,7 +25,7 @@ struct {
 	__type(value, u64);
 } ebpfx_getpriority_calls_total SEC(".maps");
 
-SEC("kprobe/__x64_sys_getpriority")
+SEC("kprobe/" EBPFX_SYS_GETPRIORITY)
 int ebpfx_kprobe(void *ctx)
 {
 	struct task_key key = {};

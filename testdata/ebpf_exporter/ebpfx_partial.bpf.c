@@ -32,7 +32,7 @@ int ebpfx_partial_getppid(void *ctx)
 	return 0;
 }
 
-SEC("kprobe/__x64_sys_getpriority")
+SEC("kprobe/" EBPFX_SYS_GETPRIORITY)
 int ebpfx_partial_kprobe(void *ctx)
 {
 	u32 zero = 0;

@@ -14,8 +14,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define EBPFX_NR_CLOCK_NANOSLEEP 230
-
 struct span_parent_t {
 	u64 trace_id_hi;
 	u64 trace_id_lo;

@@ -1,6 +1,8 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
+//go:build amd64
+
 // Package ia32 makes 32-bit (ia32) system calls from a 64-bit process with
 // int 0x80, for tests of BPF programs that must not take them for 64-bit
 // calls of the same number. Test code only. A kernel without ia32

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/multiarch"
 )
 
 // attachKind is how a program is attached, decided from its ELF section
@@ -253,7 +255,7 @@ func resolveBinary(file string) (string, error) {
 		wantExec = false
 		search = append(search, filepath.SplitList(os.Getenv("LD_LIBRARY_PATH"))...)
 		search = append(search, "/usr/lib64", "/usr/lib")
-		search = append(search, multiarchLibDirs()...)
+		search = append(search, multiarch.LibDirs()...)
 	} else {
 		search = append(search, filepath.SplitList(os.Getenv("PATH"))...)
 		search = append(search, "/usr/bin", "/usr/sbin")
@@ -273,24 +275,6 @@ func resolveBinary(file string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("uprobe binary %q not found in %s", file, strings.Join(search, ":"))
-}
-
-func multiarchLibDirs() []string {
-	switch runtime.GOARCH {
-	case "amd64":
-		return []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"}
-	case "arm64":
-		return []string{"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"}
-	case "arm":
-		return []string{"/lib/arm-linux-gnueabihf", "/usr/lib/arm-linux-gnueabihf"}
-	case "s390x":
-		return []string{"/lib/s390x-linux-gnu", "/usr/lib/s390x-linux-gnu"}
-	case "ppc64le":
-		return []string{"/lib/powerpc64le-linux-gnu", "/usr/lib/powerpc64le-linux-gnu"}
-	case "riscv64":
-		return []string{"/lib/riscv64-linux-gnu", "/usr/lib/riscv64-linux-gnu"}
-	}
-	return nil
 }
 
 // syscallPrefix is the arch prefix of syscall entry points, as libbpf

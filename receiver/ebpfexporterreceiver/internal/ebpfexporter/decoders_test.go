@@ -172,22 +172,36 @@ func TestDecoderKsymMissingKallsyms(t *testing.T) {
 }
 
 func TestDecoderSyscall(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the syscall table is x86_64's")
+	cases := map[string][]decodeCase{
+		"amd64": {
+			{name: "read", in: []byte("0"), want: "read"},
+			{name: "getppid", in: []byte("110"), want: "getppid"},
+			{name: "strace name: pread64", in: []byte("17"), want: "pread"},
+			{name: "strace name: exit_group", in: []byte("231"), want: "exit"},
+			{name: "strace name: epoll_ctl_old", in: []byte("214"), want: "printargs"},
+			{name: "time64 name", in: []byte("228"), want: "clock_gettime64"},
+			{name: "gap", in: []byte("400"), want: "unknown_syscall:400"},
+		},
+		"arm64": {
+			{name: "io_setup", in: []byte("0"), want: "io_setup"},
+			{name: "getppid", in: []byte("173"), want: "getppid"},
+			{name: "strace name: pread64", in: []byte("67"), want: "pread"},
+			{name: "strace name: exit_group", in: []byte("94"), want: "exit"},
+			{name: "strace name: lsetxattr", in: []byte("6"), want: "setxattr"},
+			{name: "time64 name", in: []byte("113"), want: "clock_gettime64"},
+			{name: "arch_specific_syscall", in: []byte("244"), want: "unknown_syscall:244"},
+			{name: "gap", in: []byte("400"), want: "unknown_syscall:400"},
+		},
+	}[runtime.GOARCH]
+	if cases == nil {
+		t.Skip("no syscall table for " + runtime.GOARCH)
 	}
 	s := newDecoderSet(testEnv(t))
-	runDecodeCases(t, s, "syscall", []decodeCase{
-		{name: "read", in: []byte("0"), want: "read"},
-		{name: "getppid", in: []byte("110"), want: "getppid"},
-		{name: "strace name: pread64", in: []byte("17"), want: "pread"},
-		{name: "strace name: exit_group", in: []byte("231"), want: "exit"},
-		{name: "strace name: epoll_ctl_old", in: []byte("214"), want: "printargs"},
-		{name: "time64 name", in: []byte("228"), want: "clock_gettime64"},
+	runDecodeCases(t, s, "syscall", append(cases, []decodeCase{
 		{name: "last known", in: []byte("461"), want: "lsm_list_modules"},
 		{name: "unknown", in: []byte("462"), want: "unknown_syscall:462"},
-		{name: "gap", in: []byte("400"), want: "unknown_syscall:400"},
 		{name: "not a number", in: []byte("x"), wantErr: `error decoding with decoder "syscall": strconv.Atoi: parsing "x"`},
-	})
+	}...))
 }
 
 func TestDecoderErrno(t *testing.T) {

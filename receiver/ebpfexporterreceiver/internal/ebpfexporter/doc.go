@@ -156,7 +156,7 @@
 //	ksym          8-byte address -> symbol starting exactly there (/proc/kallsyms),
 //	              else "unknown_addr:0x<hex>"; module symbols keep "name\t[module]"
 //	kstack        8-byte addresses up to the first 0 -> symbols they fall in, "\n"-joined, "??" below all
-//	syscall       decimal -> x86_64 syscall name as ebpf_exporter's table, else "unknown_syscall:<n>"
+//	syscall       decimal -> x86_64 or arm64 syscall name as ebpf_exporter's tables, else "unknown_syscall:<n>"
 //	errno         decimal -> E* name (x/sys/unix), else "unknown:<n>"
 //	cgroup        decimal cgroup id -> /sys/fs/cgroup/... path (cgroup v2 ids), else "unknown_cgroup_id:<id>"
 //	static_map    value -> mapped value; unmapped: "unknown:<value>", or the value with allow_unknown;

@@ -27,8 +27,9 @@ import (
 // probe: getpriority's syscall entry, which nothing else on a test machine
 // calls, so no CPU runs it while it is patched (under QEMU TCG that can
 // hang a guest; see ebpfx_kprobe.bpf.c). The tests' workload calls
-// getpriority.
-const fixtureSymbol = "__x64_sys_getpriority"
+// getpriority. __x64_sys_getpriority, or __arm64_sys_getpriority on arm64
+// (EBPFX_SYS_GETPRIORITY of ebpfx.bpf.h).
+var fixtureSymbol = syscallPrefix() + "getpriority"
 
 // getpriority makes one getpriority call: the fixtures' workload.
 func getpriority() { _, _ = unix.Getpriority(unix.PRIO_PROCESS, 0) }

@@ -37,10 +37,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const (
-	fixturesDir  = "../../../../testdata/ebpf_exporter"
-	programsDir  = "../../../../programs"
-	tcpHelperEnv = "EBPFX_TCP_HELPER"
+const tcpHelperEnv = "EBPFX_TCP_HELPER"
+
+// The fixtures and programs built for this machine's architecture.
+var (
+	fixturesDir = testutil.ArchDir("../../../../testdata/ebpf_exporter")
+	programsDir = testutil.ArchDir("../../../../programs")
 )
 
 // TestMain doubles as the TCP workload of TestIntegrationPrograms, run in
@@ -526,10 +528,10 @@ func requireRefused(t *testing.T, name string, err error) {
 	require.Error(t, err, "%s: the probe says this kernel refuses it, but it loaded", name)
 	switch name {
 	case "ebpfx_kprobe":
-		assert.Contains(t, err.Error(), `program "ebpfx_kprobe": failed to attach kprobe (SEC "kprobe/__x64_sys_getpriority"): kprobes are not available in this kernel`)
+		assert.Contains(t, err.Error(), `program "ebpfx_kprobe": failed to attach kprobe (SEC "kprobe/`+fixtureSymbol+`"): kprobes are not available in this kernel`)
 	case "ebpfx_fentry":
 		assert.ErrorIs(t, err, os.ErrPermission)
-		assert.Contains(t, err.Error(), `program "ebpfx_fentry" (SEC "fentry/__x64_sys_getpriority"): the kernel refused to load it`)
+		assert.Contains(t, err.Error(), `program "ebpfx_fentry" (SEC "fentry/`+fixtureSymbol+`"): the kernel refused to load it`)
 		assert.Contains(t, err.Error(), "BPF trampolines")
 	}
 }

@@ -5,12 +5,16 @@
 
 package ebpfexporter
 
+import "maps"
+
 // syscallNames maps x86_64 syscall numbers to the names ebpf_exporter's
 // syscall decoder prints. Built from the kernel's uapi asm/unistd_64.h
 // (__NR_* names, up to lsm_list_modules = 461); the numbers listed in
 // syscallNameOverrides print the strace-style name ebpf_exporter's table
 // uses instead of the uapi one. Numbers above 461 are unknown to
 // ebpf_exporter and print "unknown_syscall:<n>".
+// The numbers from 424 on, alike on every architecture, are syscallNamesFrom424
+// (syscalls_shared.go), added by init.
 var syscallNames = map[uint64]string{
 	0:   "read",
 	1:   "write",
@@ -347,44 +351,6 @@ var syscallNames = map[uint64]string{
 	332: "statx",
 	333: "io_pgetevents",
 	334: "rseq",
-	424: "pidfd_send_signal",
-	425: "io_uring_setup",
-	426: "io_uring_enter",
-	427: "io_uring_register",
-	428: "open_tree",
-	429: "move_mount",
-	430: "fsopen",
-	431: "fsconfig",
-	432: "fsmount",
-	433: "fspick",
-	434: "pidfd_open",
-	435: "clone3",
-	436: "close_range",
-	437: "openat2",
-	438: "pidfd_getfd",
-	439: "faccessat2",
-	440: "process_madvise",
-	441: "epoll_pwait2",
-	442: "mount_setattr",
-	443: "quotactl_fd",
-	444: "landlock_create_ruleset",
-	445: "landlock_add_rule",
-	446: "landlock_restrict_self",
-	447: "memfd_secret",
-	448: "process_mrelease",
-	449: "futex_waitv",
-	450: "set_mempolicy_home_node",
-	451: "cachestat",
-	452: "fchmodat2",
-	453: "map_shadow_stack",
-	454: "futex_wake",
-	455: "futex_wait",
-	456: "futex_requeue",
-	457: "statmount",
-	458: "listmount",
-	459: "lsm_get_self_attr",
-	460: "lsm_set_self_attr",
-	461: "lsm_list_modules",
 }
 
 // syscallNameOverrides are the numbers whose ebpf_exporter name differs
@@ -431,6 +397,7 @@ var syscallNameOverrides = map[uint64]string{
 }
 
 func init() {
+	maps.Copy(syscallNames, syscallNamesFrom424)
 	for n, name := range syscallNameOverrides {
 		syscallNames[n] = name
 	}

@@ -1,10 +1,10 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-//go:build !amd64
+//go:build !amd64 && !arm64
 
 package ebpfexporter
 
-// syscallNames is only filled in for amd64; elsewhere every number decodes
+// syscallNames is only filled in for amd64 and arm64; elsewhere every number decodes
 // to "unknown_syscall:<n>".
 var syscallNames = map[uint64]string{}

@@ -8,4 +8,4 @@
 // Go; loading needs root.
 package capture
 
-//go:generate go tool bpf2go -tags linux -cc clang-14 -cflags "-O2 -g -Wall -Werror -D__TARGET_ARCH_x86" -target bpfel -type h2_stats h2 ../../../../bpf/h2.bpf.c -- -I../../../../bpf -I../../../../bpf/headers
+//go:generate go tool bpf2go -tags linux -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -type h2_stats h2 ../../../../bpf/h2.bpf.c -- -I../../../../bpf -I../../../../bpf/headers

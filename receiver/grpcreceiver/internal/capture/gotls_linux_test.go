@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/internal/multiarch"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
 )
@@ -305,7 +306,7 @@ func TestCaptureTLSGoCost(t *testing.T) {
 // and probes it once; a later rescan probes nothing new.
 func TestRescanTLSNewLibSSL(t *testing.T) {
 	testutil.RequireRoot(t)
-	sys := "/usr/lib/x86_64-linux-gnu/libssl.so.3"
+	sys := "/usr/lib/" + multiarch.Tuple() + "/libssl.so.3"
 	if _, err := os.Stat(sys); err != nil {
 		t.Fatalf("%s: the test copies Debian's libssl3 (installed with python3 and curl): %v", sys, err)
 	}

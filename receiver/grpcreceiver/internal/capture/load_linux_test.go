@@ -11,9 +11,12 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 )
 
@@ -46,6 +49,32 @@ func hooksHere(t *testing.T) []Hook {
 		hooks = append(hooks, HookSyscalls)
 	}
 	return append(hooks, HookRawSyscalls)
+}
+
+// Where the kernel lacks what the programs need (Debian 11's 5.10: BPF
+// atomic fetch arrived in 5.12, bpf_task_pt_regs in 5.15), Open fails before
+// anything is loaded with the preflight's error, naming the feature, the
+// release it came in and whose need it is, not a verifier dump; where the
+// kernel has them, Open succeeds.
+func TestPreflightNamesWhatIsMissing(t *testing.T) {
+	testutil.RequireRoot(t)
+	atomics := sequencer.ProbeAtomics()
+	regs := features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs)
+	c, err := Open(loadOpts)
+	if atomics == nil && regs == nil {
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		return
+	}
+	require.Error(t, err)
+	t.Logf("refused: %v", err)
+	require.ErrorContains(t, err, "which the grpc receiver needs")
+	if atomics != nil {
+		require.ErrorContains(t, err, "BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)")
+	} else {
+		require.ErrorContains(t, err, "bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)")
+	}
+	require.NotContains(t, err.Error(), "load program")
 }
 
 func TestLoadHooks(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf/link"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/multiarch"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls"
 )
 
@@ -35,7 +36,8 @@ func (c *Capture) attachTLS(extra []string) error {
 			}
 		}
 	}
-	usual := []string{"/usr/lib/x86_64-linux-gnu/libssl.so.3", "/usr/lib/x86_64-linux-gnu/libssl.so.1.1", "/usr/lib64/libssl.so.3"}
+	lib := "/usr/lib/" + multiarch.Tuple()
+	usual := []string{lib + "/libssl.so.3", lib + "/libssl.so.1.1", "/usr/lib64/libssl.so.3"}
 	for i, p := range slices.Concat(extra, usual) {
 		looked = append(looked, p)
 		_, err := c.probeLibSSL(p, func() (*os.File, error) { return os.Open(p) })

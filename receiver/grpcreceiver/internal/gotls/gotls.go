@@ -6,9 +6,11 @@
 // instruction of crypto/tls.(*Conn).Write and Read, and of Close. Return
 // probes are placed at the RETs because uretprobes corrupt Go stacks (the
 // runtime copies and walks goroutine stacks, and finds the return address
-// the kernel replaced). Pure Go: debug/elf, debug/gosym and an x86-64
-// decoder; amd64 executables of Go 1.17+ only (the register ABI the probes
-// read).
+// the kernel replaced). Pure Go: debug/elf, debug/gosym and the x86-64
+// and arm64 decoders of golang.org/x/arch; amd64 executables of Go 1.17+
+// and arm64 ones of Go 1.18+ (the register ABI the probes read), of the
+// collector's own architecture (Find, FindFile, FindReader: the probes are
+// built for it) or of the one asked for (FindReaderFor).
 //
 // Every file is untrusted input (any local user can run a program, and the
 // collector runs as root): sizes and offsets read from it are checked
@@ -27,7 +29,9 @@ import (
 	"go/version"
 	"io"
 	"os"
+	"runtime"
 
+	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -42,8 +46,8 @@ const (
 var (
 	ErrNotGo   = errors.New("not a Go executable")
 	ErrNoTLS   = errors.New("no crypto/tls.(*Conn) Write, Read and Close in it")
-	ErrArch    = errors.New("not an x86-64 executable")
-	ErrGoABI   = errors.New("built by Go before 1.17 (no register ABI)")
+	ErrArch    = errors.New("not an executable of the collector's architecture")
+	ErrGoABI   = errors.New("built by Go before its register ABI (1.17 on amd64, 1.18 on arm64)")
 	ErrNoTable = errors.New("a Go executable with neither a symbol table nor a readable .gopclntab")
 	// ErrMalformed: a size or offset in the file points outside it or is
 	// beyond sense, or a parser panicked on it.
@@ -74,6 +78,7 @@ type Func struct {
 type Probes struct {
 	Write, Read, Close Func
 	GoVersion          string // the toolchain that built it
+	Arch               string // its GOARCH: amd64 or arm64
 	// Pclntab: the functions were found through .gopclntab (a stripped
 	// executable, no .symtab).
 	Pclntab bool
@@ -107,7 +112,28 @@ func FindFile(f *os.File) (*Probes, error) {
 // FindReader reads an executable of size bytes from r; as Find. Nothing is
 // allocated beyond a small multiple of size, and a panic of the parsers on
 // a hostile file is returned as an error wrapping ErrMalformed.
-func FindReader(r io.ReaderAt, size int64) (p *Probes, err error) {
+func FindReader(r io.ReaderAt, size int64) (*Probes, error) {
+	return FindReaderFor(r, size, runtime.GOARCH)
+}
+
+// archCode is what differs between the architectures: how a Go function's
+// stack check ends and where its RETs are, and the first Go release with
+// the register ABI there.
+type archCode struct {
+	goarch  string
+	minGo   string
+	body    func([]byte) uint64
+	returns func([]byte) ([]uint64, error)
+}
+
+var archs = map[elf.Machine]archCode{
+	elf.EM_X86_64:  {"amd64", "go1.17", Body, Returns},
+	elf.EM_AARCH64: {"arm64", "go1.18", BodyARM64, ReturnsARM64},
+}
+
+// FindReaderFor is FindReader for an executable of the architecture goarch
+// (amd64 or arm64) whatever the collector's: errors wrap ErrArch for any other.
+func FindReaderFor(r io.ReaderAt, size int64, goarch string) (p *Probes, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p, err = nil, fmt.Errorf("%w: parser panic: %v", ErrMalformed, v)
@@ -128,10 +154,11 @@ func FindReader(r io.ReaderAt, size int64) (p *Probes, err error) {
 	if f.Section(".gopclntab") == nil && f.Section(".go.buildinfo") == nil {
 		return nil, ErrNotGo
 	}
-	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
-		return nil, ErrArch
+	arch, ok := archs[f.Machine]
+	if !ok || arch.goarch != goarch || f.Class != elf.ELFCLASS64 {
+		return nil, fmt.Errorf("%w: %s, not %s", ErrArch, f.Machine, goarch)
 	}
-	p = &Probes{}
+	p = &Probes{Arch: arch.goarch}
 	names := []string{WriteSym, ReadSym, CloseSym}
 	found, err := fromSymtab(f, size, names)
 	if errors.Is(err, elf.ErrNoSymbols) {
@@ -141,12 +168,13 @@ func FindReader(r io.ReaderAt, size int64) (p *Probes, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// Go 1.13+ records its version (buildinfo); the register ABI is 1.17's.
+	// Go 1.13+ records its version (buildinfo); the register ABI is 1.17's
+	// (amd64) or 1.18's (arm64).
 	bi, err := buildinfo.Read(sr)
 	if err != nil {
 		return nil, fmt.Errorf("no Go version in it (%w): %w", err, ErrGoABI)
 	}
-	if version.IsValid(bi.GoVersion) && version.Compare(bi.GoVersion, "go1.17") < 0 {
+	if version.IsValid(bi.GoVersion) && version.Compare(bi.GoVersion, arch.minGo) < 0 {
 		return nil, fmt.Errorf("%s: %w", bi.GoVersion, ErrGoABI)
 	}
 	p.GoVersion = bi.GoVersion
@@ -176,8 +204,8 @@ func FindReader(r io.ReaderAt, size int64) (p *Probes, err error) {
 		if _, err := r.ReadAt(code, int64(fn.Entry)); err != nil {
 			return nil, fmt.Errorf("read %s: %w", fn.Name, err)
 		}
-		fn.Body = fn.Entry + Body(code)
-		rets, err := Returns(code)
+		fn.Body = fn.Entry + arch.body(code)
+		rets, err := arch.returns(code)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fn.Name, err)
 		}
@@ -252,6 +280,59 @@ func Returns(code []byte) ([]uint64, error) {
 			rets = append(rets, uint64(pc))
 		}
 		pc += inst.Len
+	}
+	return rets, nil
+}
+
+// BodyARM64 is Body for arm64 code. Go's arm64 prologue (small frames:
+// MOVD 16(R28), R16; CMP R16, RSP; BLS; larger ones: MOVD 16(R28), R16;
+// SUB $n, RSP, R17; CMP R16, R17; BLS) compares with g.stackguard0, R28
+// being g.
+func BodyARM64(code []byte) uint64 {
+	guard := false
+	for pc := 0; pc < 16 && pc+4 <= len(code); pc += 4 {
+		inst, err := arm64asm.Decode(code[pc : pc+4])
+		if err != nil {
+			return 0
+		}
+		switch {
+		case !guard && inst.Op == arm64asm.LDR:
+			m, ok := inst.Args[1].(arm64asm.MemImmediate)
+			if !ok || m.String() != "[X28,#16]" { // g.stackguard0
+				return 0
+			}
+			guard = true
+		case guard && (inst.Op == arm64asm.SUB || inst.Op == arm64asm.CMP):
+		case guard && inst.Op == arm64asm.B:
+			if c, ok := inst.Args[0].(arm64asm.Cond); ok && c.String() == "LS" {
+				return uint64(pc + 4)
+			}
+			return 0
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+// ReturnsARM64 is Returns for arm64 code: its 4-byte words from the first
+// to the last, and the offsets of the RETs among them. A word that does
+// not decode is skipped, not an error: every instruction is 4 bytes at a
+// multiple of 4, so no probe can fall inside one, and Go's arm64 functions
+// hold such words (the zeros that pad a function's end; atomics that this
+// decoder, like `go tool objdump`, does not know: 88fbfc86 in
+// crypto/tls.(*Conn).Write of Go 1.25). Code whose length is not a
+// multiple of 4 is an error.
+func ReturnsARM64(code []byte) ([]uint64, error) {
+	if len(code)%4 != 0 {
+		return nil, fmt.Errorf("%d bytes of arm64 code, not a multiple of 4", len(code))
+	}
+	var rets []uint64
+	for pc := 0; pc < len(code); pc += 4 {
+		inst, err := arm64asm.Decode(code[pc : pc+4])
+		if err == nil && inst.Op == arm64asm.RET {
+			rets = append(rets, uint64(pc))
+		}
 	}
 	return rets, nil
 }

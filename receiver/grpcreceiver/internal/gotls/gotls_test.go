@@ -22,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
@@ -52,9 +53,10 @@ import "os"
 func main() { os.Exit(len(os.Args) - 1) }
 `
 
-// build compiles src with the go command running this test, in a module of
+// buildFor compiles src for goarch (cross-compiled where it is not this
+// machine's: no cgo) with the go command running this test, in a module of
 // its own (standard library only).
-func build(t *testing.T, src string, flags ...string) string {
+func buildFor(t *testing.T, goarch, src string, flags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module probe\n\ngo 1.22\n"), 0o644))
@@ -62,7 +64,7 @@ func build(t *testing.T, src string, flags ...string) string {
 	bin := filepath.Join(dir, "prog")
 	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(append([]string{"build", "-o", bin}, flags...), ".")...) //nolint:staticcheck // SA1019: the toolchain that built this test, on this machine
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0", "GOARCH=amd64")
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0", "GOARCH="+goarch)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
@@ -77,7 +79,7 @@ func objdumpRets(t *testing.T, bin, fn string) []uint64 {
 	var rets []uint64
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
-		// "  file.go:123\t0x4f1234\t\tc3\t\t\tRET"
+		// "  file.go:123\t0x4f1234\t\tc3\t\t\tRET" (arm64: d65f03c0)
 		if len(f) >= 4 && f[len(f)-1] == "RET" {
 			a, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
 			require.NoError(t, err, line)
@@ -88,10 +90,56 @@ func objdumpRets(t *testing.T, bin, fn string) []uint64 {
 	return rets
 }
 
-func TestFind(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the probes read the amd64 register ABI")
+// findFor is Find for an executable of goarch.
+func findFor(t *testing.T, bin, goarch string) (*Probes, error) {
+	t.Helper()
+	f, err := os.Open(bin)
+	require.NoError(t, err)
+	defer f.Close()
+	st, err := f.Stat()
+	require.NoError(t, err)
+	return FindReaderFor(f, st.Size(), goarch)
+}
+
+// isRet says whether the instruction at raw[off:] is a RET of goarch.
+func isRet(t *testing.T, goarch string, raw []byte, off uint64) bool {
+	t.Helper()
+	if goarch == "arm64" {
+		inst, err := arm64asm.Decode(raw[off : off+4])
+		require.NoError(t, err)
+		return inst.Op == arm64asm.RET
 	}
+	inst, err := x86asm.Decode(raw[off:], 64)
+	require.NoError(t, err)
+	return inst.Op == x86asm.RET
+}
+
+// stackCheckJump is the target (a file offset) of the conditional jump
+// that ends fn's stack check, just before fn.Body.
+func stackCheckJump(t *testing.T, goarch string, raw []byte, fn Func) uint64 {
+	t.Helper()
+	if goarch == "arm64" {
+		inst, err := arm64asm.Decode(raw[fn.Body-4 : fn.Body])
+		require.NoError(t, err)
+		require.Equal(t, arm64asm.B, inst.Op, "%s: %v before the body", fn.Name, inst)
+		require.Equal(t, "LS", inst.Args[0].String(), "%s: %v before the body", fn.Name, inst)
+		return fn.Body - 4 + uint64(int64(inst.Args[1].(arm64asm.PCRel)))
+	}
+	jcc, err := x86asm.Decode(raw[fn.Body-6:], 64)
+	require.NoError(t, err)
+	require.Equal(t, x86asm.JBE, jcc.Op, "%s: %v before the body", fn.Name, jcc)
+	return fn.Body + uint64(jcc.Args[0].(x86asm.Rel))
+}
+
+// TestFind checks both architectures' executables whatever the host's
+// (FindReaderFor; the arm64 ones cross-compiled).
+func TestFind(t *testing.T) {
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) { testFind(t, goarch) })
+	}
+}
+
+func testFind(t *testing.T, goarch string) {
 	var ref *Probes
 	for _, v := range []struct {
 		name    string
@@ -103,20 +151,22 @@ func TestFind(t *testing.T) {
 		{"pie", []string{"-buildmode=pie"}, false},
 	} {
 		t.Run(v.name, func(t *testing.T) {
-			bin := build(t, tlsProgram, v.flags...)
-			p, err := Find(bin)
+			bin := buildFor(t, goarch, tlsProgram, v.flags...)
+			p, err := findFor(t, bin, goarch)
 			require.NoError(t, err)
 			assert.Equal(t, v.pclntab, p.Pclntab)
 			assert.Equal(t, runtime.Version(), p.GoVersion)
+			assert.Equal(t, goarch, p.Arch)
+			if goarch != runtime.GOARCH {
+				_, err = Find(bin)
+				assert.ErrorIs(t, err, ErrArch, "an executable of another architecture")
+			}
 			raw, err := os.ReadFile(bin)
 			require.NoError(t, err)
 			for _, fn := range []Func{p.Write, p.Read, p.Close} {
 				// The body starts after the stack check's jump to the end of the function.
 				require.Greater(t, fn.Body, fn.Entry, fn.Name)
-				jcc, err := x86asm.Decode(raw[fn.Body-6:], 64)
-				require.NoError(t, err)
-				require.Equal(t, x86asm.JBE, jcc.Op, "%s: %v before the body", fn.Name, jcc)
-				target := fn.Body + uint64(jcc.Args[0].(x86asm.Rel))
+				target := stackCheckJump(t, goarch, raw, fn)
 				require.Greater(t, target, fn.Body, fn.Name)
 				require.Less(t, target, fn.Entry+fn.Size, fn.Name)
 			}
@@ -125,9 +175,7 @@ func TestFind(t *testing.T) {
 				for _, off := range fn.Returns {
 					require.Greater(t, off, fn.Entry)
 					require.Less(t, off, fn.Entry+fn.Size)
-					inst, err := x86asm.Decode(raw[off:], 64)
-					require.NoError(t, err)
-					assert.Equal(t, x86asm.RET, inst.Op, "%s at file offset %#x", fn.Name, off)
+					assert.True(t, isRet(t, goarch, raw, off), "%s at file offset %#x", fn.Name, off)
 				}
 				if v.pclntab {
 					continue // objdump needs the symbols; compared with the unstripped build below
@@ -178,12 +226,9 @@ func TestFind(t *testing.T) {
 }
 
 func TestFindRefuses(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the probes read the amd64 register ABI")
-	}
-	_, err := Find(build(t, plainProgram))
+	_, err := Find(buildFor(t, runtime.GOARCH, plainProgram))
 	assert.ErrorIs(t, err, ErrNoTLS)
-	_, err = Find(build(t, plainProgram, "-ldflags=-s -w"))
+	_, err = Find(buildFor(t, runtime.GOARCH, plainProgram, "-ldflags=-s -w"))
 	assert.ErrorIs(t, err, ErrNoTLS)
 	sh, err := exec.LookPath("sh")
 	require.NoError(t, err)
@@ -224,11 +269,52 @@ func TestReturns(t *testing.T) {
 	}
 }
 
+func TestBodyARM64(t *testing.T) {
+	for _, c := range []struct {
+		code []uint32
+		body uint64
+	}{
+		// MOVD 16(R28), R16; CMP R16, RSP; BLS; MOVD.W R30, -112(RSP)
+		{[]uint32{0xf9400b90, 0xeb3063ff, 0x54001909, 0xf8190ffe}, 12},
+		// MOVD 16(R28), R16; SUB $80, RSP, R17; CMP R16, R17; BLS; MOVD.W R30, -208(RSP)
+		{[]uint32{0xf9400b90, 0xd10143f1, 0xeb10023f, 0x540033a9, 0xf8130ffe}, 16},
+		// no stack check: MOVD.W R30, -112(RSP); RET
+		{[]uint32{0xf8190ffe, 0xd65f03c0}, 0},
+		// a load from another offset of g: MOVD 24(R28), R16; CMP R16, RSP; BLS
+		{[]uint32{0xf9400f90, 0xeb3063ff, 0x54001909}, 0},
+		// BHI instead of BLS
+		{[]uint32{0xf9400b90, 0xeb3063ff, 0x54001908}, 0},
+	} {
+		assert.Equal(t, c.body, BodyARM64(words(c.code...)), "%x", c.code)
+	}
+}
+
+func TestReturnsARM64(t *testing.T) {
+	// MOVD R0, R1; RET; (zero padding); an atomic the decoder does not know; RET; RET (R1)
+	code := words(0xaa0003e1, 0xd65f03c0, 0, 0x88fbfc86, 0xd65f03c0, 0xd65f0020)
+	rets, err := ReturnsARM64(code)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{4, 16, 20}, rets)
+	for _, cut := range []int{1, 2, 3, 5, 23} {
+		_, err = ReturnsARM64(code[:cut])
+		assert.Error(t, err, "cut at %d", cut)
+	}
+}
+
+// words is arm64 code: each instruction word little-endian.
+func words(w ...uint32) []byte {
+	b := make([]byte, 0, 4*len(w))
+	for _, x := range w {
+		b = binary.LittleEndian.AppendUint32(b, x)
+	}
+	return b
+}
+
 // The synthetic executable (the fuzz seeds' base) is one Find accepts: the
 // three functions, their stack checks and their two RETs each.
 func TestFindSynthetic(t *testing.T) {
 	b := elftest.Synthetic("go1.22.0")
-	p, err := FindReader(bytes.NewReader(b), int64(len(b)))
+	p, err := FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
 	require.NoError(t, err)
 	assert.Equal(t, "go1.22.0", p.GoVersion)
 	for _, fn := range []Func{p.Write, p.Read, p.Close} {
@@ -236,7 +322,7 @@ func TestFindSynthetic(t *testing.T) {
 		assert.Equal(t, []uint64{fn.Entry + 7, fn.Entry + 9}, fn.Returns, fn.Name)
 	}
 	b = elftest.Synthetic("go1.16")
-	_, err = FindReader(bytes.NewReader(b), int64(len(b)))
+	_, err = FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
 	assert.ErrorIs(t, err, ErrGoABI)
 }
 
@@ -244,10 +330,7 @@ func TestFindSynthetic(t *testing.T) {
 // bytes long (or whose .symtab runs past its end) is an error naming the
 // problem, never a panic (it was: makeslice: len out of range).
 func TestFindHostileSizes(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the probes read the amd64 register ABI")
-	}
-	bin := build(t, tlsProgram)
+	bin := buildFor(t, runtime.GOARCH, tlsProgram)
 	require.NoError(t, grpctest.PatchFileSymbolSize(bin, WriteSym, 1<<62))
 	_, err := Find(bin)
 	require.ErrorIs(t, err, ErrMalformed)
@@ -257,7 +340,7 @@ func TestFindHostileSizes(t *testing.T) {
 	for name, size := range map[string]uint64{"max": 1 << 62, "past the segment": 1 << 19, "wraps": ^uint64(0)} {
 		b := slices.Clone(syn)
 		require.NoError(t, grpctest.PatchSymbolSize(b, ReadSym, size))
-		_, err := FindReader(bytes.NewReader(b), int64(len(b)))
+		_, err := FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
 		require.ErrorIs(t, err, ErrMalformed, name)
 		assert.Contains(t, err.Error(), ReadSym, name)
 	}
@@ -269,7 +352,7 @@ func TestFindHostileSizes(t *testing.T) {
 	shOff := binary.LittleEndian.Uint64(b[40:])
 	idx := slices.Index(f.Sections, sh)
 	binary.LittleEndian.PutUint64(b[shOff+uint64(idx)*64+32:], 1<<40)
-	_, err = FindReader(bytes.NewReader(b), int64(len(b)))
+	_, err = FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), fmt.Sprintf("section %d (file offset", idx))
 }
