@@ -11,9 +11,9 @@
 //     (TimeScaleEnv, ForkOpsEnv).
 //   - pdata.go: LoadConfig (a receiver's section of testdata/config.yaml into
 //     its default config), EachMetric and EachLogRecord (walk pdata).
-//   - cgroups.go: KubepodsParent, a cgroup parent that makes a podman
-//     container a Kubernetes pod's to the seq receiver, cleaned up after the
-//     test.
+//   - cgroups.go: KubepodsParent (a random pod uid) and KubepodsParentOf (a
+//     given one), a cgroup parent that makes a podman container a Kubernetes
+//     pod's to the seq receiver, cleaned up after the test.
 //   - files.go: CopyFile.
 //   - golden.go: Golden and GoldenJSON, the golden-file comparison, and the
 //     one -update flag that rewrites the files (go test -run X -update).

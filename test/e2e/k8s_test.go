@@ -1,0 +1,454 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build e2e && k8s && linux
+
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+)
+
+// The manifests (deploy/, kustomize) against a real Kubernetes control plane
+// (scripts/k8s.sh: kube-apiserver, etcd and kubectl of one release, built
+// from the Go module proxy), then the agent's k8sattributes as shipped,
+// authenticated with the agent service account's own token, enriching the
+// records and spans of processes in podman containers that are, by their
+// cgroup parent, the containers of pods created through the API.
+func TestKubernetesDeploy(t *testing.T) {
+	testutil.RequireRoot(t)
+	k := startKube(t)
+	if !t.Run("apply", func(t *testing.T) { testApply(t, k) }) {
+		t.FailNow()
+	}
+	w := newWorkload(t, k)
+	t.Run("enrichment", func(t *testing.T) { testEnrichment(t, k, w) })
+	t.Run("rbac-refused", func(t *testing.T) { testRBACRefused(t, k, w) })
+}
+
+// decodeYAMLDocs decodes a multi-document YAML stream into JSON-typed values
+// (numbers float64, as the API server's JSON reads back).
+func decodeYAMLDocs(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	dec := yaml.NewDecoder(strings.NewReader(s))
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		if doc == nil {
+			continue
+		}
+		b, err := json.Marshal(doc)
+		require.NoError(t, err)
+		var j map[string]any
+		require.NoError(t, json.Unmarshal(b, &j))
+		out = append(out, j)
+	}
+}
+
+// subsetDiff lists where got differs from want in what want sets: every map
+// key of want must be in got with the same value (got may have more: the
+// server's defaults and metadata), lists must have want's length.
+func subsetDiff(path string, want, got any) []string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: want an object, the server has %v", path, got)}
+		}
+		var d []string
+		keys := make([]string, 0, len(w))
+		for key := range w {
+			keys = append(keys, key)
+		}
+		sort.Strings(keys)
+		for _, key := range keys {
+			gv, ok := g[key]
+			if !ok {
+				d = append(d, fmt.Sprintf("%s.%s: missing on the server (want %v)", path, key, w[key]))
+				continue
+			}
+			d = append(d, subsetDiff(path+"."+key, w[key], gv)...)
+		}
+		return d
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return []string{fmt.Sprintf("%s: want %v, the server has %v", path, w, got)}
+		}
+		var d []string
+		for i := range w {
+			d = append(d, subsetDiff(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
+		}
+		return d
+	default:
+		if !reflect.DeepEqual(want, got) {
+			return []string{fmt.Sprintf("%s: want %v, the server has %v", path, want, got)}
+		}
+		return nil
+	}
+}
+
+// `kubectl apply -k deploy/`, server-side, dry run and real, then every
+// object read back: what the files set is what the server holds.
+func testApply(t *testing.T, k *kube) {
+	deploy := filepath.Join(repoRoot(t), "deploy")
+	rendered := k.kubectl(t, "", "kustomize", deploy)
+	want := decodeYAMLDocs(t, rendered)
+	kinds := map[string]int{}
+	for _, o := range want {
+		kinds[o["kind"].(string)]++
+	}
+	t.Logf("kubectl kustomize deploy/: %d objects %v", len(want), kinds)
+	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"ConfigMap": 2, "DaemonSet": 1, "Deployment": 1, "Service": 1}, kinds, "the objects deploy/ renders")
+
+	out := k.kubectl(t, "", "apply", "-k", deploy, "--server-side", "--dry-run=server")
+	t.Logf("dry run:\n%s", out)
+	_, err := k.kubectlAs(k.kubeconfig, "", "get", "namespace", "observability")
+	require.Error(t, err, "a server-side dry run creates nothing")
+	out = k.kubectl(t, "", "apply", "-k", deploy, "--server-side")
+	t.Logf("apply:\n%s", out)
+	require.Equal(t, len(want), strings.Count(out, "serverside-applied"), "every object applied")
+
+	// kubectl get -f: the objects the rendered file names, in its order.
+	renderedPath := filepath.Join(t.TempDir(), "deploy.yaml")
+	require.NoError(t, os.WriteFile(renderedPath, []byte(rendered), 0o600))
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(k.kubectl(t, "", "get", "-f", renderedPath, "-o", "json")), &list))
+	require.Len(t, list.Items, len(want))
+	for i, w := range want {
+		name := fmt.Sprintf("%s/%s", w["kind"], w["metadata"].(map[string]any)["name"])
+		d := subsetDiff(name, w, list.Items[i])
+		assert.Empty(t, d, "%s: the server holds what the files say", name)
+		if len(d) == 0 {
+			t.Logf("%s: equal to the files", name)
+		}
+	}
+}
+
+// pod is a pod created through the API and its podman container.
+type pod struct {
+	namespace, name, container string
+	uid, parent                string // metadata.uid; the cgroup parent /kubepods/besteffort/pod<uid>
+	cid                        string // the podman container's id
+	workloadKey, workload      string // k8s.deployment.name or k8s.daemonset.name, and its value
+	marker                     string // in the container's command line
+}
+
+// workload is what the enrichment tests run: the pods of one node, and
+// podman's containers.conf.
+type workload struct {
+	node, podmanConf string
+	web, logger      *pod
+}
+
+// newWorkload creates, through the API, a Node and two pods on it with
+// their owners as the controllers would set them (no controllers run here):
+// a Deployment's (ReplicaSet web-5d8f9c7b6f, label pod-template-hash) and a
+// DaemonSet's. Each gets a podman container (created, not started) under
+// its pod's cgroup parent, whose id the pod's status names, as a kubelet
+// would report it.
+func newWorkload(t *testing.T, k *kube) *workload {
+	t.Helper()
+	w := &workload{node: "e2e-node", podmanConf: podmanConf(t)}
+	k.kubectl(t, fmt.Sprintf(`{"apiVersion":"v1","kind":"Node","metadata":{"name":%q}}`, w.node), "create", "-f", "-")
+	k.kubectl(t, "", "create", "namespace", "shop")
+	// No controller manager: no default service account, which the
+	// ServiceAccount admission plugin wants for a pod.
+	k.kubectl(t, "", "-n", "shop", "create", "serviceaccount", "default")
+	tag := rand.Uint32()
+	w.web = w.newPod(t, k, &pod{namespace: "shop", name: "web-5d8f9c7b6f-x7k2p", container: "app",
+		workloadKey: "k8s.deployment.name", workload: "web", marker: fmt.Sprintf("k8s-web-%d", tag)},
+		`"labels":{"app":"web","pod-template-hash":"5d8f9c7b6f"},`+
+			`"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-5d8f9c7b6f","uid":"0b5e7f1c-3f1e-4a61-9a3e-1f0c2d3e4a5b","controller":true}]`)
+	w.logger = w.newPod(t, k, &pod{namespace: "shop", name: "node-logger-q9z8w", container: "logger",
+		workloadKey: "k8s.daemonset.name", workload: "node-logger", marker: fmt.Sprintf("k8s-logger-%d", tag)},
+		`"labels":{"app":"node-logger"},`+
+			`"ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"node-logger","uid":"6c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f","controller":true}]`)
+	return w
+}
+
+func (w *workload) podman(args ...string) *exec.Cmd {
+	c := exec.Command("podman", args...)
+	c.Env = append(os.Environ(), "CONTAINERS_CONF="+w.podmanConf)
+	return c
+}
+
+func (w *workload) newPod(t *testing.T, k *kube, p *pod, meta string) *pod {
+	t.Helper()
+	manifest := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,%s},`+
+		`"spec":{"nodeName":%q,"containers":[{"name":%q,"image":"localhost/seq-busybox"}]}}`,
+		p.name, p.namespace, meta, w.node, p.container)
+	var created struct {
+		Metadata struct {
+			UID string `json:"uid"`
+		} `json:"metadata"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(k.kubectl(t, manifest, "create", "-f", "-", "-o", "json")), &created))
+	p.uid = created.Metadata.UID
+	require.NotEmpty(t, p.uid)
+	p.parent = testutil.KubepodsParentOf(t, p.uid)
+
+	cidFile := filepath.Join(t.TempDir(), "cid")
+	name := fmt.Sprintf("%s-%d", p.name, rand.Uint32())
+	out, err := w.podman("create", "--cgroup-parent="+p.parent, "--cidfile="+cidFile, "--network=none", "--name", name,
+		"localhost/seq-busybox", "/bin/sh", "-c", "/bin/sh -c 'exit 0' "+p.marker+"; exit $?").CombinedOutput()
+	require.NoError(t, err, "podman create: %s", out)
+	t.Cleanup(func() { _ = w.podman("rm", "-f", name).Run() })
+	b, err := os.ReadFile(cidFile)
+	require.NoError(t, err)
+	p.cid = strings.TrimSpace(string(b))
+	require.Len(t, p.cid, 64)
+
+	status := fmt.Sprintf(`{"status":{"phase":"Running","containerStatuses":[{"name":%q,"containerID":"containerd://%s",`+
+		`"image":"localhost/seq-busybox:latest","imageID":"localhost/seq-busybox@sha256:%s","ready":true,"started":true,"restartCount":0,`+
+		`"state":{"running":{"startedAt":%q}}}]}}`, p.container, p.cid, strings.Repeat("0", 64), time.Now().UTC().Format(time.RFC3339))
+	k.kubectl(t, "", "-n", p.namespace, "patch", "pod", p.name, "--subresource=status", "--type=merge", "-p", status)
+	got := k.kubectl(t, "", "-n", p.namespace, "get", "pod", p.name, "-o", "jsonpath={.status.containerStatuses[0].containerID}")
+	require.Equal(t, "containerd://"+p.cid, got, "the pod's status names the container")
+	t.Logf("pod %s/%s uid %s on %s: container %s %.12s", p.namespace, p.name, p.uid, w.node, p.container, p.cid)
+	return p
+}
+
+// agentToken is a TokenRequest token of the agent's service account
+// (deploy/kubernetes/rbac.yaml) in a kubeconfig: the collector is that
+// service account to the API server, whose RBAC decides what it may read.
+func agentKubeconfig(t *testing.T, k *kube) string {
+	t.Helper()
+	token := strings.TrimSpace(k.kubectl(t, "", "-n", "observability", "create", "token", "otelcol-seq-agent", "--duration=1h"))
+	path := filepath.Join(t.TempDir(), "agent.kubeconfig")
+	k.writeKubeconfig(t, path, fmt.Sprintf("    token: %s\n", token))
+	who, err := k.kubectlAs(path, "", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+	require.NoError(t, err)
+	require.Equal(t, "system:serviceaccount:observability:otelcol-seq-agent", who, "the token's identity")
+	return path
+}
+
+// startAgent runs the collector with deploy/agent.yaml (k8sattributes as
+// shipped, its kubeConfig auth reading the agent's token kubeconfig) on this
+// node, exporting to a file.
+func startAgent(t *testing.T, w *workload, kubeconfig, out string) *collector {
+	t.Helper()
+	return startCollector(t, []string{"HEALTH_ENDPOINT=" + freePort(t), "K8S_NODE_NAME=" + w.node,
+		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + kubeconfig},
+		"--config", "../../deploy/agent.yaml",
+		"--config", "yaml:exporters::file: {path: "+out+"}",
+		"--config", "yaml:service::pipelines::logs::exporters: [file]",
+		"--config", "yaml:service::pipelines::traces::exporters: [file]",
+		"--config", "yaml:service::telemetry::metrics::level: none")
+}
+
+// enriched is a marked exec record or a span with its resource's attributes.
+type enriched struct {
+	what     string // "exec <body>" or "span <name>"
+	pid      int64
+	resource map[string]any
+}
+
+// readEnriched reads the file exporter's output (log and trace requests, a
+// line each): the exec records whose body has marker, with their
+// resources, and every span with its resource.
+func readEnriched(t *testing.T, path, marker string) (execs, spans []enriched) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var lu plog.JSONUnmarshaler
+	var tu ptrace.JSONUnmarshaler
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if strings.Contains(string(line[:min(len(line), 40)]), "resourceSpans") {
+			td, err := tu.UnmarshalTraces(line)
+			require.NoError(t, err)
+			for i := 0; i < td.ResourceSpans().Len(); i++ {
+				rs := td.ResourceSpans().At(i)
+				res := rs.Resource().Attributes().AsRaw()
+				for j := 0; j < rs.ScopeSpans().Len(); j++ {
+					ss := rs.ScopeSpans().At(j).Spans()
+					for k := 0; k < ss.Len(); k++ {
+						pid, _ := ss.At(k).Attributes().Get("process.pid")
+						spans = append(spans, enriched{what: "span " + ss.At(k).Name(), pid: pid.Int(), resource: res})
+					}
+				}
+			}
+			continue
+		}
+		ld, err := lu.UnmarshalLogs(line)
+		require.NoError(t, err)
+		for i := 0; i < ld.ResourceLogs().Len(); i++ {
+			rl := ld.ResourceLogs().At(i)
+			one := plog.NewLogs()
+			rl.CopyTo(one.ResourceLogs().AppendEmpty())
+			testutil.EachLogRecord(one, func(lr plog.LogRecord) {
+				if lr.EventName() == "process.exec" && strings.Contains(lr.Body().AsString(), marker) {
+					pid, _ := lr.Attributes().Get("process.pid")
+					execs = append(execs, enriched{what: "exec " + lr.Body().AsString(), pid: pid.Int(), resource: rl.Resource().Attributes().AsRaw()})
+				}
+			})
+		}
+	}
+	require.NoError(t, sc.Err())
+	return execs, spans
+}
+
+// k8sAttrs is the k8s.* part of a resource.
+func k8sAttrs(res map[string]any) map[string]any {
+	out := map[string]any{}
+	for key, v := range res {
+		if strings.HasPrefix(key, "k8s.") {
+			out[key] = v
+		}
+	}
+	return out
+}
+
+// spansOf returns the spans of pid.
+func spansOf(spans []enriched, pid int64) []enriched {
+	var out []enriched
+	for _, s := range spans {
+		if s.pid == pid {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// The agent's k8sattributes as shipped, with the agent's own token: the
+// records and spans of each pod's container carry the pod's name,
+// namespace, container name, node and workload; a host process's carry no
+// k8s.* attribute.
+func testEnrichment(t *testing.T, k *kube, w *workload) {
+	out := filepath.Join(t.TempDir(), "records.jsonl")
+	c := startAgent(t, w, agentKubeconfig(t, k), out)
+	// The processor's pod informer lists this node's pods when the
+	// collector starts; the containers run once it has had time to.
+	time.Sleep(3 * time.Second)
+	for _, p := range []*pod{w.web, w.logger} {
+		o, err := w.podman("start", "--attach", p.cid).CombinedOutput()
+		require.NoError(t, err, "podman start %s: %s", p.name, o)
+	}
+	hostMarker := fmt.Sprintf("k8s-host-%d", rand.Uint32())
+	require.NoError(t, exec.Command("/bin/sh", "-c", "/bin/sh -c 'exit 0' "+hostMarker+"; exit $?").Run())
+	time.Sleep(2 * time.Second) // batch timeouts
+	c.stop(t)
+	log := tail(c.log(), 6000)
+	assert.NotContains(t, c.log(), "forbidden", "the API server refused the agent something")
+
+	for _, p := range []*pod{w.web, w.logger} {
+		execs, spans := readEnriched(t, out, p.marker)
+		require.NotEmpty(t, execs, "pod %s: no exec record with %s\ncollector log:\n%s", p.name, p.marker, log)
+		want := map[string]any{
+			"k8s.pod.uid": p.uid, "k8s.pod.name": p.name, "k8s.namespace.name": p.namespace,
+			"k8s.container.name": p.container, "k8s.node.name": w.node, p.workloadKey: p.workload,
+		}
+		for _, e := range execs {
+			assert.Equal(t, want, k8sAttrs(e.resource), "pod %s: %s\ncollector log:\n%s", p.name, e.what, log)
+			assert.Equal(t, p.cid, e.resource["container.id"], "pod %s: %s", p.name, e.what)
+			ps := spansOf(spans, e.pid)
+			assert.NotEmpty(t, ps, "pod %s: no span of pid %d", p.name, e.pid)
+			for _, s := range ps {
+				assert.Equal(t, want, k8sAttrs(s.resource), "pod %s: %s (pid %d)", p.name, s.what, e.pid)
+			}
+			t.Logf("pod %s: %s: %v (%d spans)", p.name, e.what, k8sAttrs(e.resource), len(ps))
+		}
+	}
+
+	execs, spans := readEnriched(t, out, hostMarker)
+	require.NotEmpty(t, execs, "no exec record of the host process %s\ncollector log:\n%s", hostMarker, log)
+	for _, e := range execs {
+		assert.Empty(t, k8sAttrs(e.resource), "a process in no pod: %s", e.what)
+		ps := spansOf(spans, e.pid)
+		assert.NotEmpty(t, ps, "host process: no span of pid %d", e.pid)
+		for _, s := range ps {
+			assert.Empty(t, k8sAttrs(s.resource), "a process in no pod: %s (pid %d)", s.what, e.pid)
+		}
+		t.Logf("host: %s: no k8s.* attributes", e.what)
+	}
+}
+
+// The agent's ClusterRole without pods: the API server refuses the
+// processor's pod list, the collector logs the refusal, and a process in a
+// pod's container gets no pod attributes. The ClusterRole is restored after.
+func testRBACRefused(t *testing.T, k *kube, w *workload) {
+	deploy := filepath.Join(repoRoot(t), "deploy")
+	t.Cleanup(func() { k.kubectl(t, "", "apply", "-k", deploy, "--server-side") })
+	role := k.kubectl(t, "", "get", "clusterrole", "otelcol-seq-agent", "-o", "json")
+	var cr map[string]any
+	require.NoError(t, json.Unmarshal([]byte(role), &cr))
+	var rules []any
+	for _, r := range cr["rules"].([]any) {
+		rule := r.(map[string]any)
+		var res []any
+		for _, x := range rule["resources"].([]any) {
+			if x != "pods" {
+				res = append(res, x)
+			}
+		}
+		rule["resources"] = res
+		rules = append(rules, rule)
+	}
+	applied := map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+		"metadata": map[string]any{"name": "otelcol-seq-agent"}, "rules": rules}
+	b, err := json.Marshal(applied)
+	require.NoError(t, err)
+	k.kubectl(t, string(b), "apply", "--server-side", "--force-conflicts", "-f", "-")
+	const sa = "system:serviceaccount:observability:otelcol-seq-agent"
+	can, _ := k.kubectlAs(k.kubeconfig, "", "auth", "can-i", "list", "pods", "--as="+sa)
+	require.Equal(t, "no", strings.TrimSpace(can), "the pods rule is gone")
+
+	out := filepath.Join(t.TempDir(), "records.jsonl")
+	c := startAgent(t, w, agentKubeconfig(t, k), out)
+	// client-go's reflector logs it through klog (plain quotes) or zap (a JSON field: escaped quotes).
+	refusal := regexp.MustCompile(fmt.Sprintf(`pods is forbidden: User \\?"%s\\?" cannot list resource \\?"pods\\?" in API group \\?"\\?" at the cluster scope`,
+		regexp.QuoteMeta(sa)))
+	deadline := time.Now().Add(30 * time.Second)
+	for !refusal.MatchString(c.log()) {
+		require.False(t, time.Now().After(deadline), "no refusal in the collector's log after 30 s, want %s:\n%s", refusal, tail(c.log(), 6000))
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("the collector logged the API server's refusal: %s", refusal.FindString(c.log()))
+
+	marker := fmt.Sprintf("k8s-refused-%d", rand.Uint32())
+	o, err := w.podman("run", "--rm", "--cgroup-parent="+w.web.parent, "--network=none", "localhost/seq-busybox",
+		"/bin/sh", "-c", "/bin/sh -c 'exit 0' "+marker+"; exit $?").CombinedOutput()
+	require.NoError(t, err, "podman run: %s", o)
+	time.Sleep(2 * time.Second)
+	c.stop(t)
+	execs, _ := readEnriched(t, out, marker)
+	require.NotEmpty(t, execs, "no exec record with %s\ncollector log:\n%s", marker, tail(c.log(), 6000))
+	for _, e := range execs {
+		assert.Equal(t, map[string]any{"k8s.pod.uid": w.web.uid}, k8sAttrs(e.resource),
+			"without the pods rule only the cgroup's pod uid: %s", e.what)
+	}
+}
