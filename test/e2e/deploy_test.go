@@ -40,9 +40,41 @@ type exported struct {
 func readGateway(t *testing.T, path string, marker string) exported {
 	t.Helper()
 	e := exported{logTraces: map[string]int{}, spanTraces: map[string]int{}, execMarkers: map[string]bool{}, processSpans: map[string]string{}}
+	eachRequest(t, path, func(ld plog.Logs) {
+		testutil.EachLogRecord(ld, func(lr plog.LogRecord) {
+			e.logs++
+			e.logTraces[lr.TraceID().String()]++
+			if lr.EventName() == "seq.lost" {
+				e.lostRecords++
+			}
+			if strings.Contains(lr.Body().AsString(), marker) {
+				e.execMarkers[lr.TraceID().String()] = true
+			}
+		})
+	}, func(td ptrace.Traces) {
+		rss := td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			sss := rss.At(i).ScopeSpans()
+			for j := 0; j < sss.Len(); j++ {
+				ss := sss.At(j).Spans()
+				for k := 0; k < ss.Len(); k++ {
+					e.spans++
+					e.spanTraces[ss.At(k).TraceID().String()]++
+					e.processSpans[ss.At(k).SpanID().String()] = ss.At(k).TraceID().String()
+				}
+			}
+		}
+	})
+	return e
+}
+
+// eachRequest calls logs or traces, by its kind, with each request a file
+// exporter wrote to path (OTLP JSON, a line each); no file: none.
+func eachRequest(t *testing.T, path string, logs func(plog.Logs), traces func(ptrace.Traces)) {
+	t.Helper()
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
-		return e
+		return
 	}
 	require.NoError(t, err)
 	defer f.Close()
@@ -56,35 +88,14 @@ func readGateway(t *testing.T, path string, marker string) exported {
 		case strings.Contains(string(line[:min(len(line), 40)]), "resourceLogs"):
 			ld, err := lu.UnmarshalLogs(line)
 			require.NoError(t, err)
-			testutil.EachLogRecord(ld, func(lr plog.LogRecord) {
-				e.logs++
-				e.logTraces[lr.TraceID().String()]++
-				if lr.EventName() == "seq.lost" {
-					e.lostRecords++
-				}
-				if strings.Contains(lr.Body().AsString(), marker) {
-					e.execMarkers[lr.TraceID().String()] = true
-				}
-			})
+			logs(ld)
 		case strings.Contains(string(line[:min(len(line), 40)]), "resourceSpans"):
 			td, err := tu.UnmarshalTraces(line)
 			require.NoError(t, err)
-			rss := td.ResourceSpans()
-			for i := 0; i < rss.Len(); i++ {
-				sss := rss.At(i).ScopeSpans()
-				for j := 0; j < sss.Len(); j++ {
-					ss := sss.At(j).Spans()
-					for k := 0; k < ss.Len(); k++ {
-						e.spans++
-						e.spanTraces[ss.At(k).TraceID().String()]++
-						e.processSpans[ss.At(k).SpanID().String()] = ss.At(k).TraceID().String()
-					}
-				}
-			}
+			traces(td)
 		}
 	}
 	require.NoError(t, sc.Err())
-	return e
 }
 
 // The shipped deploy/agent.yaml and deploy/gateway.yaml on loopback: one

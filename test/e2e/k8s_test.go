@@ -6,7 +6,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -332,49 +331,34 @@ func readEnriched(t *testing.T, dir, marker string) (execs, spans []enriched) {
 
 func readEnrichedFile(t *testing.T, path, marker string) (execs, spans []enriched) {
 	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	require.NoError(t, err)
-	defer f.Close()
-	var lu plog.JSONUnmarshaler
-	var tu ptrace.JSONUnmarshaler
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if strings.Contains(string(line[:min(len(line), 40)]), "resourceSpans") {
-			td, err := tu.UnmarshalTraces(line)
-			require.NoError(t, err)
-			for i := 0; i < td.ResourceSpans().Len(); i++ {
-				rs := td.ResourceSpans().At(i)
-				res := rs.Resource().Attributes().AsRaw()
-				for j := 0; j < rs.ScopeSpans().Len(); j++ {
-					ss := rs.ScopeSpans().At(j).Spans()
-					for k := 0; k < ss.Len(); k++ {
-						pid, _ := ss.At(k).Attributes().Get("process.pid")
-						spans = append(spans, enriched{what: "span " + ss.At(k).Name(), pid: pid.Int(), resource: res})
+	eachRequest(t, path, func(ld plog.Logs) {
+		for i := 0; i < ld.ResourceLogs().Len(); i++ {
+			rl := ld.ResourceLogs().At(i)
+			res := rl.Resource().Attributes().AsRaw()
+			for j := 0; j < rl.ScopeLogs().Len(); j++ {
+				lrs := rl.ScopeLogs().At(j).LogRecords()
+				for k := 0; k < lrs.Len(); k++ {
+					lr := lrs.At(k)
+					if lr.EventName() == "process.exec" && strings.Contains(lr.Body().AsString(), marker) {
+						pid, _ := lr.Attributes().Get("process.pid")
+						execs = append(execs, enriched{what: "exec " + lr.Body().AsString(), pid: pid.Int(), resource: res})
 					}
 				}
 			}
-			continue
 		}
-		ld, err := lu.UnmarshalLogs(line)
-		require.NoError(t, err)
-		for i := 0; i < ld.ResourceLogs().Len(); i++ {
-			rl := ld.ResourceLogs().At(i)
-			one := plog.NewLogs()
-			rl.CopyTo(one.ResourceLogs().AppendEmpty())
-			testutil.EachLogRecord(one, func(lr plog.LogRecord) {
-				if lr.EventName() == "process.exec" && strings.Contains(lr.Body().AsString(), marker) {
-					pid, _ := lr.Attributes().Get("process.pid")
-					execs = append(execs, enriched{what: "exec " + lr.Body().AsString(), pid: pid.Int(), resource: rl.Resource().Attributes().AsRaw()})
+	}, func(td ptrace.Traces) {
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			rs := td.ResourceSpans().At(i)
+			res := rs.Resource().Attributes().AsRaw()
+			for j := 0; j < rs.ScopeSpans().Len(); j++ {
+				ss := rs.ScopeSpans().At(j).Spans()
+				for k := 0; k < ss.Len(); k++ {
+					pid, _ := ss.At(k).Attributes().Get("process.pid")
+					spans = append(spans, enriched{what: "span " + ss.At(k).Name(), pid: pid.Int(), resource: res})
 				}
-			})
+			}
 		}
-	}
-	require.NoError(t, sc.Err())
+	})
 	return execs, spans
 }
 
@@ -418,7 +402,9 @@ func testEnrichment(t *testing.T, k *kube, w *workload) {
 	time.Sleep(2 * time.Second) // batch timeouts
 	c.stop(t)
 	log := tail(c.log(), 6000)
-	assert.NotContains(t, c.log(), "forbidden", "the API server refused the agent something")
+	if m := regexp.MustCompile(`\S+ is forbidden: User [^\n]*`).FindString(c.log()); m != "" {
+		t.Errorf("the API server refused the agent (its ClusterRole: deploy/kubernetes/rbac.yaml): %s", m)
+	}
 
 	for _, p := range []*pod{w.web, w.logger} {
 		execs, spans := readEnriched(t, out, p.marker)
@@ -428,7 +414,7 @@ func testEnrichment(t *testing.T, k *kube, w *workload) {
 			"k8s.container.name": p.container, "k8s.node.name": w.node, p.workloadKey: p.workload,
 		}
 		for _, e := range execs {
-			assert.Equal(t, want, k8sAttrs(e.resource), "pod %s: %s\ncollector log:\n%s", p.name, e.what, log)
+			assert.Equal(t, want, k8sAttrs(e.resource), "pod %s: %s", p.name, e.what)
 			assert.Equal(t, p.cid, e.resource["container.id"], "pod %s: %s", p.name, e.what)
 			ps := spansOf(spans, e.pid)
 			assert.NotEmpty(t, ps, "pod %s: no span of pid %d", p.name, e.pid)
@@ -439,6 +425,9 @@ func testEnrichment(t *testing.T, k *kube, w *workload) {
 		}
 	}
 
+	if t.Failed() {
+		t.Logf("collector log:\n%s", log)
+	}
 	execs, spans := readEnriched(t, out, hostMarker)
 	require.NotEmpty(t, execs, "no exec record of the host process %s\ncollector log:\n%s", hostMarker, log)
 	for _, e := range execs {
