@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -52,18 +53,11 @@ func readGateway(t *testing.T, path string, marker string) exported {
 			}
 		})
 	}, func(td ptrace.Traces) {
-		rss := td.ResourceSpans()
-		for i := 0; i < rss.Len(); i++ {
-			sss := rss.At(i).ScopeSpans()
-			for j := 0; j < sss.Len(); j++ {
-				ss := sss.At(j).Spans()
-				for k := 0; k < ss.Len(); k++ {
-					e.spans++
-					e.spanTraces[ss.At(k).TraceID().String()]++
-					e.processSpans[ss.At(k).SpanID().String()] = ss.At(k).TraceID().String()
-				}
-			}
-		}
+		testutil.EachSpan(td, func(_ pcommon.Resource, s ptrace.Span) {
+			e.spans++
+			e.spanTraces[s.TraceID().String()]++
+			e.processSpans[s.SpanID().String()] = s.TraceID().String()
+		})
 	})
 	return e
 }

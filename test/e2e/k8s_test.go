@@ -23,6 +23,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.yaml.in/yaml/v3"
@@ -332,32 +333,17 @@ func readEnriched(t *testing.T, dir, marker string) (execs, spans []enriched) {
 func readEnrichedFile(t *testing.T, path, marker string) (execs, spans []enriched) {
 	t.Helper()
 	eachRequest(t, path, func(ld plog.Logs) {
-		for i := 0; i < ld.ResourceLogs().Len(); i++ {
-			rl := ld.ResourceLogs().At(i)
-			res := rl.Resource().Attributes().AsRaw()
-			for j := 0; j < rl.ScopeLogs().Len(); j++ {
-				lrs := rl.ScopeLogs().At(j).LogRecords()
-				for k := 0; k < lrs.Len(); k++ {
-					lr := lrs.At(k)
-					if lr.EventName() == "process.exec" && strings.Contains(lr.Body().AsString(), marker) {
-						pid, _ := lr.Attributes().Get("process.pid")
-						execs = append(execs, enriched{what: "exec " + lr.Body().AsString(), pid: pid.Int(), resource: res})
-					}
-				}
+		testutil.EachResourceLogRecord(ld, func(res pcommon.Resource, lr plog.LogRecord) {
+			if lr.EventName() == "process.exec" && strings.Contains(lr.Body().AsString(), marker) {
+				pid, _ := lr.Attributes().Get("process.pid")
+				execs = append(execs, enriched{what: "exec " + lr.Body().AsString(), pid: pid.Int(), resource: res.Attributes().AsRaw()})
 			}
-		}
+		})
 	}, func(td ptrace.Traces) {
-		for i := 0; i < td.ResourceSpans().Len(); i++ {
-			rs := td.ResourceSpans().At(i)
-			res := rs.Resource().Attributes().AsRaw()
-			for j := 0; j < rs.ScopeSpans().Len(); j++ {
-				ss := rs.ScopeSpans().At(j).Spans()
-				for k := 0; k < ss.Len(); k++ {
-					pid, _ := ss.At(k).Attributes().Get("process.pid")
-					spans = append(spans, enriched{what: "span " + ss.At(k).Name(), pid: pid.Int(), resource: res})
-				}
-			}
-		}
+		testutil.EachSpan(td, func(res pcommon.Resource, s ptrace.Span) {
+			pid, _ := s.Attributes().Get("process.pid")
+			spans = append(spans, enriched{what: "span " + s.Name(), pid: pid.Int(), resource: res.Attributes().AsRaw()})
+		})
 	})
 	return execs, spans
 }
