@@ -174,29 +174,10 @@ func TestAgentToGatewaysKeepsTracesWhole(t *testing.T) {
 func TestImageCapturesHostProcesses(t *testing.T) {
 	testutil.RequireRoot(t)
 	conf := podmanConf(t)
-	bin := collectorBin(t)
-	// The build context: the binary and the configs, nothing else.
-	ctx := t.TempDir()
-	for _, p := range []string{"bin", "deploy"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(ctx, p), 0o755))
-	}
-	copyFile(t, bin, filepath.Join(ctx, "bin/otelcol-seq"), 0o755)
-	for _, f := range []string{"Containerfile", "agent.yaml", "gateway.yaml"} {
-		copyFile(t, "../../deploy/"+f, filepath.Join(ctx, "deploy", f), 0o644)
-	}
-	image := fmt.Sprintf("localhost/otelcol-seq:e2e-%d", rand.Uint32())
-	podman := func(args ...string) *exec.Cmd {
-		c := exec.Command("podman", args...)
-		c.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
-		return c
-	}
-	out, err := podman("build", "-f", filepath.Join(ctx, "deploy/Containerfile"), "-t", image, ctx).CombinedOutput()
-	require.NoError(t, err, "podman build: %s", out)
-	t.Cleanup(func() { _ = podman("rmi", "-f", image).Run() })
-
+	image := buildImage(t, conf)
 	outDir := t.TempDir()
 	name := fmt.Sprintf("otelcol-seq-e2e-%d", rand.Uint32())
-	run := podman("run", "--rm", "--name", name, "--pid=host", "--privileged", "--network=none",
+	log, exited := runImage(t, conf, name, "--pid=host", "--privileged", "--network=none",
 		"-e", "K8S_NODE_NAME=e2e", "-v", outDir+":/out", image,
 		"--config=/etc/otelcol-seq/agent.yaml",
 		"--config=yaml:processors::k8sattributes::passthrough: true",
@@ -204,19 +185,7 @@ func TestImageCapturesHostProcesses(t *testing.T) {
 		"--config=yaml:service::pipelines::logs::exporters: [file]",
 		"--config=yaml:service::pipelines::traces::exporters: [file]",
 		"--config=yaml:extensions::health_check::endpoint: 127.0.0.1:13133")
-	log := &collector{ready: make(chan struct{})}
-	run.Stdout, run.Stderr = log, log
-	require.NoError(t, run.Start())
-	t.Cleanup(func() { _ = podman("rm", "-f", name).Run() })
-	exited := make(chan error, 1)
-	go func() { exited <- run.Wait() }()
-	select {
-	case <-log.ready:
-	case err := <-exited:
-		t.Fatalf("the container exited before the collector was ready (%v):\n%s", err, log.log())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the collector in the container was not ready in 60 s:\n%s", log.log())
-	}
+	podman := func(args ...string) *exec.Cmd { return podmanCmd(conf, args...) }
 
 	marker := fmt.Sprintf("image-marker-%d", rand.Uint32())
 	host := exec.Command("/bin/sh", "-c", "/bin/true "+marker)
@@ -233,6 +202,56 @@ func TestImageCapturesHostProcesses(t *testing.T) {
 		}
 	}
 	assert.True(t, found, "the host process's exec record, captured from the container:\n%s", log.log())
+}
+
+// podmanCmd is podman with the CONTAINERS_CONF of podmanConf.
+func podmanCmd(conf string, args ...string) *exec.Cmd {
+	c := exec.Command("podman", args...)
+	c.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+	return c
+}
+
+// buildImage builds deploy/Containerfile (the built collector and the two
+// configs, nothing else in the context) under a tag of its own, removed at
+// the test's end, and returns the tag.
+func buildImage(t *testing.T, conf string) string {
+	t.Helper()
+	bin := collectorBin(t)
+	ctx := t.TempDir()
+	for _, p := range []string{"bin", "deploy"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(ctx, p), 0o755))
+	}
+	copyFile(t, bin, filepath.Join(ctx, "bin/otelcol-seq"), 0o755)
+	for _, f := range []string{"Containerfile", "agent.yaml", "gateway.yaml"} {
+		copyFile(t, "../../deploy/"+f, filepath.Join(ctx, "deploy", f), 0o644)
+	}
+	image := fmt.Sprintf("localhost/otelcol-seq:e2e-%d", rand.Uint32())
+	out, err := podmanCmd(conf, "build", "-f", filepath.Join(ctx, "deploy/Containerfile"), "-t", image, ctx).CombinedOutput()
+	require.NoError(t, err, "podman build: %s", out)
+	t.Cleanup(func() { _ = podmanCmd(conf, "rmi", "-f", image).Run() })
+	return image
+}
+
+// runImage runs `podman run --rm --name name args...` (options, the image,
+// the collector's arguments), removed at the test's end, and waits up to 60
+// s for the collector in it to be ready; exited gets podman's result.
+func runImage(t *testing.T, conf, name string, args ...string) (log *collector, exited chan error) {
+	t.Helper()
+	run := podmanCmd(conf, append([]string{"run", "--rm", "--name", name}, args...)...)
+	log = &collector{ready: make(chan struct{})}
+	run.Stdout, run.Stderr = log, log
+	require.NoError(t, run.Start())
+	t.Cleanup(func() { _ = podmanCmd(conf, "rm", "-f", name).Run() })
+	exited = make(chan error, 1)
+	go func() { exited <- run.Wait() }()
+	select {
+	case <-log.ready:
+	case err := <-exited:
+		t.Fatalf("the container exited before the collector was ready (%v):\n%s", err, log.log())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the collector in the container was not ready in 60 s:\n%s", log.log())
+	}
+	return log, exited
 }
 
 func copyFile(t *testing.T, from, to string, mode os.FileMode) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,7 @@ func TestKubernetesDeploy(t *testing.T) {
 	}
 	w := newWorkload(t, k)
 	t.Run("enrichment", func(t *testing.T) { testEnrichment(t, k, w) })
+	t.Run("in-cluster-auth", func(t *testing.T) { testInClusterAuth(t, k, w) })
 	t.Run("rbac-refused", func(t *testing.T) { testRBACRefused(t, k, w) })
 }
 
@@ -220,11 +222,7 @@ func newWorkload(t *testing.T, k *kube) *workload {
 	return w
 }
 
-func (w *workload) podman(args ...string) *exec.Cmd {
-	c := exec.Command("podman", args...)
-	c.Env = append(os.Environ(), "CONTAINERS_CONF="+w.podmanConf)
-	return c
-}
+func (w *workload) podman(args ...string) *exec.Cmd { return podmanCmd(w.podmanConf, args...) }
 
 // createContainer creates (does not start) a podman container under the
 // cgroup parent whose shell runs a child with marker in its command line,
@@ -279,11 +277,17 @@ func (w *workload) newPod(t *testing.T, k *kube, p *pod, meta string) *pod {
 }
 
 // agentToken is a TokenRequest token of the agent's service account
-// (deploy/kubernetes/rbac.yaml) in a kubeconfig: the collector is that
-// service account to the API server, whose RBAC decides what it may read.
+// (deploy/kubernetes/rbac.yaml): with it the collector is that service
+// account to the API server, whose RBAC decides what it may read.
+func agentToken(t *testing.T, k *kube) string {
+	t.Helper()
+	return strings.TrimSpace(k.kubectl(t, "", "-n", "observability", "create", "token", "otelcol-seq-agent", "--duration=1h"))
+}
+
+// agentKubeconfig is agentToken in a kubeconfig, whose identity it checks.
 func agentKubeconfig(t *testing.T, k *kube) string {
 	t.Helper()
-	token := strings.TrimSpace(k.kubectl(t, "", "-n", "observability", "create", "token", "otelcol-seq-agent", "--duration=1h"))
+	token := agentToken(t, k)
 	path := filepath.Join(t.TempDir(), "agent.kubeconfig")
 	k.writeKubeconfig(t, path, fmt.Sprintf("    token: %s\n", token))
 	who, err := k.kubectlAs(path, "", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
@@ -348,6 +352,9 @@ func readEnrichedFile(t *testing.T, path, marker string) (execs, spans []enriche
 	return execs, spans
 }
 
+// forbidden finds an API server's RBAC refusal in a collector's log.
+var forbidden = regexp.MustCompile(`\S+ is forbidden: User [^\n]*`)
+
 // k8sAttrs is the k8s.* part of a resource.
 func k8sAttrs(res map[string]any) map[string]any {
 	out := map[string]any{}
@@ -388,10 +395,28 @@ func testEnrichment(t *testing.T, k *kube, w *workload) {
 	time.Sleep(2 * time.Second) // batch timeouts
 	c.stop(t)
 	log := tail(c.log(), 6000)
-	if m := regexp.MustCompile(`\S+ is forbidden: User [^\n]*`).FindString(c.log()); m != "" {
+	if m := forbidden.FindString(c.log()); m != "" {
 		t.Errorf("the API server refused the agent (its ClusterRole: deploy/kubernetes/rbac.yaml): %s", m)
 	}
+	assertPodAttrs(t, w, out, log)
+	execs, spans := readEnriched(t, out, hostMarker)
+	require.NotEmpty(t, execs, "no exec record of the host process %s\ncollector log:\n%s", hostMarker, log)
+	for _, e := range execs {
+		assert.Empty(t, k8sAttrs(e.resource), "a process in no pod: %s", e.what)
+		ps := spansOf(spans, e.pid)
+		assert.NotEmpty(t, ps, "host process: no span of pid %d", e.pid)
+		for _, s := range ps {
+			assert.Empty(t, k8sAttrs(s.resource), "a process in no pod: %s (pid %d)", s.what, e.pid)
+		}
+		t.Logf("host: %s: no k8s.* attributes", e.what)
+	}
+}
 
+// assertPodAttrs checks startAgent's output in dir: the exec records with
+// each pod's marker, and their processes' spans, carry exactly the pod's
+// k8s.* attributes.
+func assertPodAttrs(t *testing.T, w *workload, out, log string) {
+	t.Helper()
 	for _, p := range []*pod{w.web, w.logger} {
 		execs, spans := readEnriched(t, out, p.marker)
 		require.NotEmpty(t, execs, "pod %s: no exec record with %s\ncollector log:\n%s", p.name, p.marker, log)
@@ -413,17 +438,6 @@ func testEnrichment(t *testing.T, k *kube, w *workload) {
 
 	if t.Failed() {
 		t.Logf("collector log:\n%s", log)
-	}
-	execs, spans := readEnriched(t, out, hostMarker)
-	require.NotEmpty(t, execs, "no exec record of the host process %s\ncollector log:\n%s", hostMarker, log)
-	for _, e := range execs {
-		assert.Empty(t, k8sAttrs(e.resource), "a process in no pod: %s", e.what)
-		ps := spansOf(spans, e.pid)
-		assert.NotEmpty(t, ps, "host process: no span of pid %d", e.pid)
-		for _, s := range ps {
-			assert.Empty(t, k8sAttrs(s.resource), "a process in no pod: %s (pid %d)", s.what, e.pid)
-		}
-		t.Logf("host: %s: no k8s.* attributes", e.what)
 	}
 }
 
@@ -484,4 +498,46 @@ func testRBACRefused(t *testing.T, k *kube, w *workload) {
 		assert.Equal(t, cid, e.resource["container.id"], "%s", e.what)
 		t.Logf("%s: %v", e.what, k8sAttrs(e.resource))
 	}
+}
+
+// The image (deploy/Containerfile) as the DaemonSet runs it: its
+// deploy/agent.yaml untouched but for the exporters, so k8sattributes takes
+// the default auth_type serviceAccount (client-go's in-cluster config): the
+// agent's token and the CA where a pod has them, KUBERNETES_SERVICE_HOST and
+// _PORT naming the API server, the host's PID namespace and cgroup
+// hierarchy. The pods' containers run again: the same attributes.
+func testInClusterAuth(t *testing.T, k *kube, w *workload) {
+	image := buildImage(t, w.podmanConf)
+	sa := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(sa, "token"), []byte(agentToken(t, k)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(sa, "namespace"), []byte("observability"), 0o600))
+	copyFile(t, filepath.Join(k.dir, "ca.crt"), filepath.Join(sa, "ca.crt"), 0o644)
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(k.server, "https://"))
+	require.NoError(t, err)
+	out := t.TempDir()
+	name := fmt.Sprintf("otelcol-seq-k8s-%d", rand.Uint32())
+	c, exited := runImage(t, w.podmanConf, name, "--pid=host", "--privileged", "--network=host",
+		"-e", "K8S_NODE_NAME="+w.node, "-e", "KUBERNETES_SERVICE_HOST="+host, "-e", "KUBERNETES_SERVICE_PORT="+port,
+		"-e", "HEALTH_ENDPOINT="+freePort(t),
+		"-v", sa+":/var/run/secrets/kubernetes.io/serviceaccount:ro",
+		"-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro",
+		"-v", out+":/out", image,
+		"--config=/etc/otelcol-seq/agent.yaml",
+		"--config=yaml:exporters::file/logs: {path: /out/logs.jsonl}",
+		"--config=yaml:exporters::file/spans: {path: /out/spans.jsonl}",
+		"--config=yaml:service::pipelines::logs::exporters: [file/logs]",
+		"--config=yaml:service::pipelines::traces::exporters: [file/spans]",
+		"--config=yaml:service::telemetry::metrics::level: none")
+	time.Sleep(3 * time.Second) // the pod informer's list, as in testEnrichment
+	for _, p := range []*pod{w.web, w.logger} {
+		w.start(t, p.cid)
+	}
+	time.Sleep(2 * time.Second) // batch timeouts
+	require.NoError(t, w.podman("stop", "-t", "20", name).Run())
+	t.Logf("the container exited: %v", <-exited)
+	log := tail(c.log(), 6000)
+	if m := forbidden.FindString(c.log()); m != "" {
+		t.Errorf("the API server refused the agent (its ClusterRole: deploy/kubernetes/rbac.yaml): %s", m)
+	}
+	assertPodAttrs(t, w, out, log)
 }
