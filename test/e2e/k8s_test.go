@@ -303,16 +303,64 @@ func agentKubeconfig(t *testing.T, k *kube) string {
 // is a shared component, and the first pipeline's shutdown closes it while
 // the other pipeline's batch processor may still flush into it (a nil
 // pointer panic in fileWriter.export, seen here at v0.161.0).
-func startAgent(t *testing.T, w *workload, kubeconfig, dir string) *collector {
+// Its own metrics are served on telemetry (host:port) for awaitPods.
+func startAgent(t *testing.T, w *workload, kubeconfig, dir, telemetry string) *collector {
 	t.Helper()
+	args := []string{"--config", "../../deploy/agent.yaml"}
+	for _, a := range agentOverrides(dir, telemetry) {
+		args = append(args, "--config", a)
+	}
 	return startCollector(t, []string{"HEALTH_ENDPOINT=" + freePort(t), "K8S_NODE_NAME=" + w.node,
-		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + kubeconfig},
-		"--config", "../../deploy/agent.yaml",
-		"--config", "yaml:exporters::file/logs: {path: "+filepath.Join(dir, "logs.jsonl")+"}",
-		"--config", "yaml:exporters::file/spans: {path: "+filepath.Join(dir, "spans.jsonl")+"}",
-		"--config", "yaml:service::pipelines::logs::exporters: [file/logs]",
-		"--config", "yaml:service::pipelines::traces::exporters: [file/spans]",
-		"--config", "yaml:service::telemetry::metrics::level: none")
+		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + kubeconfig}, args...)
+}
+
+// agentOverrides are the test's changes to deploy/agent.yaml: the exporters
+// (files in dir) and the collector's own metrics (on telemetry).
+func agentOverrides(dir, telemetry string) []string {
+	host, port, _ := net.SplitHostPort(telemetry)
+	return []string{
+		"yaml:exporters::file/logs: {path: " + filepath.Join(dir, "logs.jsonl") + "}",
+		"yaml:exporters::file/spans: {path: " + filepath.Join(dir, "spans.jsonl") + "}",
+		"yaml:service::pipelines::logs::exporters: [file/logs]",
+		"yaml:service::pipelines::traces::exporters: [file/spans]",
+		"yaml:service::telemetry::metrics: {level: normal, readers: [{pull: {exporter: {prometheus: {host: " + host + ", port: " + port + "}}}}]}",
+	}
+}
+
+// awaitPods waits up to 30 s until the collector's k8sattributes processors
+// (one in each of agent.yaml's two pipelines) have each been told of this
+// node's pods by their informers: the processors' pod-added counter (their
+// telemetry, otelcol_k8s_watcher_pod_added) reaches 2 × pods. A refusal by
+// the API server in the log ends the test at once, naming it.
+func awaitPods(t *testing.T, c *collector, telemetry string, pods int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, err := promMetrics(telemetry)
+		var added float64
+		for series, v := range m {
+			if strings.Contains(series, "pod_added") {
+				added += v
+			}
+		}
+		if m := forbidden.FindString(c.log()); m != "" {
+			t.Fatalf("the API server refused the agent (its ClusterRole: deploy/kubernetes/rbac.yaml): %s", m)
+		}
+		if err == nil && added >= float64(2*pods) {
+			t.Logf("k8sattributes has the pods: pod-added counters sum to %v", added)
+			return
+		}
+		if time.Now().After(deadline) {
+			var names []string
+			for series := range m {
+				names = append(names, series)
+			}
+			sort.Strings(names)
+			t.Fatalf("k8sattributes not told of %d pods in 30 s (pod-added %v, scrape %v); series: %v\n%s",
+				pods, added, err, names, tail(c.log(), 4000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // enriched is a marked exec record or a span with its resource's attributes.
@@ -382,11 +430,9 @@ func spansOf(spans []enriched, pid int64) []enriched {
 // namespace, container name, node and workload; a host process's carry no
 // k8s.* attribute.
 func testEnrichment(t *testing.T, k *kube, w *workload) {
-	out := t.TempDir()
-	c := startAgent(t, w, agentKubeconfig(t, k), out)
-	// The processor's pod informer lists this node's pods when the
-	// collector starts; the containers run once it has had time to.
-	time.Sleep(3 * time.Second)
+	out, telemetry := t.TempDir(), freePort(t)
+	c := startAgent(t, w, agentKubeconfig(t, k), out, telemetry)
+	awaitPods(t, c, telemetry, 2)
 	for _, p := range []*pod{w.web, w.logger} {
 		w.start(t, p.cid)
 	}
@@ -476,7 +522,7 @@ func testRBACRefused(t *testing.T, k *kube, w *workload) {
 	marker := fmt.Sprintf("k8s-refused-%d", rand.Uint32())
 	cid := w.createContainer(t, w.web.parent, marker)
 	out := t.TempDir()
-	c := startAgent(t, w, agentKubeconfig(t, k), out)
+	c := startAgent(t, w, agentKubeconfig(t, k), out, freePort(t))
 	// client-go's reflector logs it through klog (plain quotes) or zap (a JSON field: escaped quotes).
 	refusal := regexp.MustCompile(fmt.Sprintf(`pods is forbidden: User \\?"%s\\?" cannot list resource \\?"pods\\?" in API group \\?"\\?" at the cluster scope`,
 		regexp.QuoteMeta(sa)))
@@ -514,21 +560,19 @@ func testInClusterAuth(t *testing.T, k *kube, w *workload) {
 	copyFile(t, filepath.Join(k.dir, "ca.crt"), filepath.Join(sa, "ca.crt"), 0o644)
 	host, port, err := net.SplitHostPort(strings.TrimPrefix(k.server, "https://"))
 	require.NoError(t, err)
-	out := t.TempDir()
+	out, telemetry := t.TempDir(), freePort(t)
 	name := fmt.Sprintf("otelcol-seq-k8s-%d", rand.Uint32())
-	c, exited := runImage(t, w.podmanConf, name, "--pid=host", "--privileged", "--network=host",
-		"-e", "K8S_NODE_NAME="+w.node, "-e", "KUBERNETES_SERVICE_HOST="+host, "-e", "KUBERNETES_SERVICE_PORT="+port,
-		"-e", "HEALTH_ENDPOINT="+freePort(t),
-		"-v", sa+":/var/run/secrets/kubernetes.io/serviceaccount:ro",
+	args := []string{"--pid=host", "--privileged", "--network=host",
+		"-e", "K8S_NODE_NAME=" + w.node, "-e", "KUBERNETES_SERVICE_HOST=" + host, "-e", "KUBERNETES_SERVICE_PORT=" + port,
+		"-e", "HEALTH_ENDPOINT=" + freePort(t),
+		"-v", sa + ":/var/run/secrets/kubernetes.io/serviceaccount:ro",
 		"-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro",
-		"-v", out+":/out", image,
-		"--config=/etc/otelcol-seq/agent.yaml",
-		"--config=yaml:exporters::file/logs: {path: /out/logs.jsonl}",
-		"--config=yaml:exporters::file/spans: {path: /out/spans.jsonl}",
-		"--config=yaml:service::pipelines::logs::exporters: [file/logs]",
-		"--config=yaml:service::pipelines::traces::exporters: [file/spans]",
-		"--config=yaml:service::telemetry::metrics::level: none")
-	time.Sleep(3 * time.Second) // the pod informer's list, as in testEnrichment
+		"-v", out + ":/out", image, "--config=/etc/otelcol-seq/agent.yaml"}
+	for _, a := range agentOverrides("/out", telemetry) {
+		args = append(args, "--config="+a)
+	}
+	c, exited := runImage(t, w.podmanConf, name, args...)
+	awaitPods(t, c, telemetry, 2)
 	for _, p := range []*pod{w.web, w.logger} {
 		w.start(t, p.cid)
 	}
