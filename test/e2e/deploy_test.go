@@ -38,10 +38,10 @@ type exported struct {
 	processSpans map[string]string // span id -> trace id
 }
 
-func readGateway(t *testing.T, path string, marker string) exported {
+func readGateway(t *testing.T, dir string, marker string) exported {
 	t.Helper()
 	e := exported{logTraces: map[string]int{}, spanTraces: map[string]int{}, execMarkers: map[string]bool{}, processSpans: map[string]string{}}
-	eachRequest(t, path, func(ld plog.Logs) {
+	eachExported(t, dir, func(ld plog.Logs) {
 		testutil.EachLogRecord(ld, func(lr plog.LogRecord) {
 			e.logs++
 			e.logTraces[lr.TraceID().String()]++
@@ -60,6 +60,30 @@ func readGateway(t *testing.T, path string, marker string) exported {
 		})
 	})
 	return e
+}
+
+// fileExporters are the --config overrides that send a config's logs and
+// traces pipelines to dir/logs.jsonl and dir/spans.jsonl (eachExported
+// reads them). Two file exporters, not one in both pipelines: the contrib
+// file exporter (v0.161.0) is a shared component whose first Shutdown
+// closes it, so the logs pipeline's exporter shutdown closed it while the
+// traces pipeline's batch processor still flushed into it (a nil pointer
+// panic in fileWriter.export, seen in the k8s test).
+func fileExporters(dir string) []string {
+	return []string{
+		"yaml:exporters::file/logs: {path: " + filepath.Join(dir, "logs.jsonl") + "}",
+		"yaml:exporters::file/spans: {path: " + filepath.Join(dir, "spans.jsonl") + "}",
+		"yaml:service::pipelines::logs::exporters: [file/logs]",
+		"yaml:service::pipelines::traces::exporters: [file/spans]",
+	}
+}
+
+// eachExported is eachRequest over what fileExporters wrote in dir.
+func eachExported(t *testing.T, dir string, logs func(plog.Logs), traces func(ptrace.Traces)) {
+	t.Helper()
+	for _, name := range []string{"logs.jsonl", "spans.jsonl"} {
+		eachRequest(t, filepath.Join(dir, name), logs, traces)
+	}
 }
 
 // eachRequest calls logs or traces, by its kind, with each request a file
@@ -103,16 +127,17 @@ func TestAgentToGatewaysKeepsTracesWhole(t *testing.T) {
 	var outs, endpoints []string
 	for i := range 2 {
 		otlp, health := freePort(t), freePort(t)
-		out := filepath.Join(dir, fmt.Sprintf("gateway%d.jsonl", i))
+		out := filepath.Join(dir, fmt.Sprintf("gateway%d", i))
+		require.NoError(t, os.Mkdir(out, 0o755))
 		outs, endpoints = append(outs, out), append(endpoints, otlp)
+		// The test's backend is files: the same pipelines, other exporters.
+		args := []string{"--config", "../../deploy/gateway.yaml"}
+		for _, a := range fileExporters(out) {
+			args = append(args, "--config", a)
+		}
 		gws = append(gws, startCollector(t, []string{"OTLP_GRPC_ENDPOINT=" + otlp, "HEALTH_ENDPOINT=" + health},
-			"--config", "../../deploy/gateway.yaml",
-			// The test's backend is a file: the same pipelines, another exporter.
-			"--config", "yaml:exporters::file: {path: "+out+"}",
-			"--config", "yaml:service::pipelines::logs::exporters: [file]",
-			"--config", "yaml:service::pipelines::traces::exporters: [file]",
 			// Three collectors on one host: no telemetry server each on :8888.
-			"--config", "yaml:service::telemetry::metrics::level: none"))
+			append(args, "--config", "yaml:service::telemetry::metrics::level: none")...))
 	}
 	agentHealth := freePort(t)
 	agent := startCollector(t, []string{"HEALTH_ENDPOINT=" + agentHealth, "K8S_NODE_NAME=e2e"},
@@ -177,14 +202,15 @@ func TestImageCapturesHostProcesses(t *testing.T) {
 	image := buildImage(t, conf)
 	outDir := t.TempDir()
 	name := fmt.Sprintf("otelcol-seq-e2e-%d", rand.Uint32())
-	log, exited := runImage(t, conf, name, "--pid=host", "--privileged", "--network=none",
-		"-e", "K8S_NODE_NAME=e2e", "-v", outDir+":/out", image,
+	args := []string{"--pid=host", "--privileged", "--network=none",
+		"-e", "K8S_NODE_NAME=e2e", "-v", outDir + ":/out", image,
 		"--config=/etc/otelcol-seq/agent.yaml",
 		"--config=yaml:processors::k8sattributes::passthrough: true",
-		"--config=yaml:exporters::file: {path: /out/records.jsonl}",
-		"--config=yaml:service::pipelines::logs::exporters: [file]",
-		"--config=yaml:service::pipelines::traces::exporters: [file]",
-		"--config=yaml:extensions::health_check::endpoint: 127.0.0.1:13133")
+		"--config=yaml:extensions::health_check::endpoint: 127.0.0.1:13133"}
+	for _, a := range fileExporters("/out") {
+		args = append(args, "--config="+a)
+	}
+	log, exited := runImage(t, conf, name, args...)
 	podman := func(args ...string) *exec.Cmd { return podmanCmd(conf, args...) }
 
 	marker := fmt.Sprintf("image-marker-%d", rand.Uint32())
@@ -195,7 +221,7 @@ func TestImageCapturesHostProcesses(t *testing.T) {
 	t.Logf("the container exited: %v", <-exited)
 
 	var found bool
-	for _, r := range readExport(t, filepath.Join(outDir, "records.jsonl")) {
+	for _, r := range readExport(t, filepath.Join(outDir, "logs.jsonl")) {
 		if r.name == "process.exec" && strings.Contains(r.body, marker) {
 			found = true
 			assert.NotEqual(t, int64(1), r.int("process.pid"), "host pids, not the container's")

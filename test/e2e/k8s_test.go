@@ -299,10 +299,6 @@ func agentKubeconfig(t *testing.T, k *kube) string {
 // startAgent runs the collector with deploy/agent.yaml (k8sattributes as
 // shipped, its kubeConfig auth reading the agent's token kubeconfig) on this
 // node, exporting records to dir/logs.jsonl and spans to dir/spans.jsonl.
-// Two file exporters, not one in both pipelines: the contrib file exporter
-// is a shared component, and the first pipeline's shutdown closes it while
-// the other pipeline's batch processor may still flush into it (a nil
-// pointer panic in fileWriter.export, seen here at v0.161.0).
 // Its own metrics are served on telemetry (host:port) for awaitPods.
 func startAgent(t *testing.T, w *workload, kubeconfig, dir, telemetry string) *collector {
 	t.Helper()
@@ -315,16 +311,11 @@ func startAgent(t *testing.T, w *workload, kubeconfig, dir, telemetry string) *c
 }
 
 // agentOverrides are the test's changes to deploy/agent.yaml: the exporters
-// (files in dir) and the collector's own metrics (on telemetry).
+// (fileExporters in dir) and the collector's own metrics (on telemetry).
 func agentOverrides(dir, telemetry string) []string {
 	host, port, _ := net.SplitHostPort(telemetry)
-	return []string{
-		"yaml:exporters::file/logs: {path: " + filepath.Join(dir, "logs.jsonl") + "}",
-		"yaml:exporters::file/spans: {path: " + filepath.Join(dir, "spans.jsonl") + "}",
-		"yaml:service::pipelines::logs::exporters: [file/logs]",
-		"yaml:service::pipelines::traces::exporters: [file/spans]",
-		"yaml:service::telemetry::metrics: {level: normal, readers: [{pull: {exporter: {prometheus: {host: " + host + ", port: " + port + "}}}}]}",
-	}
+	return append(fileExporters(dir),
+		"yaml:service::telemetry::metrics: {level: normal, readers: [{pull: {exporter: {prometheus: {host: "+host+", port: "+port+"}}}}]}")
 }
 
 // awaitPods waits up to 30 s until the collector's k8sattributes processors
@@ -370,21 +361,11 @@ type enriched struct {
 	resource map[string]any
 }
 
-// readEnriched reads startAgent's output (a request a line): the exec
-// records whose body has marker, with their resources, and every span with
-// its resource.
+// readEnriched reads startAgent's output in dir: the exec records whose
+// body has marker, with their resources, and every span with its resource.
 func readEnriched(t *testing.T, dir, marker string) (execs, spans []enriched) {
 	t.Helper()
-	for _, name := range []string{"logs.jsonl", "spans.jsonl"} {
-		e, s := readEnrichedFile(t, filepath.Join(dir, name), marker)
-		execs, spans = append(execs, e...), append(spans, s...)
-	}
-	return execs, spans
-}
-
-func readEnrichedFile(t *testing.T, path, marker string) (execs, spans []enriched) {
-	t.Helper()
-	eachRequest(t, path, func(ld plog.Logs) {
+	eachExported(t, dir, func(ld plog.Logs) {
 		testutil.EachResourceLogRecord(ld, func(res pcommon.Resource, lr plog.LogRecord) {
 			if lr.EventName() == "process.exec" && strings.Contains(lr.Body().AsString(), marker) {
 				pid, _ := lr.Attributes().Get("process.pid")
