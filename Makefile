@@ -271,6 +271,13 @@ bench: deps
 # built once into ~/.cache/otelcol-seq/bench-grpc): grpc-go's helloworld
 # server driven by ghz v0.120.0, without and with the receiver, direct and
 # through HAProxy, interleaved rounds. Not part of make test; see docs/benchmarks.md.
+# The whole agent's CPU per process event and idle (root; about a minute):
+# seq receiver, batch, OTLP/HTTP to a second collector on loopback, under a
+# stress-ng fork storm, with a CPU profile (scripts/bench-agent.sh).
+.PHONY: bench-agent
+bench-agent: deps $(COLLECTOR)
+	scripts/bench-agent.sh
+
 .PHONY: bench-grpc
 bench-grpc: deps $(COLLECTOR)
 	scripts/bench-grpc.sh
