@@ -42,7 +42,7 @@ elif [ "${KERNELS_PARITY:-1}" = 1 ]; then
 	echo "== $EBPF_EXPORTER_BIN is missing (make ebpf-exporter): the guests skip TestParityKprobeFentry" >&2
 fi
 # Per binary; a guest runs its binaries one after another.
-TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-12m}
+TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-20m}
 
 # selection KERNEL PKG: a -test.run pattern; empty runs everything, - runs
 # none of the package's tests (the guest does not run its binary). The 6.1
@@ -81,6 +81,10 @@ skipped() {
 	# The side-by-side benchmark's fixture fills its maps in one bpf_loop
 	# (Linux 5.17); 5.10 refuses it, as it should.
 	5.10*:ebpfexporter) echo '^TestIntegrationBenchFixture$'; return ;;
+	# The TLS probes' executable and cgroup filters and self-exclusion
+	# (the host and the stock guests run it): 140 s in the 6.1 RT guest,
+	# whose every uprobe close waits out an RCU grace period.
+	*-rt:capture) echo '^(TestCaptureTLSGoCost|TestTLSCallBPFCost|TestTLSSelfAndFilters)$'; return ;;
 	esac
 	case $2 in
 	# TestForkStormWithContainerAccounting checks the test's own reading
