@@ -24,6 +24,11 @@ LOKI := $(LOKI_CACHE)/loki
 EBPF_EXPORTER_VERSION := v2.5.1
 EBPF_EXPORTER_CACHE ?= $(HOME)/.cache/otelcol-seq/ebpf_exporter/$(EBPF_EXPORTER_VERSION)
 EBPF_EXPORTER := $(EBPF_EXPORTER_CACHE)/ebpf_exporter
+# Kubernetes (kube-apiserver, etcd and kubectl of one release) for the
+# control-plane e2e test (scripts/k8s.sh, make test-k8s), likewise.
+K8S_VERSION := v1.37.2
+K8S_CACHE ?= $(HOME)/.cache/otelcol-seq/k8s/$(K8S_VERSION)
+K8S := $(K8S_CACHE)/.complete
 CONFIG ?= config/default.yaml
 APT_PACKAGES := stress-ng bpftool bpftrace debootstrap
 
@@ -39,7 +44,7 @@ BPFTRACE_SUITES := trixie sid
 # outside the clone for the same reason.
 KERNELS_CACHE ?= $(HOME)/.cache/otelcol-seq/kernels
 
-.PHONY: run test build deps tools generate unit e2e clean lint drift test-kernels test-bpftrace-versions
+.PHONY: run test build deps tools generate unit e2e clean lint drift test-kernels test-bpftrace-versions test-k8s
 
 run: deps $(COLLECTOR)
 	$(COLLECTOR) --config $(CONFIG)
@@ -48,7 +53,7 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short test-bpftrace-versions e2e test-kernels
+test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short test-bpftrace-versions e2e test-k8s test-kernels
 
 # OTHER_ARCH: amd64 on arm64, else arm64; vetting its build keeps both building.
 OTHER_ARCH := $(if $(filter arm64,$(shell $(GO) env GOARCH)),amd64,arm64)
@@ -149,6 +154,19 @@ loki: $(LOKI)
 
 $(LOKI):
 	LOKI_CACHE=$(LOKI_CACHE) scripts/loki.sh build
+
+# The deploy/ manifests against a real control plane, and the agent's
+# k8sattributes against its API with the agent's own token
+# (test/e2e/k8s_test.go, build tag k8s; docs/tests.md). The control plane is
+# built once (scripts/k8s.sh) into $(K8S_CACHE).
+test-k8s: deps $(COLLECTOR) $(K8S)
+	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) K8S_BIN_DIR=$(K8S_CACHE)/bin $(GO) test -tags e2e,k8s -count=1 -v -run '^TestKubernetesDeploy$$' ./test/e2e/
+
+.PHONY: k8s
+k8s: $(K8S)
+
+$(K8S):
+	K8S_VERSION=$(K8S_VERSION) K8S_CACHE=$(K8S_CACHE) scripts/k8s.sh build
 
 # ebpf_exporter v2.5.1 for test/e2e/ebpfexporter_parity_test.go; built once
 # (libbpf 1.5 from the libbpf-sys crate, ebpf_exporter from the module proxy).
@@ -254,6 +272,13 @@ bench: deps
 # built once into ~/.cache/otelcol-seq/bench-grpc): grpc-go's helloworld
 # server driven by ghz v0.120.0, without and with the receiver, direct and
 # through HAProxy, interleaved rounds. Not part of make test; see docs/benchmarks.md.
+# The whole agent's CPU per process event and idle (root; about a minute):
+# seq receiver, batch, OTLP/HTTP to a second collector on loopback, under a
+# stress-ng fork storm, with a CPU profile (scripts/bench-agent.sh).
+.PHONY: bench-agent
+bench-agent: deps $(COLLECTOR)
+	scripts/bench-agent.sh
+
 .PHONY: bench-grpc
 bench-grpc: deps $(COLLECTOR)
 	scripts/bench-grpc.sh

@@ -26,9 +26,17 @@ func KubepodsParent(t testing.TB) (uid, parent string) {
 		u[i] = byte(rand.Uint32())
 	}
 	uid = fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
-	parent = "/kubepods/besteffort/pod" + uid
+	return uid, KubepodsParentOf(t, uid)
+}
+
+// KubepodsParentOf is KubepodsParent for a given pod uid (a pod created
+// through a Kubernetes API server): the cgroup parent
+// /kubepods/besteffort/pod<uid>, removed at the test's end.
+func KubepodsParentOf(t testing.TB, uid string) string {
+	t.Helper()
+	parent := "/kubepods/besteffort/pod" + uid
 	t.Cleanup(func() { removeCgroups(t, strings.TrimPrefix(parent, "/")) })
-	return uid, parent
+	return parent
 }
 
 // removeCgroups removes the cgroup directories under rel (relative to each

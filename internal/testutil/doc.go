@@ -10,10 +10,11 @@
 //     storms from the environment test/kernels sets in its QEMU guests
 //     (TimeScaleEnv, ForkOpsEnv).
 //   - pdata.go: LoadConfig (a receiver's section of testdata/config.yaml into
-//     its default config), EachMetric and EachLogRecord (walk pdata).
-//   - cgroups.go: KubepodsParent, a cgroup parent that makes a podman
-//     container a Kubernetes pod's to the seq receiver, cleaned up after the
-//     test.
+//     its default config), EachMetric, EachLogRecord, EachResourceLogRecord
+//     and EachSpan (walk pdata).
+//   - cgroups.go: KubepodsParent (a random pod uid) and KubepodsParentOf (a
+//     given one), a cgroup parent that makes a podman container a Kubernetes
+//     pod's to the seq receiver, cleaned up after the test.
 //   - files.go: CopyFile.
 //   - golden.go: Golden and GoldenJSON, the golden-file comparison, and the
 //     one -update flag that rewrites the files (go test -run X -update).

@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver"
 )
 
@@ -44,13 +46,32 @@ func EachMetric(md pmetric.Metrics, fn func(pmetric.Metric)) {
 
 // EachLogRecord calls fn for every log record of ld.
 func EachLogRecord(ld plog.Logs, fn func(plog.LogRecord)) {
+	EachResourceLogRecord(ld, func(_ pcommon.Resource, lr plog.LogRecord) { fn(lr) })
+}
+
+// EachResourceLogRecord calls fn for every log record of ld, with its resource.
+func EachResourceLogRecord(ld plog.Logs, fn func(pcommon.Resource, plog.LogRecord)) {
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		sls := rls.At(i).ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
-				fn(lrs.At(k))
+				fn(rls.At(i).Resource(), lrs.At(k))
+			}
+		}
+	}
+}
+
+// EachSpan calls fn for every span of td, with its resource.
+func EachSpan(td ptrace.Traces, fn func(pcommon.Resource, ptrace.Span)) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j).Spans()
+			for k := 0; k < ss.Len(); k++ {
+				fn(rss.At(i).Resource(), ss.At(k))
 			}
 		}
 	}

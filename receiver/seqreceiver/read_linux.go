@@ -19,10 +19,14 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
 )
 
-// How the reader waits. After a burst it lingers once before parking, so a
-// steady trickle of events costs one doorbell per linger period at most; a
-// parked reader is woken by the first producer that sees the parked flag.
+// How the reader waits. While records keep coming it gathers: it sleeps
+// gatherWait on a runtime timer and reads what piled up (at once when a read
+// filled a batch), so a steady flow costs one wake-up per gatherWait, not
+// one per few records. Once a read finds nothing it lingers once, then
+// parks; a parked reader is woken by the first producer that sees the
+// parked flag.
 const (
+	gatherWait   = 5 * time.Millisecond
 	lingerWait   = 250 * time.Microsecond
 	pendingFirst = 20 * time.Microsecond
 	pendingMax   = time.Millisecond
@@ -65,7 +69,16 @@ func (r *seqReceiver) run() {
 			continue
 		}
 		pendingWait = pendingFirst
-		if n > 0 || !lingered {
+		if n > 0 {
+			// A runtime timer, not nanosleep: the goroutine parks and no
+			// thread sits in a system call (which keeps sysmon polling).
+			// The grpc receiver's reader measured a third of its CPU in
+			// such wake-ups (docs/benchmarks.md).
+			lingered = false
+			time.Sleep(gatherWait)
+			continue
+		}
+		if !lingered {
 			lingered = true
 			sleep(lingerWait)
 			continue

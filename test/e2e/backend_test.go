@@ -58,6 +58,7 @@ type daemon struct {
 	cmd     *exec.Cmd
 	logPath string
 	done    chan error
+	client  *http.Client // for the readiness URL; nil: http.DefaultClient
 }
 
 func (d *daemon) log() string {
@@ -81,9 +82,13 @@ func (d *daemon) run(t *testing.T, bin string, args, env []string, ready string,
 	cmd, done := d.cmd, d.done
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() { d.stopCmd(cmd, done) })
+	client := d.client
+	if client == nil {
+		client = http.DefaultClient
+	}
 	deadline := time.Now().Add(timeout)
 	for {
-		resp, err := http.Get(ready)
+		resp, err := client.Get(ready)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -38,12 +39,61 @@ type exported struct {
 	processSpans map[string]string // span id -> trace id
 }
 
-func readGateway(t *testing.T, path string, marker string) exported {
+func readGateway(t *testing.T, dir string, marker string) exported {
 	t.Helper()
 	e := exported{logTraces: map[string]int{}, spanTraces: map[string]int{}, execMarkers: map[string]bool{}, processSpans: map[string]string{}}
+	eachExported(t, dir, func(ld plog.Logs) {
+		testutil.EachLogRecord(ld, func(lr plog.LogRecord) {
+			e.logs++
+			e.logTraces[lr.TraceID().String()]++
+			if lr.EventName() == "seq.lost" {
+				e.lostRecords++
+			}
+			if strings.Contains(lr.Body().AsString(), marker) {
+				e.execMarkers[lr.TraceID().String()] = true
+			}
+		})
+	}, func(td ptrace.Traces) {
+		testutil.EachSpan(td, func(_ pcommon.Resource, s ptrace.Span) {
+			e.spans++
+			e.spanTraces[s.TraceID().String()]++
+			e.processSpans[s.SpanID().String()] = s.TraceID().String()
+		})
+	})
+	return e
+}
+
+// fileExporters are the --config overrides that send a config's logs and
+// traces pipelines to dir/logs.jsonl and dir/spans.jsonl (eachExported
+// reads them). Two file exporters, not one in both pipelines: the contrib
+// file exporter (v0.161.0) is a shared component whose first Shutdown
+// closes it, so the logs pipeline's exporter shutdown closed it while the
+// traces pipeline's batch processor still flushed into it (a nil pointer
+// panic in fileWriter.export, seen in the k8s test).
+func fileExporters(dir string) []string {
+	return []string{
+		"yaml:exporters::file/logs: {path: " + filepath.Join(dir, "logs.jsonl") + "}",
+		"yaml:exporters::file/spans: {path: " + filepath.Join(dir, "spans.jsonl") + "}",
+		"yaml:service::pipelines::logs::exporters: [file/logs]",
+		"yaml:service::pipelines::traces::exporters: [file/spans]",
+	}
+}
+
+// eachExported is eachRequest over what fileExporters wrote in dir.
+func eachExported(t *testing.T, dir string, logs func(plog.Logs), traces func(ptrace.Traces)) {
+	t.Helper()
+	for _, name := range []string{"logs.jsonl", "spans.jsonl"} {
+		eachRequest(t, filepath.Join(dir, name), logs, traces)
+	}
+}
+
+// eachRequest calls logs or traces, by its kind, with each request a file
+// exporter wrote to path (OTLP JSON, a line each); no file: none.
+func eachRequest(t *testing.T, path string, logs func(plog.Logs), traces func(ptrace.Traces)) {
+	t.Helper()
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
-		return e
+		return
 	}
 	require.NoError(t, err)
 	defer f.Close()
@@ -57,35 +107,14 @@ func readGateway(t *testing.T, path string, marker string) exported {
 		case strings.Contains(string(line[:min(len(line), 40)]), "resourceLogs"):
 			ld, err := lu.UnmarshalLogs(line)
 			require.NoError(t, err)
-			testutil.EachLogRecord(ld, func(lr plog.LogRecord) {
-				e.logs++
-				e.logTraces[lr.TraceID().String()]++
-				if lr.EventName() == "seq.lost" {
-					e.lostRecords++
-				}
-				if strings.Contains(lr.Body().AsString(), marker) {
-					e.execMarkers[lr.TraceID().String()] = true
-				}
-			})
+			logs(ld)
 		case strings.Contains(string(line[:min(len(line), 40)]), "resourceSpans"):
 			td, err := tu.UnmarshalTraces(line)
 			require.NoError(t, err)
-			rss := td.ResourceSpans()
-			for i := 0; i < rss.Len(); i++ {
-				sss := rss.At(i).ScopeSpans()
-				for j := 0; j < sss.Len(); j++ {
-					ss := sss.At(j).Spans()
-					for k := 0; k < ss.Len(); k++ {
-						e.spans++
-						e.spanTraces[ss.At(k).TraceID().String()]++
-						e.processSpans[ss.At(k).SpanID().String()] = ss.At(k).TraceID().String()
-					}
-				}
-			}
+			traces(td)
 		}
 	}
 	require.NoError(t, sc.Err())
-	return e
 }
 
 // The shipped deploy/agent.yaml and deploy/gateway.yaml on loopback: one
@@ -99,16 +128,17 @@ func TestAgentToGatewaysKeepsTracesWhole(t *testing.T) {
 	var outs, endpoints []string
 	for i := range 2 {
 		otlp, health := freePort(t), freePort(t)
-		out := filepath.Join(dir, fmt.Sprintf("gateway%d.jsonl", i))
+		out := filepath.Join(dir, fmt.Sprintf("gateway%d", i))
+		require.NoError(t, os.Mkdir(out, 0o755))
 		outs, endpoints = append(outs, out), append(endpoints, otlp)
+		// The test's backend is files: the same pipelines, other exporters.
+		args := []string{"--config", "../../deploy/gateway.yaml"}
+		for _, a := range fileExporters(out) {
+			args = append(args, "--config", a)
+		}
 		gws = append(gws, startCollector(t, []string{"OTLP_GRPC_ENDPOINT=" + otlp, "HEALTH_ENDPOINT=" + health},
-			"--config", "../../deploy/gateway.yaml",
-			// The test's backend is a file: the same pipelines, another exporter.
-			"--config", "yaml:exporters::file: {path: "+out+"}",
-			"--config", "yaml:service::pipelines::logs::exporters: [file]",
-			"--config", "yaml:service::pipelines::traces::exporters: [file]",
 			// Three collectors on one host: no telemetry server each on :8888.
-			"--config", "yaml:service::telemetry::metrics::level: none"))
+			append(args, "--config", "yaml:service::telemetry::metrics::level: none")...))
 	}
 	agentHealth := freePort(t)
 	agent := startCollector(t, []string{"HEALTH_ENDPOINT=" + agentHealth, "K8S_NODE_NAME=e2e"},
@@ -170,8 +200,50 @@ func TestAgentToGatewaysKeepsTracesWhole(t *testing.T) {
 func TestImageCapturesHostProcesses(t *testing.T) {
 	testutil.RequireRoot(t)
 	conf := podmanConf(t)
+	image := buildImage(t, conf)
+	outDir := t.TempDir()
+	name := fmt.Sprintf("otelcol-seq-e2e-%d", rand.Uint32())
+	args := []string{"--pid=host", "--privileged", "--network=none",
+		"-e", "K8S_NODE_NAME=e2e", "-v", outDir + ":/out", image,
+		"--config=/etc/otelcol-seq/agent.yaml",
+		"--config=yaml:processors::k8sattributes::passthrough: true",
+		"--config=yaml:extensions::health_check::endpoint: 127.0.0.1:13133"}
+	for _, a := range fileExporters("/out") {
+		args = append(args, "--config="+a)
+	}
+	log, exited := runImage(t, conf, name, args...)
+	podman := func(args ...string) *exec.Cmd { return podmanCmd(conf, args...) }
+
+	marker := fmt.Sprintf("image-marker-%d", rand.Uint32())
+	host := exec.Command("/bin/sh", "-c", "/bin/true "+marker)
+	require.NoError(t, host.Run())
+	time.Sleep(time.Second)
+	require.NoError(t, podman("stop", "-t", "20", name).Run())
+	t.Logf("the container exited: %v", <-exited)
+
+	var found bool
+	for _, r := range readExport(t, filepath.Join(outDir, "logs.jsonl")) {
+		if r.name == "process.exec" && strings.Contains(r.body, marker) {
+			found = true
+			assert.NotEqual(t, int64(1), r.int("process.pid"), "host pids, not the container's")
+		}
+	}
+	assert.True(t, found, "the host process's exec record, captured from the container:\n%s", log.log())
+}
+
+// podmanCmd is podman with the CONTAINERS_CONF of podmanConf.
+func podmanCmd(conf string, args ...string) *exec.Cmd {
+	c := exec.Command("podman", args...)
+	c.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
+	return c
+}
+
+// buildImage builds deploy/Containerfile (the built collector and the two
+// configs, nothing else in the context) under a tag of its own, removed at
+// the test's end, and returns the tag.
+func buildImage(t *testing.T, conf string) string {
+	t.Helper()
 	bin := collectorBin(t)
-	// The build context: the binary and the configs, nothing else.
 	ctx := t.TempDir()
 	for _, p := range []string{"bin", "deploy"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(ctx, p), 0o755))
@@ -182,30 +254,23 @@ func TestImageCapturesHostProcesses(t *testing.T) {
 		copyFile(t, "../../deploy/"+f, filepath.Join(ctx, "deploy", f), 0o644)
 	}
 	image := fmt.Sprintf("localhost/otelcol-seq:e2e-%d", rand.Uint32())
-	podman := func(args ...string) *exec.Cmd {
-		c := exec.Command("podman", args...)
-		c.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
-		return c
-	}
-	out, err := podman("build", "-f", filepath.Join(ctx, "deploy/Containerfile"), "-t", image, ctx).CombinedOutput()
+	out, err := podmanCmd(conf, "build", "-f", filepath.Join(ctx, "deploy/Containerfile"), "-t", image, ctx).CombinedOutput()
 	require.NoError(t, err, "podman build: %s", out)
-	t.Cleanup(func() { _ = podman("rmi", "-f", image).Run() })
+	t.Cleanup(func() { _ = podmanCmd(conf, "rmi", "-f", image).Run() })
+	return image
+}
 
-	outDir := t.TempDir()
-	name := fmt.Sprintf("otelcol-seq-e2e-%d", rand.Uint32())
-	run := podman("run", "--rm", "--name", name, "--pid=host", "--privileged", "--network=none",
-		"-e", "K8S_NODE_NAME=e2e", "-v", outDir+":/out", image,
-		"--config=/etc/otelcol-seq/agent.yaml",
-		"--config=yaml:processors::k8sattributes::passthrough: true",
-		"--config=yaml:exporters::file: {path: /out/records.jsonl}",
-		"--config=yaml:service::pipelines::logs::exporters: [file]",
-		"--config=yaml:service::pipelines::traces::exporters: [file]",
-		"--config=yaml:extensions::health_check::endpoint: 127.0.0.1:13133")
-	log := &collector{ready: make(chan struct{})}
+// runImage runs `podman run --rm --name name args...` (options, the image,
+// the collector's arguments), removed at the test's end, and waits up to 60
+// s for the collector in it to be ready; exited gets podman's result.
+func runImage(t *testing.T, conf, name string, args ...string) (log *collector, exited chan error) {
+	t.Helper()
+	run := podmanCmd(conf, append([]string{"run", "--rm", "--name", name}, args...)...)
+	log = &collector{ready: make(chan struct{})}
 	run.Stdout, run.Stderr = log, log
 	require.NoError(t, run.Start())
-	t.Cleanup(func() { _ = podman("rm", "-f", name).Run() })
-	exited := make(chan error, 1)
+	t.Cleanup(func() { _ = podmanCmd(conf, "rm", "-f", name).Run() })
+	exited = make(chan error, 1)
 	go func() { exited <- run.Wait() }()
 	select {
 	case <-log.ready:
@@ -214,22 +279,7 @@ func TestImageCapturesHostProcesses(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the collector in the container was not ready in 60 s:\n%s", log.log())
 	}
-
-	marker := fmt.Sprintf("image-marker-%d", rand.Uint32())
-	host := exec.Command("/bin/sh", "-c", "/bin/true "+marker)
-	require.NoError(t, host.Run())
-	time.Sleep(time.Second)
-	require.NoError(t, podman("stop", "-t", "20", name).Run())
-	t.Logf("the container exited: %v", <-exited)
-
-	var found bool
-	for _, r := range readExport(t, filepath.Join(outDir, "records.jsonl")) {
-		if r.name == "process.exec" && strings.Contains(r.body, marker) {
-			found = true
-			assert.NotEqual(t, int64(1), r.int("process.pid"), "host pids, not the container's")
-		}
-	}
-	assert.True(t, found, "the host process's exec record, captured from the container:\n%s", log.log())
+	return log, exited
 }
 
 func copyFile(t *testing.T, from, to string, mode os.FileMode) {

@@ -56,7 +56,7 @@ fi
 # forks took 33 s.
 ARM64_ENV=(OTELCOL_SEQ_TEST_FORK_OPS=500)
 # Per binary; a guest runs its binaries one after another.
-TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-12m}
+TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-20m}
 
 # selection KERNEL PKG: a -test.run pattern; empty runs everything, - runs
 # none of the package's tests (the guest does not run its binary). The 6.1
@@ -101,6 +101,10 @@ skipped() {
 	# seqreceiver's TestLappedReaderReportsEveryGap's; this accounting is the
 	# reader's (Go, arch-neutral), run on the host and in the amd64 guests.
 	arm64:sequencer) echo '^TestLappedAccountingStress$'; return ;;
+	# The TLS probes' executable and cgroup filters and self-exclusion
+	# (the host and the stock guests run it): 140 s in the 6.1 RT guest,
+	# whose every uprobe close waits out an RCU grace period.
+	*-rt:capture) echo '^(TestCaptureTLSGoCost|TestTLSCallBPFCost|TestTLSSelfAndFilters)$'; return ;;
 	esac
 	case $2 in
 	# TestForkStormWithContainerAccounting checks the test's own reading

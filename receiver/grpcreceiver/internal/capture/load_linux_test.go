@@ -74,7 +74,8 @@ func TestPreflightNamesWhatIsMissing(t *testing.T) {
 	} else {
 		require.ErrorContains(t, err, "bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)")
 	}
-	require.NotContains(t, err.Error(), "load program")
+	// The probe's own refusal may follow; no program of the receiver's was tried.
+	require.NotContains(t, err.Error(), "program h2_")
 }
 
 func TestLoadHooks(t *testing.T) {
