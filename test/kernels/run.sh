@@ -27,11 +27,12 @@ PACKAGES=(
 	./receiver/grpcreceiver/internal/capture
 )
 # What the arm64 guest (scripts/kernels.sh: Debian's 6.1 arm64) runs, with
-# selection's tests of a guest other than 6.1's: the seq packages, whose BPF
-# objects are bpf2go's bpfel (one object for both architectures). The
-# capture package joins by adding ./receiver/grpcreceiver/internal/capture
-# here (or to KERNELS_ARM64_PACKAGES, space separated); see docs/kernels.md.
-read -r -a ARM64_PACKAGES <<<"${KERNELS_ARM64_PACKAGES:-./internal/sequencer ./receiver/seqreceiver}"
+# selection's tests of a guest other than 6.1's: the seq packages (bpf2go's
+# bpfel objects, one for both architectures) and the grpc capture (its
+# arm64 object, system call numbers, registers and Go TLS probes). The
+# ebpf_exporter package needs ebpf_exporter, an amd64 binary; bpftrace is
+# the host's (amd64). KERNELS_ARM64_PACKAGES (space separated) overrides.
+read -r -a ARM64_PACKAGES <<<"${KERNELS_ARM64_PACKAGES:-./internal/sequencer ./receiver/seqreceiver ./receiver/grpcreceiver/internal/capture}"
 
 # Inside the guests (TCG, several times slower than the host) the fork storms are
 # shortened, not skipped (internal/testutil: ForkOps), and the tests' waits
@@ -95,12 +96,6 @@ skipped() {
 	# The side-by-side benchmark's fixture fills its maps in one bpf_loop
 	# (Linux 5.17); 5.10 refuses it, as it should.
 	5.10*:ebpfexporter) echo '^TestIntegrationBenchFixture$'; return ;;
-	# Its fork storm is too slow in the arm64 guest to lap the reader: some
-	# 40 records a 200 ms round, 0 lapped gaps in 20 rounds (65 s), so it
-	# fails on "the producers lapped the reader". Laps on arm64 are
-	# seqreceiver's TestLappedReaderReportsEveryGap's; this accounting is the
-	# reader's (Go, arch-neutral), run on the host and in the amd64 guests.
-	arm64:sequencer) echo '^TestLappedAccountingStress$'; return ;;
 	# The TLS probes' executable and cgroup filters and self-exclusion
 	# (the host and the stock guests run it): 140 s in the 6.1 RT guest,
 	# whose every uprobe close waits out an RCU grace period.
