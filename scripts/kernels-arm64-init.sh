@@ -2,7 +2,8 @@
 # PID 1 of the arm64 guest (scripts/kernels.sh run arm64 SCRIPT RESULTDIR).
 # The guest's root is the arm64 userland of the initramfs (in RAM, writable);
 # it mounts the host's root read-only over 9p at /host, binds the host's
-# top-level folders that the arm64 root lacks (/work, /root, /home...) at
+# top-level folders that the arm64 root lacks (/work, /root, /home...) and
+# the folders of its /tmp at
 # their own paths, so the host's paths (test binaries, sources, SCRIPT) are
 # the guest's too, and mounts RESULTDIR writable over it. Then, like a
 # virtme-ng guest, it runs `bash SCRIPT RESULTDIR` in RESULTDIR, writes its
@@ -54,11 +55,19 @@ for d in /host/*; do
 	[ ! -e "$n" ] || [ -z "$(ls -A "$n")" ] || continue
 	mkdir -p "$n" && mount --bind "$d" "$n"
 done
+# The host's /tmp holds clones and results (a CI clone, KERNELS_RESULTS):
+# each of its folders is bound read-only at its own path; /tmp itself stays
+# the guest's own (RAM), where the tests' temporary files go.
+for d in /host/tmp/*; do
+	[ -d "$d" ] && [ ! -L "$d" ] || continue
+	n=/tmp/${d#/host/tmp/}
+	mkdir -p "$n" && mount --bind "$d" "$n"
+done
 # The kernel's other modules, for what the tests load on demand.
 if [ -n "$modules" ] && [ -d "/host$modules" ]; then
 	mount --bind "/host$modules" "/lib/modules/$(uname -r)"
 fi
-mkdir -p "$resultdir" # under /tmp, the guest's own
+mkdir -p "$resultdir" # the guest's own, unless the host's /tmp holds it
 mount -t 9p -o "$opts" results "$resultdir" || { say "cannot mount $resultdir"; poweroff_now; }
 
 say "up in $(cut -d' ' -f1 /proc/uptime)s"
