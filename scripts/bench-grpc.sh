@@ -15,6 +15,12 @@
 # copied per call (otelcol_receiver_grpc_kernel{counter="bytes_copied"}).
 # Tools are built once into $BENCH_CACHE (default ~/.cache/otelcol-seq/bench-grpc).
 #   BENCH_GRPC_ROUNDS (5) BENCH_GRPC_N (50000) BENCH_GRPC_C (50)
+# BENCH_GRPC_RATES="2000 5000 10000 0" instead runs the curve: baseline and
+# receiver rows at each fixed rate (ghz -r; 0: as fast as it goes) for
+# BENCH_GRPC_SECONDS (10) each, with the receiver's BPF time per RPC (the
+# h2_* programs' run time, kernel.bpf_stats_enabled, over the calls; both
+# ends of each call are on this host, so it is two ends' worth) and its
+# collector CPU per call; results-curve.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${BENCH_CACHE:-$HOME/.cache/otelcol-seq/bench-grpc}
@@ -88,14 +94,71 @@ service:
 CFG
 sleep 1
 
-ghz_run() { # TARGET JSONFILE
+ghz_run() { # TARGET JSONFILE [ghz options]
+	local target=$1 out=$2
+	shift 2
 	"$CACHE/bin/ghz" --insecure --import-paths "$PROTO_DIR" --proto helloworld.proto \
 		--call helloworld.Greeter.SayHello -d '{"name":"bench"}' \
-		-n "$N" -c "$C" --connections 1 -O json "$1" >"$2"
+		-n "$N" -c "$C" --connections 1 "$@" -O json "$target" >"$out"
 }
 
 copied() { curl -s http://127.0.0.1:18888/metrics | awk -F' ' '/otelcol_receiver_grpc_kernel.*counter="bytes_copied"/ {print $2}' | head -1; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# bpf_ns: the run time of the loaded h2_* programs so far, in ns (bpf_stats).
+bpf_ns() { bpftool -j prog show 2>/dev/null | python3 -c 'import json,sys; print(sum(p.get("run_time_ns",0) for p in json.load(sys.stdin) if p.get("name","").startswith("h2_")))'; }
+
+# start_collector: the collector in the background (cpid), once it is ready.
+start_collector() {
+	"$COLLECTOR" --config "$OUT/collector.yaml" >"$OUT/collector.log" 2>&1 &
+	cpid=$!
+	for _ in $(seq 1 100); do grep -q "Everything is ready" "$OUT/collector.log" && break; sleep 0.2; done
+	sleep 1
+}
+
+if [ -n "${BENCH_GRPC_RATES:-}" ]; then
+	SECS=${BENCH_GRPC_SECONDS:-10}
+	sysctl -qw kernel.bpf_stats_enabled=1
+	ghz_run 127.0.0.1:50051 /dev/null # warm-up
+	curve=$OUT/curve.tsv
+	printf 'rate\trow\trps\tp50_ms\tp99_ms\tcpu_us_per_call\tbpf_ns_per_rpc\n' >"$curve"
+	for rate in $BENCH_GRPC_RATES; do
+		n=$((rate > 0 ? rate * SECS : N))
+		for row in baseline receiver; do
+			cpid=
+			[ "$row" = receiver ] && { start_collector; t0=$(cpu_ticks "$cpid"); k0=$(bpf_ns); }
+			N=$n ghz_run 127.0.0.1:50051 "$OUT/ghz.json" -r "$rate"
+			cpu=- bpf=-
+			if [ -n "$cpid" ]; then
+				sleep 1.5
+				t1=$(cpu_ticks "$cpid"); k1=$(bpf_ns)
+				cpu=$(python3 -c "print(f'{($t1-$t0)/$(getconf CLK_TCK)/$n*1e6:.1f}')")
+				bpf=$(python3 -c "print(f'{($k1-$k0)/$n:.0f}')")
+				kill -TERM "$cpid"; wait "$cpid" || true
+			fi
+			python3 - "$OUT/ghz.json" "$rate" "$row" "$cpu" "$bpf" >>"$curve" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+lat = {d["percentage"]: d["latency"] / 1e6 for d in r.get("latencyDistribution") or []}
+print(f"{sys.argv[2]}\t{sys.argv[3]}\t{r['rps']:.0f}\t{lat.get(50, 0):.2f}\t{lat.get(99, 0):.2f}\t{sys.argv[4]}\t{sys.argv[5]}")
+PY
+			tail -1 "$curve"
+		done
+	done
+	sysctl -qw kernel.bpf_stats_enabled=0
+	python3 - "$curve" "$SECS" "$C" <<'PY' | tee "$OUT/results-curve.md"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+print(f"ghz -r RATE for {sys.argv[2]} s (0: -n as fast as it goes), -c {sys.argv[3]} --connections 1\n")
+print("| rate (RPS asked) | baseline RPS | receiver RPS | baseline p99 ms | receiver p99 ms | collector µs CPU / call | BPF ns / RPC (both ends) |")
+print("|---|---|---|---|---|---|---|")
+for rate in dict.fromkeys(r["rate"] for r in rows):
+    b = next(r for r in rows if r["rate"] == rate and r["row"] == "baseline")
+    v = next(r for r in rows if r["rate"] == rate and r["row"] == "receiver")
+    print(f"| {'max' if rate == '0' else rate} | {b['rps']} | {v['rps']} | {b['p99_ms']} | {v['p99_ms']} | {v['cpu_us_per_call']} | {v['bpf_ns_per_rpc']} |")
+PY
+	exit 0
+fi
 
 results=$OUT/runs.tsv
 printf 'round\trow\trps\tp50_ms\tp99_ms\tcpu_pct\tbytes_per_rpc\n' >"$results"
@@ -106,10 +169,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		[[ $row == haproxy* ]] && target=127.0.0.1:50052
 		cpid=
 		if [[ $row == *receiver ]]; then
-			"$COLLECTOR" --config "$OUT/collector.yaml" >"$OUT/collector.log" 2>&1 &
-			cpid=$!
-			for _ in $(seq 1 100); do grep -q "Everything is ready" "$OUT/collector.log" && break; sleep 0.2; done
-			sleep 1
+			start_collector
 			b0=$(copied); t0=$(cpu_ticks "$cpid")
 		fi
 		s0=$(date +%s.%N)
