@@ -100,6 +100,11 @@ test-bpftrace-versions: deps
 # setup into $(KERNELS_CACHE); results go to build/kernels/.
 test-kernels: deps $(EBPF_EXPORTER)
 	KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh setup
+	@# The arm64 objects' CO-RE relocations against the arm64 guest's kernel (its
+	@# Image holds its BTF), and the host's against its own: the ebpf_exporter
+	@# programs and fixtures run in no arm64 guest.
+	OTELCOL_SEQ_CORE_BTF=arm64=$$(KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh vmlinuz arm64),$$($(GO) env GOARCH)=/sys/kernel/btf/vmlinux \
+		$(GO) test -count=1 -run TestCOREAgainstKernelBTF ./receiver/grpcreceiver/internal/capture ./receiver/ebpfexporterreceiver/internal/ebpfexporter
 	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) test/kernels/run.sh
 
 # bin/otelcol-seq: the collector for this machine (what `make run` and the
