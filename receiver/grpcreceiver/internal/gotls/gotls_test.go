@@ -366,30 +366,37 @@ func FuzzFind(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		start := time.Now()
-		_, err := FindReader(bytes.NewReader(b), int64(len(b)))
-		took := time.Since(start)
-		runtime.ReadMemStats(&after)
-		if err != nil && strings.Contains(err.Error(), "parser panic") {
-			t.Logf("recovered: %v", err) // allowed, but worth seeing
-		}
-		if d := after.TotalAlloc - before.TotalAlloc; d > 64*uint64(len(b))+4<<20 {
-			t.Fatalf("%d bytes allocated for an input of %d", d, len(b))
-		}
-		if took > 5*time.Second {
-			t.Fatalf("took %s for an input of %d bytes", took, len(b))
+		// Both architectures' paths, whatever the collector's: an arm64
+		// executable is read by FindReaderFor(…, "arm64") on an amd64 host.
+		for _, goarch := range []string{"amd64", "arm64"} {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, err := FindReaderFor(bytes.NewReader(b), int64(len(b)), goarch)
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			if err != nil && strings.Contains(err.Error(), "parser panic") {
+				t.Logf("%s: recovered: %v", goarch, err) // allowed, but worth seeing
+			}
+			if d := after.TotalAlloc - before.TotalAlloc; d > 64*uint64(len(b))+4<<20 {
+				t.Fatalf("%s: %d bytes allocated for an input of %d", goarch, d, len(b))
+			}
+			if took > 5*time.Second {
+				t.Fatalf("%s: took %s for an input of %d bytes", goarch, took, len(b))
+			}
 		}
 	})
 }
 
-// fuzzSeeds are the synthetic executable, one built by an old Go and one
-// with a hostile symbol size.
+// fuzzSeeds are the synthetic executable, one built by an old Go, one
+// with a hostile symbol size, and the first marked arm64 (e_machine
+// EM_AARCH64), which takes the arm64 decoder over its bytes.
 func fuzzSeeds() [][]byte {
 	huge := elftest.Synthetic("go1.22.0")
 	_ = grpctest.PatchSymbolSize(huge, WriteSym, 1<<62)
-	return [][]byte{elftest.Synthetic("go1.22.0"), elftest.Synthetic("go1.16"), huge}
+	arm := elftest.Synthetic("go1.22.0")
+	binary.LittleEndian.PutUint16(arm[18:], uint16(elf.EM_AARCH64))
+	return [][]byte{elftest.Synthetic("go1.22.0"), elftest.Synthetic("go1.16"), huge, arm}
 }
 
 // The committed seeds are fuzzSeeds (GOTLS_WRITE_SEEDS=1 rewrites them).
