@@ -20,7 +20,6 @@ package gotls
 
 import (
 	"bytes"
-	"debug/buildinfo"
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
@@ -170,14 +169,14 @@ func FindReaderFor(r io.ReaderAt, size int64, goarch string) (p *Probes, err err
 	}
 	// Go 1.13+ records its version (buildinfo); the register ABI is 1.17's
 	// (amd64) or 1.18's (arm64).
-	bi, err := buildinfo.Read(sr)
+	goVer, err := goVersion(f)
 	if err != nil {
 		return nil, fmt.Errorf("no Go version in it (%w): %w", err, ErrGoABI)
 	}
-	if version.IsValid(bi.GoVersion) && version.Compare(bi.GoVersion, arch.minGo) < 0 {
-		return nil, fmt.Errorf("%s: %w", bi.GoVersion, ErrGoABI)
+	if version.IsValid(goVer) && version.Compare(goVer, arch.minGo) < 0 {
+		return nil, fmt.Errorf("%s: %w", goVer, ErrGoABI)
 	}
-	p.GoVersion = bi.GoVersion
+	p.GoVersion = goVer
 	for i := range found {
 		fn := &found[i]
 		if fn.Size == 0 {
@@ -416,6 +415,78 @@ func fromPclntab(f *elf.File, size int64, names []string) ([]Func, error) {
 }
 
 // progOf is the executable PT_LOAD segment holding addr, or nil.
+// maxGoVersion bounds the version string goVersion reads ("go1.26.8" and
+// experiment suffixes are far shorter).
+const maxGoVersion = 128
+
+// goVersion reads the Go version the linker recorded at the start of
+// .go.buildinfo (Go 1.13+, the layout debug/buildinfo reads): a 32-byte
+// header (magic, pointer size, flags), then, with flags&2 (Go 1.18+), the
+// version as a uvarint length and its bytes, or else (1.13–1.17) a
+// pointer to a Go string header {data, len}. Its own reader rather than
+// debug/buildinfo.Read: that one makes a 10 MiB buffer for any string
+// length the file declares (found by FuzzFind), and reads the module list
+// too. This reads at most maxGoVersion bytes of the string.
+func goVersion(f *elf.File) (string, error) {
+	s := f.Section(".go.buildinfo")
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return "", errors.New("no .go.buildinfo section")
+	}
+	var h [32 + binary.MaxVarintLen64 + maxGoVersion]byte
+	n, _ := s.ReadAt(h[:], 0)
+	if n < 32 || string(h[:14]) != "\xff Go buildinf:" {
+		return "", errors.New(".go.buildinfo has no build info header")
+	}
+	ptrSize, flags := int(h[14]), h[15]
+	if flags&2 != 0 {
+		l, k := binary.Uvarint(h[32:n])
+		if k <= 0 || l > maxGoVersion || uint64(n-32-k) < l {
+			return "", errors.New(".go.buildinfo: bad version string length")
+		}
+		return string(h[32+k : 32+k+int(l)]), nil
+	}
+	if ptrSize != 4 && ptrSize != 8 {
+		return "", fmt.Errorf(".go.buildinfo: pointer size %d", ptrSize)
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if flags&1 != 0 {
+		bo = binary.BigEndian
+	}
+	ptr := func(b []byte) uint64 {
+		if ptrSize == 4 {
+			return uint64(bo.Uint32(b))
+		}
+		return bo.Uint64(b)
+	}
+	hdr := make([]byte, 2*ptrSize)
+	if err := readVirt(f, ptr(h[16:]), hdr); err != nil {
+		return "", fmt.Errorf(".go.buildinfo: version string header: %w", err)
+	}
+	if l := ptr(hdr[ptrSize:]); l > maxGoVersion {
+		return "", fmt.Errorf(".go.buildinfo: version string of %d bytes", l)
+	}
+	v := make([]byte, ptr(hdr[ptrSize:]))
+	if err := readVirt(f, ptr(hdr), v); err != nil {
+		return "", fmt.Errorf(".go.buildinfo: version string: %w", err)
+	}
+	return string(v), nil
+}
+
+// readVirt fills b from virtual address addr of the loaded segment whose
+// file bytes hold all of it.
+func readVirt(f *elf.File, addr uint64, b []byte) error {
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || addr < p.Vaddr || addr-p.Vaddr >= p.Filesz || uint64(len(b)) > p.Filesz-(addr-p.Vaddr) {
+			continue
+		}
+		if _, err := p.ReadAt(b, int64(addr-p.Vaddr)); err != nil {
+			return fmt.Errorf("address %#x: %w", addr, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("address %#x (%d bytes) in no loaded segment", addr, len(b))
+}
+
 func progOf(f *elf.File, addr uint64) *elf.Prog {
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Vaddr <= addr && addr < p.Vaddr+p.Filesz {

@@ -326,6 +326,51 @@ func TestFindSynthetic(t *testing.T) {
 	assert.ErrorIs(t, err, ErrGoABI)
 }
 
+// The Go version is read from both build info layouts; a version string
+// whose declared length is hostile is refused without reading it (debug/
+// buildinfo made a 10 MiB buffer for it: FuzzFind's find, kept in
+// testdata/fuzz/FuzzFind/699af8ced094209f).
+func TestGoVersionLayouts(t *testing.T) {
+	find := func(b []byte) (*Probes, error) {
+		return FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
+	}
+	p, err := find(elftest.SyntheticPointers("go1.17.13"))
+	require.NoError(t, err)
+	assert.Equal(t, "go1.17.13", p.GoVersion)
+	_, err = find(elftest.SyntheticPointers("go1.16.15"))
+	require.ErrorIs(t, err, ErrGoABI)
+	assert.Contains(t, err.Error(), "go1.16.15")
+
+	biOff := func(b []byte) int {
+		f, err := elf.NewFile(bytes.NewReader(b))
+		require.NoError(t, err)
+		return int(f.Section(".go.buildinfo").Offset)
+	}
+	for name, patch := range map[string]func([]byte){
+		"inline 2^40": func(b []byte) {
+			o := biOff(b)
+			n := binary.PutUvarint(b[o+32:], 1<<40)
+			copy(b[o+32+n:], "go1.22.0")
+		},
+		"pointer 2^40": func(b []byte) { binary.LittleEndian.PutUint64(b[biOff(b)+40:], 1<<40) },
+		"pointer out of the file": func(b []byte) { binary.LittleEndian.PutUint64(b[biOff(b)+16:], 1<<50) },
+		"no magic":                func(b []byte) { b[biOff(b)] = 0 },
+	} {
+		b := elftest.SyntheticPointers("go1.17.13")
+		if strings.HasPrefix(name, "inline") {
+			b = elftest.Synthetic("go1.22.0")
+		}
+		patch(b)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := find(b)
+		runtime.ReadMemStats(&after)
+		require.ErrorIs(t, err, ErrGoABI, name)
+		assert.Contains(t, err.Error(), ".go.buildinfo", name)
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), name)
+	}
+}
+
 // A Go executable whose symbol table says crypto/tls.(*Conn).Write is 2^62
 // bytes long (or whose .symtab runs past its end) is an error naming the
 // problem, never a panic (it was: makeslice: len out of range).
@@ -389,14 +434,15 @@ func FuzzFind(f *testing.F) {
 }
 
 // fuzzSeeds are the synthetic executable, one built by an old Go, one
-// with a hostile symbol size, and the first marked arm64 (e_machine
-// EM_AARCH64), which takes the arm64 decoder over its bytes.
+// with a hostile symbol size, the first marked arm64 (e_machine
+// EM_AARCH64), which takes the arm64 decoder over its bytes, and one with
+// Go 1.17's build info layout.
 func fuzzSeeds() [][]byte {
 	huge := elftest.Synthetic("go1.22.0")
 	_ = grpctest.PatchSymbolSize(huge, WriteSym, 1<<62)
 	arm := elftest.Synthetic("go1.22.0")
 	binary.LittleEndian.PutUint16(arm[18:], uint16(elf.EM_AARCH64))
-	return [][]byte{elftest.Synthetic("go1.22.0"), elftest.Synthetic("go1.16"), huge, arm}
+	return [][]byte{elftest.Synthetic("go1.22.0"), elftest.Synthetic("go1.16"), huge, arm, elftest.SyntheticPointers("go1.17.13")}
 }
 
 // The committed seeds are fuzzSeeds (GOTLS_WRITE_SEEDS=1 rewrites them).

@@ -22,22 +22,38 @@ var funcCode = []byte{0x49, 0x3b, 0x66, 0x10, 0x76, 0x02, 0x90, 0xc3, 0x90, 0xc3
 // Synthetic is a minimal x86-64 ELF executable of well under a KiB: one
 // PT_LOAD R+X segment over the whole file, a .text with the three crypto/tls
 // functions (each with a stack check and two RETs), a .go.buildinfo naming
-// goVersion, and .symtab, .strtab and .shstrtab.
-func Synthetic(goVersion string) []byte {
+// goVersion in Go 1.18's layout, and .symtab, .strtab and .shstrtab.
+func Synthetic(goVersion string) []byte { return synthetic(goVersion, false) }
+
+// SyntheticPointers is Synthetic with .go.buildinfo in the layout of Go
+// 1.13 to 1.17: the version reached through a pointer to a string header.
+func SyntheticPointers(goVersion string) []byte { return synthetic(goVersion, true) }
+
+func synthetic(goVersion string, pointers bool) []byte {
 	const base = 0x400000
 	le := binary.LittleEndian
 	var text []byte
 	for range TLSSymbols {
 		text = append(text, funcCode...)
 	}
-	// .go.buildinfo (Go 1.18+): magic, pointer size, flags (2: inline
-	// strings), padding to 32, then the version and module info as
-	// varint-prefixed strings.
-	bi := append([]byte("\xff Go buildinf:"), 8, 2)
-	bi = append(bi, make([]byte, 32-len(bi))...)
-	bi = binary.AppendUvarint(bi, uint64(len(goVersion)))
-	bi = append(bi, goVersion...)
-	bi = append(bi, 0)
+	// .go.buildinfo: magic, pointer size, flags, padding to 32. Go 1.18+
+	// (flags 2: inline strings): then the version and module info as
+	// varint-prefixed strings. Before: at 16, a pointer to the version's
+	// string header {data, len} (here at 32, its bytes at 48), at 24 the
+	// module info's (none here).
+	var bi []byte
+	if pointers {
+		bi = append([]byte("\xff Go buildinf:"), 8, 0)
+		bi = append(bi, make([]byte, 48-len(bi))...)
+		le.PutUint64(bi[40:], uint64(len(goVersion)))
+		bi = append(bi, goVersion...)
+	} else {
+		bi = append([]byte("\xff Go buildinf:"), 8, 2)
+		bi = append(bi, make([]byte, 32-len(bi))...)
+		bi = binary.AppendUvarint(bi, uint64(len(goVersion)))
+		bi = append(bi, goVersion...)
+		bi = append(bi, 0)
+	}
 	strtab := []byte{0}
 	var nameOff []uint32
 	for _, n := range TLSSymbols {
@@ -57,6 +73,10 @@ func Synthetic(goVersion string) []byte {
 	off += uint64(len(text))
 	biOff := (off + 15) &^ 15
 	off = biOff + uint64(len(bi))
+	if pointers {
+		le.PutUint64(bi[16:], base+biOff+32)
+		le.PutUint64(bi[32:], base+biOff+48)
+	}
 	symOff := (off + 7) &^ 7
 	syms := make([]byte, elf.Sym64Size*(1+len(TLSSymbols)))
 	for i := range TLSSymbols {
