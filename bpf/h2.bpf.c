@@ -64,12 +64,26 @@
  *   tls.h         what the TLS probes share
  *   tls_openssl.h the OpenSSL uprobes
  *   tls_go.h      the Go crypto/tls uprobes
+ *
+ * Built a second time with SEQ_NO_FETCH (the h2nf objects) for kernels
+ * without BPF atomic fetch, exchange and compare-and-exchange (before Linux
+ * 5.12; Debian 11's 5.10): the records go to a BPF ring buffer, numbered
+ * by the reader (seq_ring.h, SEQ_RING_RB); connection ids are numbered per
+ * CPU; the busy flags and the HTTP/2 decision are plain stores, which a
+ * program that is not preempted (tracepoints and uprobes run so there)
+ * makes safe for a per-CPU flag, and leaves a two-CPU race in the decision
+ * (detect.h). Only raw_sys, h2_state and the TLS probes: the sock_* and
+ * sys_* programs need bpf_task_pt_regs (Linux 5.15), and the frame walk is
+ * the bounded loop (no bpf_loop: 5.17).
  */
 #include "vmlinux.h"
 #include "bpf_helpers.h"
 #include "bpf_tracing.h"
 #include "bpf_core_read.h"
 #include "seq.h"
+#ifdef SEQ_NO_FETCH
+#define SEQ_RING_RB /* seq_ring.h: the records go to a ring buffer */
+#endif
 #include "seq_ring.h"
 #include "h2.h"
 

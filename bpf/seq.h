@@ -99,6 +99,7 @@ struct seq_stats {
 	__u64 doorbell_failed;     /* wake-ups that found the doorbell ring full */
 	__u64 overrun;             /* slots skipped: being written by a stalled producer, or already newer */
 	__u64 shed[SEQ_EV_MAX];   /* events dropped before their ticket under pressure (seq_shed_mask), by type */
+	__u64 output_failed;       /* SEQ_RING_RB (seq_ring.h): tickets whose ring buffer output failed */
 };
 
 /*

@@ -95,6 +95,64 @@ static __always_inline bool seq_own(struct seq_slot *s, __u64 t)
 	return __sync_val_compare_and_swap(&s->seq, old, (t + 1) | SEQ_WRITING) == old;
 }
 
+/* The tickets (slots) a record of len bytes takes: 1..SEQ_MAX_SLOTS. */
+static __always_inline __u32 seq_slots_for(__u32 len)
+{
+	__u32 n = (len + SEQ_SLOT_PAYLOAD - 1) / SEQ_SLOT_PAYLOAD;
+
+	if (n == 0)
+		n = 1;
+	if (n > SEQ_MAX_SLOTS)
+		n = SEQ_MAX_SLOTS;
+	return n;
+}
+
+#ifdef SEQ_RING_RB
+/*
+ * SEQ_RING_RB: for kernels without BPF atomic fetch, exchange and
+ * compare-and-exchange (before Linux 5.12), where a producer cannot learn
+ * the ticket it claims nor take a slot. The staged record goes whole into
+ * this BPF ring buffer (Linux 5.8+) instead of the slots; its tickets are
+ * counted in seq_ctl.head with a plain atomic add (BPF_XADD, which every
+ * kernel with BPF takes), as many as the slots would take. The ring buffer
+ * serialises reservations, so the reader numbers the records in ring order,
+ * and the tickets of every failed output (output_failed, per CPU) as a gap.
+ * Wake-ups are the kernel's own (flags 0): no doorbell, which needs the
+ * exchange. The loader sizes it (max_entries).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} seq_rb SEC(".maps");
+
+static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16 type)
+{
+	__u32 zero = 0;
+	struct seq_ctl *ctl;
+	struct seq_stats *st;
+	__u64 size;
+	__u32 n;
+
+	ctl = bpf_map_lookup_elem(&seq_control, &zero);
+	st = bpf_map_lookup_elem(&seq_counters, &zero);
+	if (!ctl || !st)
+		return;
+	n = seq_slots_for(len);
+	size = len;
+	/* 1..SEQ_SCRATCH, clamped in the register that is passed: clang
+	 * otherwise compares a copy, and the verifier sees no bound. */
+	asm volatile("if %0 <= %1 goto +1; %0 = %1;" : "+r"(size) : "i"(SEQ_SCRATCH));
+	asm volatile("if %0 != 0 goto +1; %0 = 1;" : "+r"(size));
+	/* The result unused: a plain atomic add, no fetch. */
+	__sync_fetch_and_add(&ctl->head, n);
+	if (bpf_ringbuf_output(&seq_rb, rec->buf, size, 0))
+		st->output_failed += n;
+	if (type < SEQ_EV_MAX) {
+		st->events[type]++;
+		st->tickets[type] += n;
+	}
+}
+#else
 /* Claims the tickets for a staged record of len bytes and publishes it slot by slot. */
 static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16 type)
 {
@@ -108,12 +166,7 @@ static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16
 	st = bpf_map_lookup_elem(&seq_counters, &zero);
 	if (!ctl || !st)
 		return;
-
-	n = (len + SEQ_SLOT_PAYLOAD - 1) / SEQ_SLOT_PAYLOAD;
-	if (n == 0)
-		n = 1;
-	if (n > SEQ_MAX_SLOTS)
-		n = SEQ_MAX_SLOTS;
+	n = seq_slots_for(len);
 	/* Hide n's bound from clang so that it keeps the i < SEQ_MAX_SLOTS test the verifier needs. */
 	asm volatile("" : "+r"(n));
 
@@ -152,6 +205,7 @@ static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16
 	}
 	seq_doorbell_ring(ctl, st);
 }
+#endif /* SEQ_RING_RB */
 
 static __always_inline struct seq_scratch *seq_stage(void)
 {

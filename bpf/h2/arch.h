@@ -47,7 +47,14 @@
 
 static __always_inline bool h2_compat_syscall(void)
 {
+#ifdef SEQ_NO_FETCH
+	/* Linux 5.10: no bpf_get_current_task_btf (5.11). */
+	struct task_struct *t = (void *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, thread_info.status) & TS_COMPAT;
+#else
 	return bpf_get_current_task_btf()->thread_info.status & TS_COMPAT;
+#endif
 }
 
 /* Go's amd64 register ABI: integer arguments and results in RAX, RBX, RCX,
@@ -107,9 +114,15 @@ struct task_struct___h2arm64 {
 
 static __always_inline bool h2_compat_syscall(void)
 {
+#ifdef SEQ_NO_FETCH
+	struct task_struct___h2arm64 *t = (void *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, thread_info.flags) & (1UL << TIF_32BIT);
+#else
 	struct task_struct___h2arm64 *t = (void *)bpf_get_current_task_btf();
 
 	return t->thread_info.flags & (1UL << TIF_32BIT);
+#endif
 }
 
 /* Go's arm64 register ABI: integer arguments and results in R0, R1, R2,

@@ -83,10 +83,32 @@ struct {
 	__type(value, __u8);
 } h2_not_h2 SEC(".maps");
 
+#ifdef SEQ_NO_FETCH
+/* No fetch-add: each CPU numbers its own connections, the CPU (plus one)
+ * in the top 24 bits. An id is a key, never compared for order. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} h2_cpu_ids SEC(".maps");
+
+static __always_inline __u64 h2_new_id(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&h2_cpu_ids, &zero);
+
+	if (!n)
+		return 0;
+	*n += 1;
+	return ((__u64)bpf_get_smp_processor_id() + 1) << 40 | (*n & ((1ULL << 40) - 1));
+}
+#else
 static __always_inline __u64 h2_new_id(void)
 {
 	return __sync_fetch_and_add(&h2_next_id, 1) + 1;
 }
+#endif
 
 /* The stream offset of TCP sequence number seq in direction d. */
 static __always_inline __u64 h2_off(struct h2_dirst *d, __u32 seq)

@@ -138,7 +138,15 @@ static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, s
 	}
 	if (!decided)
 		return false;
+#ifdef SEQ_NO_FETCH
+	/* No compare-and-swap: both directions deciding at once on two CPUs
+	 * may both open the connection (two open records, the same id). */
+	was = c->state;
+	if (was == H2_UNKNOWN)
+		c->state = yes ? H2_YES : H2_NO;
+#else
 	was = __sync_val_compare_and_swap(&c->state, H2_UNKNOWN, yes ? H2_YES : H2_NO);
+#endif
 	if (was != H2_UNKNOWN)
 		return was == H2_YES; /* the other direction decided first */
 	if (yes) {

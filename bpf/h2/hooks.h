@@ -130,7 +130,7 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 
 	h2_call(c, &key, pending, sk, dir, start, end, ret, s, w, st, false);
 out:
-	__sync_lock_test_and_set(busy, 0);
+	h2_end(busy);
 	return 0;
 
 unsupported:
@@ -138,6 +138,7 @@ unsupported:
 	goto out;
 }
 
+#ifndef SEQ_NO_FETCH
 static __always_inline struct pt_regs *h2_regs(void)
 {
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -155,6 +156,7 @@ int BPF_PROG(h2_sock_recv, struct sock *sk, int ret, int flags)
 {
 	return h2_io(sk, H2_INGRESS, ret, flags, h2_regs(), false);
 }
+#endif /* SEQ_NO_FETCH: sock_* and sys_* need bpf_task_pt_regs (Linux 5.15) */
 
 /*
  * Older kernels: a system call's exit (ret > 0), the fd walked to its socket.
@@ -188,6 +190,7 @@ static __always_inline int h2_sys(struct pt_regs *regs, long ret, int dir)
  * raw record's ret at 24, past the end of the 24-byte record, and the kernel
  * refused the attach (EACCES: the program reads beyond the event's fields).
  */
+#ifndef SEQ_NO_FETCH
 #define H2_SYS_EXIT(name, dir)                                              \
 	SEC("tracepoint/syscalls/sys_exit_" #name)                          \
 	int h2_sys_##name(struct syscall_trace_exit *ctx)                   \
@@ -205,6 +208,7 @@ H2_SYS_EXIT(read, H2_INGRESS)
 H2_SYS_EXIT(readv, H2_INGRESS)
 H2_SYS_EXIT(recvfrom, H2_INGRESS)
 H2_SYS_EXIT(recvmsg, H2_INGRESS)
+#endif
 
 /*
  * Any kernel with BTF, one program: raw_syscalls:sys_exit, which every system

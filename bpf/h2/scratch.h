@@ -114,12 +114,32 @@ static __always_inline bool h2_begin(struct h2_stats *st, __u64 **busy, struct h
 	*s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
 	if (!*busy || !*s)
 		return false;
+#ifdef SEQ_NO_FETCH
+	/* No exchange: a plain test and store, enough for a per-CPU flag
+	 * where the program is not preempted between them. */
+	if (*(volatile __u64 *)*busy) {
+		st->busy++;
+		return false;
+	}
+	*(volatile __u64 *)*busy = 1;
+#else
 	if (__sync_lock_test_and_set(*busy, 1)) {
 		st->busy++;
 		return false;
 	}
+#endif
 	__builtin_memset(&(*s)->w, 0, sizeof((*s)->w));
 	return true;
+}
+
+/* Gives this CPU's staging buffer back (h2_begin). */
+static __always_inline void h2_end(__u64 *busy)
+{
+#ifdef SEQ_NO_FETCH
+	*(volatile __u64 *)busy = 0;
+#else
+	__sync_lock_test_and_set(busy, 0);
+#endif
 }
 
 #endif /* H2_SCRATCH_H */

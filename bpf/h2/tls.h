@@ -91,7 +91,7 @@ static __always_inline void h2_tls_data(struct h2_key key, __u64 buf, int dir, l
 	end = start + ret;
 	c->d[dir].lastoff = end;
 	h2_call(c, &key, pending, 0, dir, start, end, ret, s, w, st, true);
-	__sync_lock_test_and_set(busy, 0);
+	h2_end(busy);
 }
 
 #endif /* H2_TLS_H */

@@ -73,6 +73,7 @@ type seqSeqStats struct {
 	DoorbellFailed uint64
 	Overrun        uint64
 	Shed           [8]uint64
+	OutputFailed   uint64
 }
 
 type seqSeqTxStats struct {

@@ -101,8 +101,17 @@ func (r txRecord) TicketSpan() (first, n uint64) { return r.ticket, r.n }
 // bufSource reads the BPF ring buffer or the perf buffers and puts the
 // records back in ticket order.
 type bufSource struct {
-	s     *Sequencer
-	rb    *ringbuf.Reader
+	ctl []byte // the mapped struct seq_ctl: the head at 0, the parked flag at 64
+	// failed reads the producers' counters: tickets whose outputs failed,
+	// and of those the perf outputs.
+	failed    func() (total, perf uint64, err error)
+	onArrival func(ticket uint64, data []byte)
+	// hdr: the bytes before a record's data (struct seq_tx_hdr, 8; 0 for
+	// SEQ_RING_RB's records); trim, if set, cuts a record's data to its own
+	// lengths (perf pads); minLen: the least data a record has.
+	hdr, minLen int
+	trim        func([]byte) []byte
+	rb          *ringbuf.Reader
 	rbRec ringbuf.Record
 	pr    *perf.Reader
 	pRec  perf.Record
@@ -139,11 +148,23 @@ type bufSource struct {
 	nextNum  uint64
 }
 
-func newBufSource(s *Sequencer) (*bufSource, error) {
-	b := &bufSource{s: s, head: (*uint64)(unsafe.Pointer(&s.ctl[0])), fallback: ring.GaveUp}
-	b.ro = reorder.New[txRecord](0, max(1024, s.opts.RingSlots), ReorderWait)
+// newBuf is a bufSource over ctl, its reorder stage bounded by slots.
+func newBuf(ctl []byte, slots int) *bufSource {
+	b := &bufSource{ctl: ctl, head: (*uint64)(unsafe.Pointer(&ctl[0])), fallback: ring.GaveUp}
+	b.ro = reorder.New[txRecord](0, max(1024, slots), ReorderWait)
 	b.ro.DropLate = true
 	b.ro.OnGap = b.gap
+	return b
+}
+
+func newBufSource(s *Sequencer) (*bufSource, error) {
+	b := newBuf(s.ctl, s.opts.RingSlots)
+	b.onArrival = s.opts.OnArrival
+	b.hdr, b.minLen, b.trim = 8, event.FixedSize, trimEvent
+	b.failed = func() (uint64, uint64, error) {
+		c, err := s.Counters()
+		return c.TotalFailed(), c.PerfFailed, err
+	}
 	var err error
 	switch s.transport {
 	case TransportRingBuf:
@@ -185,6 +206,45 @@ func newBufSource(s *Sequencer) (*bufSource, error) {
 	return b, nil
 }
 
+// trimEvent cuts a seq record to its event's own lengths (struct
+// seq_event's filename and argv lengths at 68 and 70).
+func trimEvent(data []byte) []byte {
+	n := event.FixedSize + int(binary.LittleEndian.Uint16(data[68:])) + int(binary.LittleEndian.Uint16(data[70:]))
+	if n <= len(data) {
+		return data[:n]
+	}
+	return data
+}
+
+// RingBufSource is a Source over the records that producers without BPF
+// atomic fetch write whole to a BPF ring buffer (bpf/seq_ring.h,
+// SEQ_RING_RB), numbered in ring order from ticket 0.
+type RingBufSource struct{ *bufSource }
+
+// NewRingBufSource reads rb (seq_rb) for the producers whose struct
+// seq_ctl is mapped at ctl; failed reads the tickets of their failed
+// outputs (seq_stats.output_failed, summed), which become gaps; minLen is
+// the least a record holds. Close releases the reader.
+func NewRingBufSource(rb *ebpf.Map, ctl []byte, minLen int, failed func() (uint64, error)) (*RingBufSource, error) {
+	if len(ctl) < ring.CtlSize {
+		return nil, fmt.Errorf("control page of %d bytes, want %d", len(ctl), ring.CtlSize)
+	}
+	b := newBuf(ctl, 0)
+	b.minLen, b.numbered, b.failReason = minLen, true, ring.OutputFailed
+	b.failed = func() (uint64, uint64, error) {
+		n, err := failed()
+		return n, 0, err
+	}
+	var err error
+	if b.rb, err = ringbuf.NewReader(rb); err != nil {
+		return nil, fmt.Errorf("open ring buffer: %w", err)
+	}
+	return &RingBufSource{b}, nil
+}
+
+// Close releases the ring buffer reader.
+func (r *RingBufSource) Close() error { return r.close() }
+
 func (b *bufSource) close() error {
 	if b.rb != nil {
 		return b.rb.Close()
@@ -215,7 +275,7 @@ func (b *bufSource) Stats() ring.Stats { return b.stats }
 func (b *bufSource) SetParked()        { atomic.StoreUint64(b.parked(), 1) }
 func (b *bufSource) ClearParked() bool { return atomic.SwapUint64(b.parked(), 0) != 0 }
 
-func (b *bufSource) parked() *uint64 { return (*uint64)(unsafe.Pointer(&b.s.ctl[64])) }
+func (b *bufSource) parked() *uint64 { return (*uint64)(unsafe.Pointer(&b.ctl[64])) }
 
 func (b *bufSource) Interrupt() {
 	if b.rb != nil {
@@ -327,22 +387,23 @@ func (b *bufSource) readOne(now time.Time) (bool, error) {
 // reorder stage. It returns the end of the record's tickets; ok is false
 // for a record too short to have them.
 func (b *bufSource) push(raw []byte, now time.Time) (end uint64, ok bool) {
-	if len(raw) < 8+event.FixedSize {
+	if len(raw) < b.hdr+b.minLen {
 		// No ticket to put it in place: nothing to deliver. Its tickets
 		// are given up on as missing.
 		return 0, false
 	}
-	t := binary.LittleEndian.Uint64(raw)
+	var t uint64
 	if b.numbered {
 		t = b.nextNum
+	} else {
+		t = binary.LittleEndian.Uint64(raw)
 	}
-	data := raw[8:]
-	n := event.FixedSize + int(binary.LittleEndian.Uint16(data[68:])) + int(binary.LittleEndian.Uint16(data[70:]))
-	if n <= len(data) {
-		data = data[:n]
+	data := raw[b.hdr:]
+	if b.trim != nil {
+		data = b.trim(data)
 	}
-	if b.s.opts.OnArrival != nil {
-		b.s.opts.OnArrival(t, data)
+	if b.onArrival != nil {
+		b.onArrival(t, data)
 	}
 	rec := txRecord{ticket: t, n: uint64(ring.SlotsFor(len(data))), data: data}
 	if b.numbered {
@@ -369,8 +430,8 @@ func (b *bufSource) out(r txRecord) {
 // samples the kernel reported lost, the rest with the fallback reason.
 func (b *bufSource) gap(first, n uint64) {
 	if b.failedSeen-b.failedUsed < n {
-		if c, err := b.s.Counters(); err == nil {
-			b.failedSeen, b.perfFailed = c.TotalFailed(), c.PerfFailed
+		if total, perf, err := b.failed(); err == nil {
+			b.failedSeen, b.perfFailed = total, perf
 		}
 	}
 	if k := min(n, b.failedSeen-b.failedUsed); k > 0 {
@@ -469,11 +530,11 @@ func (b *bufSource) numberFailed() {
 	if b.Head() <= b.nextNum {
 		return
 	}
-	c, err := b.s.Counters()
+	total, _, err := b.failed()
 	if err != nil {
 		return
 	}
-	b.failedSeen = c.TotalFailed()
+	b.failedSeen = total
 	if k := b.failedSeen - b.failedUsed; k > 0 {
 		b.queueGap(b.nextNum, k, b.failReason)
 		b.failedUsed += k

@@ -18,7 +18,16 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
+
+// Reader is what the receiver reads the records from, in ticket order with
+// the gaps in their places: the sequencer ring's reader, or, with the
+// programs built without BPF atomic fetch, the ring buffer's numbering one.
+type Reader interface {
+	Read(limit int, fn func(*ring.Item)) (int, ring.State)
+	ring.Parker
+}
 
 // Capture is the loaded, attached programs and their mapped ring.
 type Capture struct {
@@ -28,7 +37,10 @@ type Capture struct {
 	progs  []*ebpf.Program
 	links  []link.Link
 	ring   *ringmap.Ring
-	reader *ring.Reader
+	reader Reader
+	// rb: the programs are the h2nf objects (no BPF atomic fetch), which
+	// write to a ring buffer; it is the reader, and its own doorbell.
+	rb *sequencer.RingBufSource
 
 	// TLS: the files probed, and the processes looked at (RescanTLS looks
 	// at new ones only). tlsMu guards these and links once the capture is
@@ -67,15 +79,27 @@ func (c *Capture) Hook() Hook { return c.hook }
 func (c *Capture) Why() string { return c.why }
 
 // Reader is the ring's reader, from ticket 0: for the one reading goroutine.
-func (c *Capture) Reader() *ring.Reader { return c.reader }
+func (c *Capture) Reader() Reader { return c.reader }
 
-// Wait blocks until a producer rings the doorbell or the timeout passes; the
-// caller sets the parked flag and looks at the head again first.
-func (c *Capture) Wait(timeout time.Duration) (bool, error) { return c.ring.Wait(timeout) }
+// NoFetch reports whether the programs are those built without BPF atomic
+// fetch, whose records the reader numbers in ring order.
+func (c *Capture) NoFetch() bool { return c.rb != nil }
+
+// Wait blocks until a producer rings the doorbell (or, with NoFetch, the
+// ring buffer has records) or the timeout passes; the caller sets the
+// parked flag and looks at the head again first.
+func (c *Capture) Wait(timeout time.Duration) (bool, error) {
+	if c.rb != nil {
+		return c.rb.Wait(timeout)
+	}
+	return c.ring.Wait(timeout)
+}
 
 // Interrupt makes a blocked Wait return; any goroutine.
 func (c *Capture) Interrupt() {
-	if c.ring != nil {
+	if c.rb != nil {
+		c.rb.Interrupt()
+	} else if c.ring != nil {
 		c.ring.Interrupt()
 	}
 }
@@ -98,6 +122,7 @@ func (c *Capture) Counters() (Counters, error) {
 	for _, p := range seq {
 		out.Overrun += p.Overrun
 		out.NoSlot += p.NoSlot
+		out.OutputFailed += p.OutputFailed
 		out.Doorbells += p.Doorbells
 		out.DoorbellFailed += p.DoorbellFailed
 		for _, t := range p.Tickets {
@@ -141,9 +166,40 @@ func (c *Capture) Close() error {
 		c.ring = nil
 	}
 	c.reader = nil
+	if c.rb != nil {
+		errs = append(errs, c.rb.Close())
+		c.rb = nil
+	}
 	if c.coll != nil {
 		c.coll.Close()
 		c.coll = nil
 	}
 	return errors.Join(errs...)
+}
+
+// mapRingBuf maps the control block (the head the programs count) and opens
+// the ring buffer's numbering reader: the h2nf programs (Plan.NoFetch).
+func (c *Capture) mapRingBuf() (err error) {
+	if c.ring, err = ringmap.Map(c.coll, 0); err != nil {
+		return err
+	}
+	counters := c.coll.Maps["seq_counters"]
+	failed := func() (uint64, error) {
+		var per []h2SeqStats
+		if err := counters.Lookup(uint32(0), &per); err != nil {
+			return 0, fmt.Errorf("read seq_counters: %w", err)
+		}
+		var n uint64
+		for _, p := range per {
+			n += p.OutputFailed
+		}
+		return n, nil
+	}
+	// Every record is numbered, however short (seq_commit writes at least
+	// a byte): the decoder judges and counts the malformed.
+	if c.rb, err = sequencer.NewRingBufSource(c.coll.Maps["seq_rb"], c.ring.Control(), 1, failed); err != nil {
+		return err
+	}
+	c.reader = c.rb
+	return nil
 }

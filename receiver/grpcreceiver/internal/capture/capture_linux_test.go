@@ -162,20 +162,36 @@ func drain(c *Capture, dec *Decoder) {
 
 func TestCaptureGRPCGo(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, hook := range hooksHere(t) {
-		t.Run(string(hook), func(t *testing.T) { testCaptureGRPCGo(t, hook, false) })
-		// The walk kernels without bpf_loop (5.15, 5.16) get, on this kernel.
-		t.Run(string(hook)+"_bounded_loop", func(t *testing.T) { testCaptureGRPCGo(t, hook, true) })
+	if p, err := Preflight(HookAuto, false); err == nil && p.NoFetch {
+		// A kernel without BPF atomic fetch (5.10): the h2nf programs on
+		// raw_syscalls are all it takes.
+		t.Logf("auto: %s", p.Why)
+		t.Run("auto_nofetch", func(t *testing.T) { testCaptureGRPCGo(t, HookAuto, false, false) })
+		return
 	}
+	for _, hook := range hooksHere(t) {
+		t.Run(string(hook), func(t *testing.T) { testCaptureGRPCGo(t, hook, false, false) })
+		// The walk kernels without bpf_loop (5.15, 5.16) get, on this kernel.
+		t.Run(string(hook)+"_bounded_loop", func(t *testing.T) { testCaptureGRPCGo(t, hook, true, false) })
+	}
+	// The programs kernels without BPF atomic fetch (5.10) get, on this one.
+	t.Run("raw_syscalls_nofetch", func(t *testing.T) { testCaptureGRPCGo(t, HookRawSyscalls, false, true) })
 }
 
-func testCaptureGRPCGo(t *testing.T, hook Hook, bounded bool) {
-	c, err := Open(Options{Hook: hook, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384, BoundedLoop: bounded})
+func testCaptureGRPCGo(t *testing.T, hook Hook, bounded, noFetch bool) {
+	c, err := Open(Options{Hook: hook, RingSlots: 1 << 16, MaxConns: 4096, HeaderCap: 16384, BoundedLoop: bounded, NoFetch: noFetch})
 	require.NoError(t, err)
 	defer c.Close()
-	if bounded {
-		require.Contains(t, c.Why(), "bounded loop of 1024 steps per call (forced)")
+	t.Logf("%s: %s", c.Hook(), c.Why())
+	if bounded || c.NoFetch() {
+		require.Contains(t, c.Why(), "bounded loop of 1024 steps per call")
 	}
+	if noFetch {
+		require.True(t, c.NoFetch())
+		require.Equal(t, HookRawSyscalls, c.Hook())
+		require.Contains(t, c.Why(), "the programs built without BPF atomic fetch were asked for; their records go to a BPF ring buffer")
+	}
+	hook = c.Hook()
 
 	srv, err := grpctest.Start()
 	require.NoError(t, err)

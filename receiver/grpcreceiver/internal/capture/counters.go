@@ -46,6 +46,7 @@ type Counters struct {
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
 	NoSlot         uint64
+	OutputFailed   uint64 // tickets whose ring buffer output failed (Options.NoFetch: the ring buffer was full)
 	Doorbells      uint64 // wake-ups sent to the parked reader (each paid by the application that committed)
 	DoorbellFailed uint64
 
@@ -111,6 +112,7 @@ func (c Counters) Named() []NamedCounter {
 		{"throttled", c.Throttled}, {"throttled_bytes", c.ThrottledBytes},
 		{"tls_sock", c.TLSSock}, {"tls_no_sock", c.TLSNoSock},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
+		{"ring_output_failed", c.OutputFailed},
 		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},
 	}
 }

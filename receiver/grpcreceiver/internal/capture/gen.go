@@ -9,3 +9,8 @@
 package capture
 
 //go:generate go tool bpf2go -tags linux -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -type h2_stats h2 ../../../../bpf/h2.bpf.c -- -I../../../../bpf -I../../../../bpf/headers
+
+// The same source without BPF atomic fetch (SEQ_NO_FETCH): raw_sys, h2_state
+// and the TLS probes writing to a ring buffer, for kernels before Linux 5.12
+// (bpf/h2.bpf.c says what differs).
+//go:generate go tool bpf2go -tags linux -cc clang-14 -cflags "-O2 -g -Wall -Werror -DSEQ_NO_FETCH" -target amd64,arm64 -no-global-types h2nf ../../../../bpf/h2.bpf.c -- -I../../../../bpf -I../../../../bpf/headers

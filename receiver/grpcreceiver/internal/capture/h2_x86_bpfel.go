@@ -206,6 +206,7 @@ type h2SeqStats struct {
 	DoorbellFailed uint64
 	Overrun        uint64
 	Shed           [8]uint64
+	OutputFailed   uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -62,53 +62,105 @@ var btfHooks = map[Hook][][2]string{
 
 var syscallExits = []string{"write", "writev", "sendto", "sendmsg", "read", "readv", "recvfrom", "recvmsg"}
 
-// Preflight checks what the programs need and picks the hook for want. It
-// names every missing privilege or kernel feature and the fix; why says
-// which hook and why.
-func Preflight(want Hook) (hook Hook, why string, err error) {
+// Plan is what Preflight chose: the hook, why, and whether the programs
+// are those built without BPF atomic fetch (the h2nf objects).
+type Plan struct {
+	Hook    Hook
+	Why     string
+	NoFetch bool
+}
+
+// taskPtRegs is the helper the sock_* and sys_* programs read the system
+// call's registers with.
+var taskPtRegs = sequencer.Feature{What: "the bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)", Probe: func() error { return features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs) }}
+
+// Preflight checks what the programs need and picks the hook for want, and
+// the programs built without BPF atomic fetch where the kernel lacks it (or
+// noFetch asks for them). It names every missing privilege or kernel
+// feature and the fix; Plan.Why says which hook and why.
+func Preflight(want Hook, noFetch bool) (Plan, error) {
+	hook, why, nf, err := preflight(want, noFetch)
+	return Plan{Hook: hook, Why: why, NoFetch: nf}, err
+}
+
+func preflight(want Hook, noFetch bool) (hook Hook, why string, nf bool, err error) {
+	fail := func(err error) (Hook, string, bool, error) { return "", "", false, err }
 	if missing := sequencer.MissingCapabilities(); len(missing) > 0 {
-		return "", "", fmt.Errorf("the grpc receiver needs the capabilities CAP_BPF and CAP_PERFMON (or root); missing %s: run the collector as root or grant them with `setcap cap_bpf,cap_perfmon+ep <collector binary>`", strings.Join(missing, " and "))
+		return fail(fmt.Errorf("the grpc receiver needs the capabilities CAP_BPF and CAP_PERFMON (or root); missing %s: run the collector as root or grant them with `setcap cap_bpf,cap_perfmon+ep <collector binary>`", strings.Join(missing, " and ")))
 	}
 	if _, err := os.Stat(sequencer.BTFPath); err != nil {
-		return "", "", fmt.Errorf("kernel BTF not found at %s (%v): the grpc receiver needs a kernel built with CONFIG_DEBUG_INFO_BTF=y", sequencer.BTFPath, err)
+		return fail(fmt.Errorf("kernel BTF not found at %s (%v): the grpc receiver needs a kernel built with CONFIG_DEBUG_INFO_BTF=y", sequencer.BTFPath, err))
 	}
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
-		return "", "", fmt.Errorf("read kernel BTF: %w", err)
+		return fail(fmt.Errorf("read kernel BTF: %w", err))
 	}
 	has := func(tp string) bool {
 		var td *btf.Typedef
 		return spec.TypeByName("btf_trace_"+tp, &td) == nil
 	}
 	if !has("inet_sock_set_state") {
-		return "", "", errors.New("kernel BTF has no sock:inet_sock_set_state tracepoint (Linux 4.16+, with BTF): the grpc receiver cannot follow TCP connections on this kernel")
+		return fail(errors.New("kernel BTF has no sock:inet_sock_set_state tracepoint (Linux 4.16+, with BTF): the grpc receiver cannot follow TCP connections on this kernel"))
 	}
-	needs := append(sequencer.RingFeatures[:len(sequencer.RingFeatures):len(sequencer.RingFeatures)],
-		sequencer.Feature{What: "the bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)", Probe: func() error { return features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs) }})
-	if err := sequencer.ProbeFeatures("the grpc receiver", needs...); err != nil {
-		return "", "", err
+	if err := sequencer.ProbeFeatures("the grpc receiver", sequencer.BaseFeatures...); err != nil {
+		return fail(err)
+	}
+	// Without BPF atomic fetch (before Linux 5.12): the h2nf programs,
+	// raw_syscalls only, their records in a ring buffer, numbered by the
+	// reader. Without bpf_task_pt_regs (before 5.15): raw_syscalls, whose
+	// tracepoint passes the registers.
+	var lacks []string
+	if noFetch {
+		lacks = append(lacks, "the programs built without BPF atomic fetch were asked for")
+	} else if err := sequencer.AtomicsFeature.Probe(); err != nil {
+		noFetch = true
+		lacks = append(lacks, fmt.Sprintf("this kernel lacks %s (%v)", sequencer.AtomicsFeature.What, err))
+	}
+	if err := taskPtRegs.Probe(); err != nil {
+		lacks = append(lacks, fmt.Sprintf("this kernel lacks %s (%v)", taskPtRegs.What, err))
 	}
 	socketOK := has(socketTracepoints[0]) && has(socketTracepoints[1])
+	rawOK := has("sys_exit")
+	if len(lacks) > 0 {
+		because := strings.Join(lacks, ", and ")
+		if noFetch {
+			because += "; their records go to a BPF ring buffer, numbered by the reader in ring order"
+		}
+		switch want {
+		case HookSocket, HookSyscalls:
+			return fail(fmt.Errorf("hook %s: %s; the %s hook needs BPF atomic fetch (Linux 5.12) and bpf_task_pt_regs (Linux 5.15): set hook: raw_syscalls (or auto)", want, because, want))
+		case HookRawSyscalls, "", HookAuto:
+		default:
+			return fail(fmt.Errorf("unknown hook %q (want %v)", want, Hooks))
+		}
+		if !rawOK {
+			return fail(fmt.Errorf("%s, and kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS), the one hook left: the grpc receiver cannot run on this kernel", because))
+		}
+		if want == HookRawSyscalls {
+			return HookRawSyscalls, "configured; " + because, noFetch, nil
+		}
+		return HookRawSyscalls, because + "; using raw_syscalls:sys_exit, whose tracepoint passes the registers, and the fd walk", noFetch, nil
+	}
 	switch want {
 	case HookSocket:
 		if !socketOK {
-			return "", "", errors.New("hook socket: this kernel has no sock:sock_send_length/sock_recv_length tracepoints (Linux 6.3+); set hook: syscalls, raw_syscalls (or auto)")
+			return fail(errors.New("hook socket: this kernel has no sock:sock_send_length/sock_recv_length tracepoints (Linux 6.3+); set hook: syscalls, raw_syscalls (or auto)"))
 		}
-		return HookSocket, "configured", nil
+		return HookSocket, "configured", false, nil
 	case HookSyscalls:
-		return HookSyscalls, "configured", checkSyscallTracepoints()
+		return HookSyscalls, "configured", false, checkSyscallTracepoints()
 	case HookRawSyscalls:
-		if !has("sys_exit") {
-			return "", "", errors.New("hook raw_syscalls: kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS); set hook: syscalls or socket (or auto)")
+		if !rawOK {
+			return fail(errors.New("hook raw_syscalls: kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS); set hook: syscalls or socket (or auto)"))
 		}
-		return HookRawSyscalls, "configured", nil
+		return HookRawSyscalls, "configured", false, nil
 	case "", HookAuto:
 		if socketOK {
-			return HookSocket, "the kernel has sock:sock_send_length and sock:sock_recv_length (Linux 6.3+)", nil
+			return HookSocket, "the kernel has sock:sock_send_length and sock:sock_recv_length (Linux 6.3+)", false, nil
 		}
-		return HookSyscalls, "the kernel lacks sock:sock_send_length (Linux 6.3+): using the system call exits and the fd walk", checkSyscallTracepoints()
+		return HookSyscalls, "the kernel lacks sock:sock_send_length (Linux 6.3+): using the system call exits and the fd walk", false, checkSyscallTracepoints()
 	}
-	return "", "", fmt.Errorf("unknown hook %q (want %v)", want, Hooks)
+	return fail(fmt.Errorf("unknown hook %q (want %v)", want, Hooks))
 }
 
 // checkSyscallTracepoints finds the syscall exit tracepoints in tracefs.

@@ -85,6 +85,10 @@ type Options struct {
 	// SingleUprobes attaches one perf-event uprobe per probe point even
 	// where the kernel has uprobe_multi links (for tests and comparison).
 	SingleUprobes bool
+	// NoFetch loads the programs built without BPF atomic fetch (the h2nf
+	// objects: raw_syscalls only, records in a ring buffer that the reader
+	// numbers), which kernels before Linux 5.12 get, on any kernel (tests).
+	NoFetch bool
 }
 
 // Open checks the kernel, loads and attaches the programs and maps the ring.
@@ -104,25 +108,27 @@ func Open(o Options) (*Capture, error) {
 		o.MaxIov = 1024
 	}
 
-	hook, why, err := Preflight(o.Hook)
+	p, err := Preflight(o.Hook, o.NoFetch)
 	if err != nil {
 		return nil, err
 	}
 	_ = rlimit.RemoveMemlock()
-	return openOrFallBack(o, hook, why)
+	return openOrFallBack(o, p)
 }
 
-// openOrFallBack opens the hook Preflight picked; for auto (o.Hook) a
+// openOrFallBack opens what Preflight planned; for auto (o.Hook) a
 // refused syscalls hook falls back to HookRawSyscalls.
-func openOrFallBack(o Options, hook Hook, why string) (*Capture, error) {
-	c, err := open(o, hook, why)
+func openOrFallBack(o Options, p Plan) (*Capture, error) {
+	c, err := open(o, p)
 	if !errors.Is(err, ErrSyscallHookRefused) || (o.Hook != "" && o.Hook != HookAuto) {
 		return c, err
 	}
-	if _, _, perr := Preflight(HookRawSyscalls); perr != nil {
+	raw, perr := Preflight(HookRawSyscalls, o.NoFetch)
+	if perr != nil {
 		return nil, errors.Join(err, perr)
 	}
-	return open(o, HookRawSyscalls, "the kernel lacks sock:sock_send_length (Linux 6.3+) and refuses BPF programs on the syscalls:sys_exit_* tracepoints: using raw_syscalls:sys_exit and the fd walk")
+	raw.Why = "the kernel lacks sock:sock_send_length (Linux 6.3+) and refuses BPF programs on the syscalls:sys_exit_* tracepoints: using raw_syscalls:sys_exit and the fd walk"
+	return open(o, raw)
 }
 
 // burst is the most a connection copies at once under Options.Rate: an
@@ -132,9 +138,14 @@ func burst(rate, ringBytes int) int {
 	return max(min(rate/8, ringBytes/16), MinBurst)
 }
 
-// open loads and attaches the programs of hook.
-func open(o Options, hook Hook, why string) (_ *Capture, err error) {
-	spec, err := loadH2()
+// open loads and attaches the programs of p.Hook.
+func open(o Options, p Plan) (_ *Capture, err error) {
+	hook, why := p.Hook, p.Why
+	load := loadH2
+	if p.NoFetch {
+		load = loadH2nf
+	}
+	spec, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
@@ -161,6 +172,13 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 	}
 	delete(spec.Maps, "seq_scratchbuf") // seq_ring.h's; h2 stages in h2_scratchbuf
 	spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
+	if p.NoFetch {
+		// The ring's bytes go to the ring buffer (a power of two of pages);
+		// the slots and the doorbell are left unused.
+		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
+		spec.Maps["seq_slots"].MaxEntries = 1
+		delete(spec.Maps, "seq_doorbell")
+	}
 	// The connection maps are preallocated (LRU hash), in kernel memory, per
 	// entry: h2_conns and h2_pending about 210 bytes (48 of element head, the
 	// 16-byte key, the 128-byte struct h2_conn, 16 of hash bucket), h2_not_h2
@@ -195,11 +213,12 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 	}
 
 	// Kernels before 5.17 have no bpf_loop: the walk then runs in a bounded
-	// loop of global functions (h2_step_bounded), fewer steps per call.
-	haveLoop := !o.BoundedLoop && features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) == nil
+	// loop of global functions (h2_step_bounded), fewer steps per call. The
+	// h2nf objects have only that.
+	haveLoop := !o.BoundedLoop && !p.NoFetch && features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) == nil
 	if !haveLoop {
 		why += fmt.Sprintf("; the frame walk runs in a bounded loop of %d steps per call (no bpf_loop: Linux 5.17)", BoundedSteps)
-		if o.BoundedLoop {
+		if o.BoundedLoop || (p.NoFetch && features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) == nil) {
 			why = strings.Replace(why, "no bpf_loop: Linux 5.17", "forced", 1)
 		}
 	}
@@ -236,11 +255,17 @@ func open(o Options, hook Hook, why string) (_ *Capture, err error) {
 		c.progs = append(c.progs, c.coll.Programs[name])
 	}
 	// The ring first, then the hooks: nothing is written before it can be read.
-	if c.ring, err = ringmap.Map(c.coll, o.RingSlots); err != nil {
-		return nil, err
-	}
-	if c.reader, err = ring.NewReader(c.ring.Control(), c.ring.Slots(), ring.StartAt(0)); err != nil {
-		return nil, err
+	if p.NoFetch {
+		if err := c.mapRingBuf(); err != nil {
+			return nil, err
+		}
+	} else {
+		if c.ring, err = ringmap.Map(c.coll, o.RingSlots); err != nil {
+			return nil, err
+		}
+		if c.reader, err = ring.NewReader(c.ring.Control(), c.ring.Slots(), ring.StartAt(0)); err != nil {
+			return nil, err
+		}
 	}
 	// Connections first (h2_state), so that a connection established from now
 	// on has its offsets from the handshake.

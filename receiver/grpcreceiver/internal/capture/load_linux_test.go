@@ -31,7 +31,7 @@ var loadOpts = Options{RingSlots: 1024, MaxConns: 1024, HeaderCap: 16384}
 func hooksHere(t *testing.T) []Hook {
 	t.Helper()
 	var hooks []Hook
-	if _, _, err := Preflight(HookSocket); err != nil {
+	if _, err := Preflight(HookSocket, false); err != nil {
 		require.ErrorContains(t, err, "set hook: syscalls, raw_syscalls")
 		t.Logf("this kernel has no sock_send_length: %v", err)
 	} else {
@@ -51,31 +51,54 @@ func hooksHere(t *testing.T) []Hook {
 	return append(hooks, HookRawSyscalls)
 }
 
-// Where the kernel lacks what the programs need (Debian 11's 5.10: BPF
-// atomic fetch arrived in 5.12, bpf_task_pt_regs in 5.15), Open fails before
-// anything is loaded with the preflight's error, naming the feature, the
-// release it came in and whose need it is, not a verifier dump; where the
-// kernel has them, Open succeeds.
+// Where the kernel lacks BPF atomic fetch (Linux 5.12) or bpf_task_pt_regs
+// (5.15), as Debian 11's 5.10 lacks both, auto takes raw_syscalls (with the
+// programs built without atomic fetch where it lacks that) and says why,
+// naming each feature and its release; asking for socket or syscalls fails
+// before anything is loaded, naming them and the fix, not with a verifier
+// dump. Where the kernel has both, auto takes the others' programs.
 func TestPreflightNamesWhatIsMissing(t *testing.T) {
 	testutil.RequireRoot(t)
 	atomics := sequencer.ProbeAtomics()
 	regs := features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs)
 	c, err := Open(loadOpts)
+	require.NoError(t, err)
+	hook, why, noFetch := c.Hook(), c.Why(), c.NoFetch()
+	require.NoError(t, c.Close())
+	t.Logf("auto: %s: %s", hook, why)
+	require.Equal(t, atomics != nil, noFetch)
+
+	refused := []Hook{HookSocket, HookSyscalls}
 	if atomics == nil && regs == nil {
+		// On any kernel: the programs without atomic fetch, asked for.
+		p, err := Preflight(HookAuto, true)
 		require.NoError(t, err)
-		require.NoError(t, c.Close())
+		require.Equal(t, Plan{Hook: HookRawSyscalls, NoFetch: true, Why: "the programs built without BPF atomic fetch were asked for; their records go to a BPF ring buffer, numbered by the reader in ring order; using raw_syscalls:sys_exit, whose tracepoint passes the registers, and the fd walk"}, p)
+		for _, h := range refused {
+			_, err := Preflight(h, true)
+			require.ErrorContains(t, err, "hook "+string(h)+": the programs built without BPF atomic fetch were asked for")
+			require.ErrorContains(t, err, "set hook: raw_syscalls (or auto)")
+		}
 		return
 	}
-	require.Error(t, err)
-	t.Logf("refused: %v", err)
-	require.ErrorContains(t, err, "which the grpc receiver needs")
+	require.Equal(t, HookRawSyscalls, hook)
+	require.Contains(t, why, "using raw_syscalls:sys_exit, whose tracepoint passes the registers")
 	if atomics != nil {
-		require.ErrorContains(t, err, "BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)")
-	} else {
-		require.ErrorContains(t, err, "bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)")
+		require.Contains(t, why, "this kernel lacks BPF atomic fetch-add, exchange and compare-and-exchange (Linux 5.12)")
+		require.Contains(t, why, "numbered by the reader in ring order")
 	}
-	// The probe's own refusal may follow; no program of the receiver's was tried.
-	require.NotContains(t, err.Error(), "program h2_")
+	if regs != nil {
+		require.Contains(t, why, "this kernel lacks the bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)")
+	}
+	for _, h := range refused {
+		o := loadOpts
+		o.Hook = h
+		_, err := Open(o)
+		require.Error(t, err)
+		t.Logf("%s refused: %v", h, err)
+		require.ErrorContains(t, err, "set hook: raw_syscalls (or auto)")
+		require.NotContains(t, err.Error(), "program h2_")
+	}
 }
 
 func TestLoadHooks(t *testing.T) {
@@ -123,7 +146,7 @@ func TestSyscallHookRefused(t *testing.T) {
 	require.ErrorContains(t, err, "set hook: raw_syscalls")
 
 	o.Hook = HookAuto
-	c, err := openOrFallBack(o, HookSyscalls, "the kernel lacks sock:sock_send_length")
+	c, err := openOrFallBack(o, Plan{Hook: HookSyscalls, Why: "the kernel lacks sock:sock_send_length"})
 	require.NoError(t, err)
 	defer c.Close()
 	require.Equal(t, HookRawSyscalls, c.Hook())
