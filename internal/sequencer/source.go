@@ -112,9 +112,9 @@ type bufSource struct {
 	hdr, minLen int
 	trim        func([]byte) []byte
 	rb          *ringbuf.Reader
-	rbRec ringbuf.Record
-	pr    *perf.Reader
-	pRec  perf.Record
+	rbRec       ringbuf.Record
+	pr          *perf.Reader
+	pRec        perf.Record
 	// stashed: Wait read a record; the next Read takes it first.
 	stashed bool
 	head    *uint64

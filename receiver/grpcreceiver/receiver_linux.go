@@ -39,6 +39,10 @@ import (
 // (the collector never probes its own executable).
 var probeSelf = false
 
+// noFetch makes the tests load the programs kernels without BPF atomic
+// fetch get (capture.Options.NoFetch), on any kernel.
+var noFetch = false
+
 // How the reader paces itself.
 const (
 	readChunk   = 4096                   // ring items per Read
@@ -134,6 +138,7 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 			IncludeCgroups: r.cfg.TLS.IncludeCgroups, ExcludeCgroups: r.cfg.TLS.ExcludeCgroups,
 		},
 		ProbeSelf: probeSelf,
+		NoFetch:   noFetch,
 	})
 	if err != nil {
 		return fmt.Errorf("grpc receiver: %w", err)

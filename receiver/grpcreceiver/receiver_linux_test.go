@@ -84,6 +84,13 @@ func TestReceiverGRPCGo(t *testing.T) {
 	for _, hook := range []string{HookSocket, HookSyscalls, HookRawSyscalls} {
 		t.Run(hook, func(t *testing.T) { testReceiverGRPCGo(t, hook) })
 	}
+	// The programs of kernels without BPF atomic fetch (5.10): the ring
+	// buffer's numbering reader under the receiver's read loop.
+	t.Run("raw_syscalls_nofetch", func(t *testing.T) {
+		noFetch = true
+		defer func() { noFetch = false }()
+		testReceiverGRPCGo(t, HookRawSyscalls)
+	})
 }
 
 func testReceiverGRPCGo(t *testing.T, hook string) {

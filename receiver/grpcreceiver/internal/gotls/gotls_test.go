@@ -352,7 +352,7 @@ func TestGoVersionLayouts(t *testing.T) {
 			n := binary.PutUvarint(b[o+32:], 1<<40)
 			copy(b[o+32+n:], "go1.22.0")
 		},
-		"pointer 2^40": func(b []byte) { binary.LittleEndian.PutUint64(b[biOff(b)+40:], 1<<40) },
+		"pointer 2^40":            func(b []byte) { binary.LittleEndian.PutUint64(b[biOff(b)+40:], 1<<40) },
 		"pointer out of the file": func(b []byte) { binary.LittleEndian.PutUint64(b[biOff(b)+16:], 1<<50) },
 		"no magic":                func(b []byte) { b[biOff(b)] = 0 },
 	} {
