@@ -17,10 +17,12 @@
 #   BENCH_GRPC_ROUNDS (5) BENCH_GRPC_N (50000) BENCH_GRPC_C (50)
 # BENCH_GRPC_RATES="2000 5000 10000 0" instead runs the curve: baseline and
 # receiver rows at each fixed rate (ghz -r; 0: as fast as it goes) for
-# BENCH_GRPC_SECONDS (10) each, with the receiver's BPF time per RPC (the
-# h2_* programs' run time, kernel.bpf_stats_enabled, over the calls; both
-# ends of each call are on this host, so it is two ends' worth) and its
-# collector CPU per call; results-curve.md.
+# BENCH_GRPC_SECONDS (10) each, in BENCH_GRPC_ROUNDS interleaved rounds, with
+# the receiver's BPF time per RPC (the h2_* programs' run time,
+# kernel.bpf_stats_enabled, over the calls; both ends of each call are on
+# this host, so it is two ends' worth) and its collector CPU per call;
+# tools/grpccurve turns curve.tsv into results-curve.md (medians) and
+# bench-grpc.png.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${BENCH_CACHE:-$HOME/.cache/otelcol-seq/bench-grpc}
@@ -121,7 +123,8 @@ if [ -n "${BENCH_GRPC_RATES:-}" ]; then
 	sysctl -qw kernel.bpf_stats_enabled=1
 	ghz_run 127.0.0.1:50051 /dev/null # warm-up
 	curve=$OUT/curve.tsv
-	printf 'rate\trow\trps\tp50_ms\tp99_ms\tcpu_us_per_call\tbpf_ns_per_rpc\n' >"$curve"
+	printf 'round\trate\trow\trps\tp50_ms\tp99_ms\tcpu_us_per_call\tbpf_ns_per_rpc\n' >"$curve"
+	for round in $(seq 1 "$ROUNDS"); do
 	for rate in $BENCH_GRPC_RATES; do
 		n=$((rate > 0 ? rate * SECS : N))
 		for row in baseline receiver; do
@@ -136,27 +139,22 @@ if [ -n "${BENCH_GRPC_RATES:-}" ]; then
 				bpf=$(python3 -c "print(f'{($k1-$k0)/$n:.0f}')")
 				kill -TERM "$cpid"; wait "$cpid" || true
 			fi
-			python3 - "$OUT/ghz.json" "$rate" "$row" "$cpu" "$bpf" >>"$curve" <<'PY'
+			python3 - "$OUT/ghz.json" "$round" "$rate" "$row" "$cpu" "$bpf" >>"$curve" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 lat = {d["percentage"]: d["latency"] / 1e6 for d in r.get("latencyDistribution") or []}
-print(f"{sys.argv[2]}\t{sys.argv[3]}\t{r['rps']:.0f}\t{lat.get(50, 0):.2f}\t{lat.get(99, 0):.2f}\t{sys.argv[4]}\t{sys.argv[5]}")
+print(f"{sys.argv[2]}\t{sys.argv[3]}\t{sys.argv[4]}\t{r['rps']:.0f}\t{lat.get(50, 0):.2f}\t{lat.get(99, 0):.2f}\t{sys.argv[5]}\t{sys.argv[6]}")
 PY
 			tail -1 "$curve"
 		done
 	done
+	done
 	sysctl -qw kernel.bpf_stats_enabled=0
-	python3 - "$curve" "$SECS" "$C" <<'PY' | tee "$OUT/results-curve.md"
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-print(f"ghz -r RATE for {sys.argv[2]} s (0: -n as fast as it goes), -c {sys.argv[3]} --connections 1\n")
-print("| rate (RPS asked) | baseline RPS | receiver RPS | baseline p99 ms | receiver p99 ms | collector µs CPU / call | BPF ns / RPC (both ends) |")
-print("|---|---|---|---|---|---|---|")
-for rate in dict.fromkeys(r["rate"] for r in rows):
-    b = next(r for r in rows if r["rate"] == rate and r["row"] == "baseline")
-    v = next(r for r in rows if r["rate"] == rate and r["row"] == "receiver")
-    print(f"| {'max' if rate == '0' else rate} | {b['rps']} | {v['rps']} | {b['p99_ms']} | {v['p99_ms']} | {v['cpu_us_per_call']} | {v['bpf_ns_per_rpc']} |")
-PY
+	{
+		echo "ghz -r RATE for $SECS s (0: -n $N as fast as it goes), -c $C --connections 1, $ROUNDS interleaved rounds, medians"
+		echo
+		(cd "$ROOT/tools" && go run ./grpccurve -in "$curve" -png "$OUT/bench-grpc.png")
+	} | tee "$OUT/results-curve.md"
 	exit 0
 fi
 
