@@ -467,7 +467,10 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 		assert.True(t, exact)
 	}
 	sameISN(t, tlsConns[0], tlsConns[1])
-	assert.EqualValues(t, 2, cnt.TLSSock, "both sessions' sockets found")
+	// Both sessions' sockets were found (their ISNs are known, above); the
+	// counter is the host's, and other packages' tests (go test runs them
+	// side by side) may open TLS sessions of their own meanwhile.
+	assert.GreaterOrEqual(t, cnt.TLSSock, uint64(2), "both sessions' sockets found")
 	for _, o := range rec.opens {
 		if !o.ISN.Known {
 			assert.NotEqual(t, port(t, srv.Addr), o.Remote.Port, "a ciphertext socket taken for HTTP/2")
