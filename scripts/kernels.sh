@@ -330,15 +330,19 @@ initramfs_arm64() {
 	depmod -b "$stage" "$version"
 	install -m 755 "$init" "$stage/init"
 	# Two archives back to back (the kernel unpacks both): the root, then the rest.
+	# The temporary names are taken once: a ( subshell )'s redirection is
+	# its own, where $BASHPID is the subshell's (a cold setup failed on it).
+	local tmp=$ARM64_ROOT.cpio.$BASHPID
 	if [ ! -s "$ARM64_ROOT.cpio" ]; then
-		(cd "$ARM64_ROOT" && find . ! -name .complete | LC_ALL=C sort | cpio -o -H newc --quiet) >"$ARM64_ROOT.cpio.$BASHPID"
-		mv "$ARM64_ROOT.cpio.$BASHPID" "$ARM64_ROOT.cpio"
+		(cd "$ARM64_ROOT" && find . ! -name .complete | LC_ALL=C sort | cpio -o -H newc --quiet) >"$tmp"
+		mv "$tmp" "$ARM64_ROOT.cpio"
 	fi
+	tmp=$out.$BASHPID
 	{
 		cat "$ARM64_ROOT.cpio"
 		(cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc --quiet)
-	} >"$out.$BASHPID"
-	mv "$out.$BASHPID" "$out"
+	} >"$tmp"
+	mv "$tmp" "$out"
 	rm -rf "$stage"
 	echo "$out"
 }
