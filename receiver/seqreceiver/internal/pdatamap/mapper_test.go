@@ -401,3 +401,43 @@ func TestRedactAndCgroup(t *testing.T) {
 	assert.NotContains(t, a, AttrProcessLinuxCgroup)
 	assert.NotContains(t, a, AttrArgsRedacted)
 }
+
+// The attribute map is sized exactly: attrCount counts what AppendEventSlots
+// puts, with and without a cgroup, a redaction and seq.tickets.
+func TestAttrCountExact(t *testing.T) {
+	rd, err := redact.New(redact.Config{})
+	require.NoError(t, err)
+	info := cgroups.Parse("/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope")
+	evs := append(goldenEvents(), benchEvents()...)
+	evs = append(evs,
+		event.Event{Type: event.Exec, PID: 9, OldTID: 10, Flags: event.FlagArgsUnreadable | event.FlagFilenameTruncated,
+			Filename: "/usr/bin/curl", Args: []string{"curl", "https://bob:pw@example.com/"}},
+		event.Event{Type: event.Exec, PID: 9, Filename: "/bin/true"},
+		event.Event{Type: event.Exit, PID: 9, ExitStatus: 11 | 0x80},
+		event.Event{Type: event.Fork, PID: 9})
+	for _, withCgroup := range []bool{false, true} {
+		m := Mapper{BootOffset: bootedAt, IncludeThreads: true, Redact: rd}
+		if withCgroup {
+			m.Cgroups = func(uint64) *cgroups.Info { return &info }
+		}
+		for _, slots := range []int{1, 3} {
+			for i := range evs {
+				ev := &evs[i]
+				recs := plog.NewLogRecordSlice()
+				require.True(t, m.AppendEventSlots(recs, ev, observed, nil, slots))
+				args, redacted := ev.Args, 0
+				if ev.Type == event.Exec {
+					args, redacted = rd.Args(ev.Args)
+				}
+				got := recs.At(0).Attributes()
+				assert.Equal(t, attrCount(ev, len(args), redacted > 0, withCgroup, slots > 1), got.Len(),
+					"event %d (%s), cgroup %v, slots %d: %v", i, ev.Type, withCgroup, slots, got.AsRaw())
+				v, ok := got.Get(AttrSeqTickets)
+				assert.Equal(t, slots > 1, ok)
+				if ok {
+					assert.Equal(t, int64(slots), v.Int())
+				}
+			}
+		}
+	}
+}
