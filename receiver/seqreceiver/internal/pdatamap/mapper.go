@@ -153,14 +153,22 @@ func (m *Mapper) AppendEventSlots(dst plog.LogRecordSlice, ev *event.Event, obse
 	var buf [512]byte
 	lr.Body().SetStr(s.str(body(buf[:0], ev, args)))
 
+	m.putAttrs(lr.Attributes(), ev, args, redacted > 0, s, slots)
+	return true
+}
+
+// putAttrs puts the attributes of ev, whose argv is args, in the empty map
+// attrs. One at a time: each value is an allocation of pdata's whichever
+// way it is put, and Map.CopyTo from a prepared map costs more than the
+// Puts (BenchmarkAttrsCopyTo).
+func (m *Mapper) putAttrs(attrs pcommon.Map, ev *event.Event, args []string, redacted bool, s *Scratch, slots int) {
 	var cgroup *cgroups.Info
 	if m.Cgroups != nil {
 		cgroup = m.Cgroups(ev.CgroupID)
 	}
-	attrs := lr.Attributes()
 	// The exact count: a map grown by append would allocate twice, and a
 	// spare slot is 32 bytes to allocate and clear.
-	attrs.EnsureCapacity(attrCount(ev, len(args), redacted > 0, cgroup != nil, slots > 1))
+	attrs.EnsureCapacity(attrCount(ev, len(args), redacted, cgroup != nil, slots > 1))
 	attrs.PutInt(AttrSeqNumber, int64(ev.Ticket))
 	attrs.PutInt(AttrProcessPID, int64(ev.PID))
 	attrs.PutInt(AttrThreadID, int64(ev.TID))
@@ -190,7 +198,7 @@ func (m *Mapper) AppendEventSlots(dst plog.LogRecordSlice, ev *event.Event, obse
 				s.AppendEmpty().SetStr(a)
 			}
 		}
-		putFlag(attrs, AttrArgsRedacted, redacted > 0)
+		putFlag(attrs, AttrArgsRedacted, redacted)
 		putFlag(attrs, AttrArgsTruncated, ev.ArgsTruncated())
 		putFlag(attrs, AttrArgsUnreadable, ev.ArgsUnreadable())
 		putFlag(attrs, AttrFilenameTruncated, ev.FilenameTruncated())
@@ -210,7 +218,6 @@ func (m *Mapper) AppendEventSlots(dst plog.LogRecordSlice, ev *event.Event, obse
 		// The next record's seq.number is this one's plus its tickets.
 		attrs.PutInt(AttrSeqTickets, int64(slots))
 	}
-	return true
 }
 
 // AppendLost appends a seq.lost record for count tickets from firstTicket on,
