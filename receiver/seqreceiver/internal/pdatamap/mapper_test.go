@@ -294,9 +294,17 @@ func TestScratchSameRecords(t *testing.T) {
 }
 
 // BenchmarkAppendEvent: mapping as the receiver does it, with a Scratch.
-func BenchmarkAppendEvent(b *testing.B) {
+func BenchmarkAppendEvent(b *testing.B) { benchAppend(b, &Mapper{BootOffset: bootedAt}) }
+
+// BenchmarkAppendEventCgroup: BenchmarkAppendEvent with process.linux.cgroup
+// resolved, as the agent resolves it.
+func BenchmarkAppendEventCgroup(b *testing.B) {
+	info := cgroups.Parse("/user.slice/user-1000.slice/session-2.scope")
+	benchAppend(b, &Mapper{BootOffset: bootedAt, Cgroups: func(uint64) *cgroups.Info { return &info }})
+}
+
+func benchAppend(b *testing.B, m *Mapper) {
 	evs := benchEvents()
-	m := Mapper{BootOffset: bootedAt}
 	now := time.Now()
 	recs := newBatch()
 	var s Scratch
