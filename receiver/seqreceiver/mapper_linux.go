@@ -177,16 +177,12 @@ func (m *mapper) mapChunk(c *chunk, s *pdatamap.Scratch) {
 			m.AppendLost(recs, p.ev.Ticket, p.lost, p.reason, m.observed)
 			continue
 		}
-		if !m.AppendEventWith(recs, &p.ev, m.observed, s) {
+		if !m.AppendEventSlots(recs, &p.ev, m.observed, s, p.slots) {
 			continue
 		}
 		c.delivered[p.ev.Type]++
 		lr := recs.At(recs.Len() - 1)
 		lr.SetTraceID(p.traceID)
 		lr.SetSpanID(p.spanID)
-		if p.slots > 1 {
-			// The next record's seq.number is this one's plus its tickets.
-			lr.Attributes().PutInt(pdatamap.AttrSeqTickets, int64(p.slots))
-		}
 	}
 }

@@ -125,6 +125,12 @@ func (m *Mapper) creationTime(s *Scratch, bootNs uint64) string {
 // AppendEventWith is AppendEvent reusing s (nil: nothing to reuse): the same
 // records, fewer allocations.
 func (m *Mapper) AppendEventWith(dst plog.LogRecordSlice, ev *event.Event, observed time.Time, s *Scratch) bool {
+	return m.AppendEventSlots(dst, ev, observed, s, 1)
+}
+
+// AppendEventSlots is AppendEventWith for a record that took slots ring
+// slots: more than one gives it seq.tickets, its last attribute.
+func (m *Mapper) AppendEventSlots(dst plog.LogRecordSlice, ev *event.Event, observed time.Time, s *Scratch, slots int) bool {
 	if ev.IsThread() && !m.IncludeThreads {
 		return false
 	}
@@ -147,8 +153,22 @@ func (m *Mapper) AppendEventWith(dst plog.LogRecordSlice, ev *event.Event, obser
 	var buf [512]byte
 	lr.Body().SetStr(s.str(body(buf[:0], ev, args)))
 
-	attrs := lr.Attributes()
-	attrs.EnsureCapacity(attrCount(ev))
+	m.putAttrs(lr.Attributes(), ev, args, redacted > 0, s, slots)
+	return true
+}
+
+// putAttrs puts the attributes of ev, whose argv is args, in the empty map
+// attrs. One at a time: each value is an allocation of pdata's whichever
+// way it is put, and Map.CopyTo from a prepared map costs more than the
+// Puts (BenchmarkAttrsCopyTo).
+func (m *Mapper) putAttrs(attrs pcommon.Map, ev *event.Event, args []string, redacted bool, s *Scratch, slots int) {
+	var cgroup *cgroups.Info
+	if m.Cgroups != nil {
+		cgroup = m.Cgroups(ev.CgroupID)
+	}
+	// The exact count: a map grown by append would allocate twice, and a
+	// spare slot is 32 bytes to allocate and clear.
+	attrs.EnsureCapacity(attrCount(ev, len(args), redacted, cgroup != nil, slots > 1))
 	attrs.PutInt(AttrSeqNumber, int64(ev.Ticket))
 	attrs.PutInt(AttrProcessPID, int64(ev.PID))
 	attrs.PutInt(AttrThreadID, int64(ev.TID))
@@ -163,10 +183,8 @@ func (m *Mapper) AppendEventWith(dst plog.LogRecordSlice, ev *event.Event, obser
 		attrs.PutStr(AttrParentCreationTime, m.creationTime(s, ev.ParentStartNs))
 	}
 	attrs.PutInt(AttrCgroupID, int64(ev.CgroupID))
-	if m.Cgroups != nil {
-		if info := m.Cgroups(ev.CgroupID); info != nil {
-			attrs.PutStr(AttrProcessLinuxCgroup, info.Cgroup)
-		}
+	if cgroup != nil {
+		attrs.PutStr(AttrProcessLinuxCgroup, cgroup.Cgroup)
 	}
 	attrs.PutInt(AttrCPU, int64(ev.CPU))
 
@@ -180,7 +198,7 @@ func (m *Mapper) AppendEventWith(dst plog.LogRecordSlice, ev *event.Event, obser
 				s.AppendEmpty().SetStr(a)
 			}
 		}
-		putFlag(attrs, AttrArgsRedacted, redacted > 0)
+		putFlag(attrs, AttrArgsRedacted, redacted)
 		putFlag(attrs, AttrArgsTruncated, ev.ArgsTruncated())
 		putFlag(attrs, AttrArgsUnreadable, ev.ArgsUnreadable())
 		putFlag(attrs, AttrFilenameTruncated, ev.FilenameTruncated())
@@ -196,7 +214,10 @@ func (m *Mapper) AppendEventWith(dst plog.LogRecordSlice, ev *event.Event, obser
 		}
 		putFlag(attrs, AttrExitCoreDumped, ev.CoreDumped())
 	}
-	return true
+	if slots > 1 {
+		// The next record's seq.number is this one's plus its tickets.
+		attrs.PutInt(AttrSeqTickets, int64(slots))
+	}
 }
 
 // AppendLost appends a seq.lost record for count tickets from firstTicket on,
@@ -257,18 +278,27 @@ func eventName(t event.Type) string {
 	return EventNameUnknown
 }
 
-// attrCount is about how many attributes AppendEvent gives ev: enough, not
-// many more.
-func attrCount(ev *event.Event) int {
+// attrCount is how many attributes AppendEventSlots gives ev, whose argv
+// has nargs arguments.
+func attrCount(ev *event.Event, nargs int, redacted, cgroup, tickets bool) int {
+	n := 9 + b2i(ev.StartNs != 0) + b2i(cgroup) + b2i(tickets) // seq.number to seq.cpu
 	switch ev.Type {
 	case event.Fork:
-		return 11
+		n += b2i(ev.ParentStartNs != 0)
 	case event.Exec:
-		return 15 // and up to 3 flags
+		n += 1 + b2i(nargs > 0) + b2i(redacted) + b2i(ev.ArgsTruncated()) + b2i(ev.ArgsUnreadable()) +
+			b2i(ev.FilenameTruncated()) + b2i(ev.OldTID != ev.PID && ev.OldTID != 0)
 	case event.Exit:
-		return 12 // and up to 2 when killed
+		n += 1 + b2i(ev.Signaled()) + b2i(ev.CoreDumped())
 	}
-	return 10
+	return n
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func putFlag(attrs pcommon.Map, key string, set bool) {

@@ -294,9 +294,17 @@ func TestScratchSameRecords(t *testing.T) {
 }
 
 // BenchmarkAppendEvent: mapping as the receiver does it, with a Scratch.
-func BenchmarkAppendEvent(b *testing.B) {
+func BenchmarkAppendEvent(b *testing.B) { benchAppend(b, &Mapper{BootOffset: bootedAt}) }
+
+// BenchmarkAppendEventCgroup: BenchmarkAppendEvent with process.linux.cgroup
+// resolved, as the agent resolves it.
+func BenchmarkAppendEventCgroup(b *testing.B) {
+	info := cgroups.Parse("/user.slice/user-1000.slice/session-2.scope")
+	benchAppend(b, &Mapper{BootOffset: bootedAt, Cgroups: func(uint64) *cgroups.Info { return &info }})
+}
+
+func benchAppend(b *testing.B, m *Mapper) {
 	evs := benchEvents()
-	m := Mapper{BootOffset: bootedAt}
 	now := time.Now()
 	recs := newBatch()
 	var s Scratch
@@ -400,4 +408,90 @@ func TestRedactAndCgroup(t *testing.T) {
 	a = attrs(recs.At(1))
 	assert.NotContains(t, a, AttrProcessLinuxCgroup)
 	assert.NotContains(t, a, AttrArgsRedacted)
+}
+
+// The attribute map is sized exactly: attrCount counts what AppendEventSlots
+// puts, with and without a cgroup, a redaction and seq.tickets.
+func TestAttrCountExact(t *testing.T) {
+	rd, err := redact.New(redact.Config{})
+	require.NoError(t, err)
+	info := cgroups.Parse("/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope")
+	evs := append(goldenEvents(), benchEvents()...)
+	evs = append(evs,
+		event.Event{Type: event.Exec, PID: 9, OldTID: 10, Flags: event.FlagArgsUnreadable | event.FlagFilenameTruncated,
+			Filename: "/usr/bin/curl", Args: []string{"curl", "https://bob:pw@example.com/"}},
+		event.Event{Type: event.Exec, PID: 9, Filename: "/bin/true"},
+		event.Event{Type: event.Exit, PID: 9, ExitStatus: 11 | 0x80},
+		event.Event{Type: event.Fork, PID: 9})
+	for _, withCgroup := range []bool{false, true} {
+		m := Mapper{BootOffset: bootedAt, IncludeThreads: true, Redact: rd}
+		if withCgroup {
+			m.Cgroups = func(uint64) *cgroups.Info { return &info }
+		}
+		for _, slots := range []int{1, 3} {
+			for i := range evs {
+				ev := &evs[i]
+				recs := plog.NewLogRecordSlice()
+				require.True(t, m.AppendEventSlots(recs, ev, observed, nil, slots))
+				args, redacted := ev.Args, 0
+				if ev.Type == event.Exec {
+					args, redacted = rd.Args(ev.Args)
+				}
+				got := recs.At(0).Attributes()
+				assert.Equal(t, attrCount(ev, len(args), redacted > 0, withCgroup, slots > 1), got.Len(),
+					"event %d (%s), cgroup %v, slots %d: %v", i, ev.Type, withCgroup, slots, got.AsRaw())
+				v, ok := got.Get(AttrSeqTickets)
+				assert.Equal(t, slots > 1, ok)
+				if ok {
+					assert.Equal(t, int64(slots), v.Int())
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkAttrsCopyTo compares, in one run, the two ways to give records
+// a process's attributes: put one by one (putAttrs, as AppendEventSlots
+// does) or copied from a map prepared once (Map.CopyTo), as a per-process
+// template would, at best (nothing set after the copy). Records of the
+// bench fork event, n at a time each way; put-ns/rec, copyto-ns/rec and
+// copyto/put report the mean cost per record and their ratio.
+func BenchmarkAttrsCopyTo(b *testing.B) {
+	ev := benchEvents()[0]
+	m := Mapper{BootOffset: bootedAt}
+	var s Scratch
+	template := pcommon.NewMap()
+	m.putAttrs(template, &ev, nil, false, &s, 1)
+	const n = 256
+	var put, cp time.Duration
+	ways := [2]func(recs plog.LogRecordSlice) *time.Duration{
+		func(recs plog.LogRecordSlice) *time.Duration {
+			for range n {
+				m.putAttrs(recs.AppendEmpty().Attributes(), &ev, nil, false, &s, 1)
+			}
+			return &put
+		},
+		func(recs plog.LogRecordSlice) *time.Duration {
+			for range n {
+				template.CopyTo(recs.AppendEmpty().Attributes())
+			}
+			return &cp
+		},
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		recs := plog.NewLogRecordSlice()
+		recs.EnsureCapacity(2 * n)
+		for j := range 2 { // each way first every other time
+			start := time.Now()
+			*ways[(i+j)%2](recs) += time.Since(start)
+		}
+		if last := recs.Len() - 1; !assert.ObjectsAreEqual(recs.At(0).Attributes().AsRaw(), recs.At(last).Attributes().AsRaw()) {
+			b.Fatal("the copy differs from the Puts")
+		}
+	}
+	recs := float64(b.N) * n
+	b.ReportMetric(float64(put.Nanoseconds())/recs, "put-ns/rec")
+	b.ReportMetric(float64(cp.Nanoseconds())/recs, "copyto-ns/rec")
+	b.ReportMetric(float64(cp)/float64(put), "copyto/put")
 }
