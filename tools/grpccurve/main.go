@@ -235,6 +235,7 @@ func (c *curve) plot(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cost.Legend.Left = false // the costs fall with the rate: the top right is free
 	img := vgimg.New(15*vg.Inch, 5*vg.Inch)
 	tiles := draw.Tiles{Rows: 1, Cols: 3, PadTop: vg.Millimeter, PadBottom: vg.Millimeter,
 		PadLeft: 2 * vg.Millimeter, PadRight: 2 * vg.Millimeter, PadX: 8 * vg.Millimeter}
