@@ -79,12 +79,7 @@ var taskPtRegs = sequencer.Feature{What: "the bpf_task_pt_regs helper, the syste
 // noFetch asks for them). It names every missing privilege or kernel
 // feature and the fix; Plan.Why says which hook and why.
 func Preflight(want Hook, noFetch bool) (Plan, error) {
-	hook, why, nf, err := preflight(want, noFetch)
-	return Plan{Hook: hook, Why: why, NoFetch: nf}, err
-}
-
-func preflight(want Hook, noFetch bool) (hook Hook, why string, nf bool, err error) {
-	fail := func(err error) (Hook, string, bool, error) { return "", "", false, err }
+	fail := func(err error) (Plan, error) { return Plan{}, err }
 	if missing := sequencer.MissingCapabilities(); len(missing) > 0 {
 		return fail(fmt.Errorf("the grpc receiver needs the capabilities CAP_BPF and CAP_PERFMON (or root); missing %s: run the collector as root or grant them with `setcap cap_bpf,cap_perfmon+ep <collector binary>`", strings.Join(missing, " and ")))
 	}
@@ -137,28 +132,28 @@ func preflight(want Hook, noFetch bool) (hook Hook, why string, nf bool, err err
 			return fail(fmt.Errorf("%s, and kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS), the one hook left: the grpc receiver cannot run on this kernel", because))
 		}
 		if want == HookRawSyscalls {
-			return HookRawSyscalls, "configured; " + because, noFetch, nil
+			return Plan{HookRawSyscalls, "configured; " + because, noFetch}, nil
 		}
-		return HookRawSyscalls, because + "; using raw_syscalls:sys_exit, whose tracepoint passes the registers, and the fd walk", noFetch, nil
+		return Plan{HookRawSyscalls, because + "; using raw_syscalls:sys_exit, whose tracepoint passes the registers, and the fd walk", noFetch}, nil
 	}
 	switch want {
 	case HookSocket:
 		if !socketOK {
 			return fail(errors.New("hook socket: this kernel has no sock:sock_send_length/sock_recv_length tracepoints (Linux 6.3+); set hook: syscalls, raw_syscalls (or auto)"))
 		}
-		return HookSocket, "configured", false, nil
+		return Plan{Hook: HookSocket, Why: "configured"}, nil
 	case HookSyscalls:
-		return HookSyscalls, "configured", false, checkSyscallTracepoints()
+		return Plan{Hook: HookSyscalls, Why: "configured"}, checkSyscallTracepoints()
 	case HookRawSyscalls:
 		if !rawOK {
 			return fail(errors.New("hook raw_syscalls: kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS); set hook: syscalls or socket (or auto)"))
 		}
-		return HookRawSyscalls, "configured", false, nil
+		return Plan{Hook: HookRawSyscalls, Why: "configured"}, nil
 	case "", HookAuto:
 		if socketOK {
-			return HookSocket, "the kernel has sock:sock_send_length and sock:sock_recv_length (Linux 6.3+)", false, nil
+			return Plan{Hook: HookSocket, Why: "the kernel has sock:sock_send_length and sock:sock_recv_length (Linux 6.3+)"}, nil
 		}
-		return HookSyscalls, "the kernel lacks sock:sock_send_length (Linux 6.3+): using the system call exits and the fd walk", false, checkSyscallTracepoints()
+		return Plan{Hook: HookSyscalls, Why: "the kernel lacks sock:sock_send_length (Linux 6.3+): using the system call exits and the fd walk"}, checkSyscallTracepoints()
 	}
 	return fail(fmt.Errorf("unknown hook %q (want %v)", want, Hooks))
 }

@@ -215,10 +215,11 @@ func open(o Options, p Plan) (_ *Capture, err error) {
 	// Kernels before 5.17 have no bpf_loop: the walk then runs in a bounded
 	// loop of global functions (h2_step_bounded), fewer steps per call. The
 	// h2nf objects have only that.
-	haveLoop := !o.BoundedLoop && !p.NoFetch && features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) == nil
+	kernelLoop := features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) == nil
+	haveLoop := kernelLoop && !o.BoundedLoop && !p.NoFetch
 	if !haveLoop {
 		why += fmt.Sprintf("; the frame walk runs in a bounded loop of %d steps per call (no bpf_loop: Linux 5.17)", BoundedSteps)
-		if o.BoundedLoop || (p.NoFetch && features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) == nil) {
+		if kernelLoop {
 			why = strings.Replace(why, "no bpf_loop: Linux 5.17", "forced", 1)
 		}
 	}
