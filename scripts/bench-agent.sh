@@ -11,8 +11,11 @@
 #   storm       its CPU over `stress-ng --fork BENCH_AGENT_FORKERS --timeout
 #               BENCH_AGENT_SECONDS` (2, 20), divided by the log records it
 #               sent (otelcol_exporter_sent_log_records, its own telemetry)
-# and, during the storm, a 10 s CPU profile of the agent (the pprof
-# extension) kept as bench-results/agent/cpu.pprof with its top functions.
+# its peak resident memory (VmHWM) at the end, and, during the storm, a CPU
+# profile of the agent (the pprof extension) over
+# BENCH_AGENT_PROFILE seconds (10; at most the storm less 5 s) kept as
+# bench-results/agent/cpu.pprof with its top functions and the CPU per event
+# split by stage (tools/agentprofile: agent-profile.md and .png).
 # BENCH_AGENT_BIN runs another build as the agent (a before/after pair).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +24,7 @@ OUT=${BENCH_AGENT_OUT:-$ROOT/bench-results/agent}
 IDLE=${BENCH_AGENT_IDLE:-10}
 SECONDS_STORM=${BENCH_AGENT_SECONDS:-20}
 FORKERS=${BENCH_AGENT_FORKERS:-2}
+PROFILE=${BENCH_AGENT_PROFILE:-10}
 SINK_PORT=14318 METRICS_PORT=18888 PPROF_PORT=11777
 mkdir -p "$OUT"
 [ -x "$COLLECTOR" ] || { echo "bin/otelcol-seq is missing: make build" >&2; exit 1; }
@@ -100,20 +104,27 @@ c0=$(cpu_ticks)
 stress-ng --fork "$FORKERS" --timeout "${SECONDS_STORM}s" --quiet &
 storm=$!
 sleep 3
-curl -s -o "$OUT/cpu.pprof" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=10"
+curl -s -o "$OUT/cpu.pprof" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=$PROFILE"
 wait "$storm"
 sleep 2 # the last batches (batch: 200 ms timeout)
 c1=$(cpu_ticks)
 s1=$(sent)
 records=$((s1 - s0))
 cpu_s=$(awk -v d=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.2f", d / hz}')
-per=$(awk -v c="$cpu_s" -v n="$records" 'BEGIN {if (n > 0) printf "%.1f", 1e6 * c / n; else print "-"}')
+per=$(awk -v c="$cpu_s" -v n="$records" 'BEGIN {if (n > 0) printf "%.2f", 1e6 * c / n; else print "-"}')
+hwm=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$agent/status")
 
 {
-	echo "| agent | idle CPU (% of a core) | storm: log records sent | storm: agent CPU (s) | µs per event |"
-	echo "|---|---|---|---|---|"
-	echo "| seq → batch → otlphttp | $idle_pct | $records | $cpu_s | $per |"
+	echo "| agent | idle CPU (% of a core) | storm: log records sent | storm: agent CPU (s) | µs per event | peak RSS (MiB) |"
+	echo "|---|---|---|---|---|---|"
+	echo "| seq → batch → otlphttp${GOGC:+ GOGC=$GOGC}${GOMAXPROCS:+ GOMAXPROCS=$GOMAXPROCS} | $idle_pct | $records | $cpu_s | $per | $hwm |"
 } | tee "$OUT/result.md"
 echo
-echo "== where the agent's CPU went during the storm (go tool pprof -top, 10 s profile)"
+echo "== where the agent's CPU went during the storm (go tool pprof -top, ${PROFILE} s profile)"
 go tool pprof -top -nodecount=25 "$COLLECTOR" "$OUT/cpu.pprof" 2>/dev/null | tee "$OUT/top.txt" | head -35
+echo
+echo "== the agent's CPU per event by stage (tools/agentprofile)"
+if [ "$per" != - ]; then
+	go -C "$ROOT/tools" run ./agentprofile -profile "$OUT/cpu.pprof" -us-per-event "$per" \
+		-png "$OUT/agent-profile.png" | tee "$OUT/agent-profile.md"
+fi

@@ -3,6 +3,7 @@ module github.com/otelcol-seq/otelcol-seq/tools
 go 1.26.8
 
 require (
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/otelcol-seq/otelcol-seq v0.0.0
 	go.opentelemetry.io/collector/pdata v1.67.0
 	golang.org/x/sys v0.49.0
