@@ -293,12 +293,15 @@ bench-grpc: deps $(COLLECTOR)
 # series, 1024 exp2 histograms) run by both at once, collecting once a second
 # (the reference scraped over HTTP, the collector exporting over OTLP/HTTP to a
 # local sink), each one's CPU per collection and the ratio, from one run
-# (tools/ebpfxbench). See docs/benchmarks.md.
+# (tools/ebpfxbench), into bench-results/ebpfx/ with the plot of both CPUs over
+# the window (docs/bench-ebpf-exporter.png is a copy). See docs/benchmarks.md.
 BENCH_EBPFX_FLAGS ?=
 .PHONY: bench-ebpf-exporter
 bench-ebpf-exporter: $(COLLECTOR) $(EBPF_EXPORTER)
 	$(GO) -C tools build -o $(CURDIR)/bin/ebpfxbench ./ebpfxbench
-	bin/ebpfxbench -collector $(COLLECTOR) -reference $(EBPF_EXPORTER) $(BENCH_EBPFX_FLAGS)
+	mkdir -p bench-results/ebpfx
+	set -o pipefail; bin/ebpfxbench -collector $(COLLECTOR) -reference $(EBPF_EXPORTER) \
+		-png bench-results/ebpfx/bench-ebpf-exporter.png $(BENCH_EBPFX_FLAGS) | tee bench-results/ebpfx/results.md
 
 # ebpf_exporter-format objects: the test fixtures (testdata/ebpf_exporter)
 # and the ready-to-use programs (programs/), each <name>.bpf.c compiled to

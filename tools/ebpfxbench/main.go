@@ -9,8 +9,9 @@
 // (bin/otelcol-seq, the receiver with collection_interval 1s) exporting over
 // OTLP/HTTP to a sink in this program. Each process's CPU seconds (user +
 // system, /proc/<pid>/stat) over the window, per collection and per series,
-// are printed as one Markdown table with the ratio ours / reference. Run it
-// as root (make bench-ebpf-exporter); see docs/benchmarks.md.
+// are printed as one Markdown table with the ratio ours / reference; -png
+// also draws both processes' CPU over the window, sampled every second. Run
+// it as root (make bench-ebpf-exporter); see docs/benchmarks.md.
 package main
 
 import (
@@ -54,8 +55,9 @@ func main() {
 	dir := flag.String("config-dir", "testdata/ebpf_exporter", "where ebpfx_bench.yaml and .bpf.o are")
 	duration := flag.Duration("duration", 20*time.Second, "measured window")
 	warmup := flag.Duration("warmup", 3*time.Second, "collections before the window")
+	png := flag.String("png", "", "also plot both processes' CPU over the window into this PNG")
 	flag.Parse()
-	if err := run(*collector, *reference, *dir, *duration, *warmup); err != nil {
+	if err := run(*collector, *reference, *dir, *png, *duration, *warmup); err != nil {
 		fmt.Fprintln(os.Stderr, "ebpfxbench:", err)
 		os.Exit(1)
 	}
@@ -180,7 +182,7 @@ func fill() {
 	_, _ = unix.Getpgid(fillMagic) // ESRCH: only the programs see it
 }
 
-func run(collector, reference, dir string, duration, warmup time.Duration) error {
+func run(collector, reference, dir, png string, duration, warmup time.Duration) error {
 	if reference == "" {
 		return errors.New("-reference: the ebpf_exporter binary is required (make ebpf-exporter builds it)")
 	}
@@ -282,10 +284,13 @@ service:
 		scrapes++
 		return nil
 	}
-	rounds := func(d time.Duration) error {
+	rounds := func(d time.Duration, after func() error) error {
 		for range int(d / time.Second) {
 			<-tick.C
 			if err := round(); err != nil {
+				return err
+			}
+			if err := after(); err != nil {
 				return err
 			}
 		}
@@ -302,7 +307,7 @@ service:
 		c, req := snk.counts()
 		return sample{o, r, c, req, scrapes}, errors.Join(err1, err2)
 	}
-	if err := rounds(warmup); err != nil {
+	if err := rounds(warmup, func() error { return nil }); err != nil {
 		return err
 	}
 	s0, err := take()
@@ -310,7 +315,12 @@ service:
 		return err
 	}
 	t0 := time.Now()
-	if err := rounds(duration); err != nil {
+	pts := []cpuPoint{{}}
+	if err := rounds(duration, func() error {
+		s, err := take()
+		pts = append(pts, cpuPoint{time.Since(t0).Seconds(), s.ours - s0.ours, s.ref - s0.ref})
+		return err
+	}); err != nil {
 		return err
 	}
 	// The last scrape is done; the collector's export of the same second
@@ -338,5 +348,16 @@ service:
 	row("ebpf_exporter v2.5.1 (scraped over HTTP)", refCPU, refN)
 	row("otelcol-seq ebpf_exporter receiver (OTLP/HTTP)", oursCPU, oursN)
 	fmt.Printf("\nours: %d collections (enabled_configs timestamps) came in %d OTLP requests\n", s1.exports-s0.exports, s1.reqs-s0.reqs)
-	return nil
+	if png == "" {
+		return nil
+	}
+	f, err := os.Create(png)
+	if err != nil {
+		return err
+	}
+	if err := writePlot(f, pts, (oursCPU/oursN)/(refCPU/refN)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
