@@ -22,7 +22,9 @@
 # kernel.bpf_stats_enabled, over the calls; both ends of each call are on
 # this host, so it is two ends' worth) and its collector CPU per call;
 # tools/grpccurve turns curve.tsv into results-curve.md (medians) and
-# bench-grpc.png.
+# bench-grpc.png; results-curve.md also has the collector's idle CPU
+# (BENCH_GRPC_IDLE seconds, 10, before the rounds) and the BPF time per
+# program (curve-programs.tsv).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${BENCH_CACHE:-$HOME/.cache/otelcol-seq/bench-grpc}
@@ -107,8 +109,20 @@ ghz_run() { # TARGET JSONFILE [ghz options]
 copied() { curl -s http://127.0.0.1:18888/metrics | awk -F' ' '/otelcol_receiver_grpc_kernel.*counter="bytes_copied"/ {print $2}' | head -1; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# bpf_ns: the run time of the loaded h2_* programs so far, in ns (bpf_stats).
-bpf_ns() { bpftool -j prog show 2>/dev/null | python3 -c 'import json,sys; print(sum(p.get("run_time_ns",0) for p in json.load(sys.stdin) if p.get("name","").startswith("h2_")))'; }
+# bpf_ns FILE: the run time of the loaded h2_* programs so far, in ns
+# (bpf_stats); each program's run time and run count go into FILE as JSON.
+bpf_ns() {
+	bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+progs = {}
+for p in json.load(sys.stdin):
+    if p.get("name", "").startswith("h2_"):
+        n = progs.setdefault(p["name"], [0, 0])
+        n[0] += p.get("run_time_ns", 0)
+        n[1] += p.get("run_cnt", 0)
+json.dump(progs, open(sys.argv[1], "w"))
+print(sum(t for t, _ in progs.values()))' "$1"
+}
 
 # start_collector: the collector in the background (cpid), once it is ready.
 start_collector() {
@@ -122,19 +136,41 @@ if [ -n "${BENCH_GRPC_RATES:-}" ]; then
 	SECS=${BENCH_GRPC_SECONDS:-10}
 	sysctl -qw kernel.bpf_stats_enabled=1
 	ghz_run 127.0.0.1:50051 /dev/null # warm-up
+	# The collector's CPU with no calls at all (the greeter idle, the hooks
+	# seeing only the host's background).
+	IDLE=${BENCH_GRPC_IDLE:-10}
+	start_collector
+	t0=$(cpu_ticks "$cpid")
+	sleep "$IDLE"
+	t1=$(cpu_ticks "$cpid")
+	kill -TERM "$cpid"; wait "$cpid" || true
+	idle_pct=$(python3 -c "print(f'{($t1-$t0)/$(getconf CLK_TCK)/$IDLE*100:.2f}')")
+	echo "idle: the collector used $idle_pct % of a core over $IDLE s with no calls"
 	curve=$OUT/curve.tsv
 	printf 'round\trate\trow\trps\tp50_ms\tp99_ms\tcpu_us_per_call\tbpf_ns_per_rpc\n' >"$curve"
+	progs=$OUT/curve-programs.tsv
+	printf 'round\trate\tprogram\truns_per_rpc\tns_per_run\tns_per_rpc\n' >"$progs"
 	for round in $(seq 1 "$ROUNDS"); do
 	for rate in $BENCH_GRPC_RATES; do
 		n=$((rate > 0 ? rate * SECS : N))
 		for row in baseline receiver; do
 			cpid=
-			[ "$row" = receiver ] && { start_collector; t0=$(cpu_ticks "$cpid"); k0=$(bpf_ns); }
+			[ "$row" = receiver ] && { start_collector; t0=$(cpu_ticks "$cpid"); k0=$(bpf_ns "$OUT/bpf0.json"); }
 			N=$n ghz_run 127.0.0.1:50051 "$OUT/ghz.json" -r "$rate"
 			cpu=- bpf=-
 			if [ -n "$cpid" ]; then
 				sleep 1.5
-				t1=$(cpu_ticks "$cpid"); k1=$(bpf_ns)
+				t1=$(cpu_ticks "$cpid"); k1=$(bpf_ns "$OUT/bpf1.json")
+				python3 - "$OUT/bpf0.json" "$OUT/bpf1.json" "$round" "$rate" "$n" >>"$progs" <<'PY'
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+n = int(sys.argv[5])
+for name in sorted(b):
+    t = b[name][0] - a.get(name, [0, 0])[0]
+    c = b[name][1] - a.get(name, [0, 0])[1]
+    if c:
+        print(f"{sys.argv[3]}\t{sys.argv[4]}\t{name}\t{c / n:.2f}\t{t / c:.0f}\t{t / n:.0f}")
+PY
 				cpu=$(python3 -c "print(f'{($t1-$t0)/$(getconf CLK_TCK)/$n*1e6:.1f}')")
 				bpf=$(python3 -c "print(f'{($k1-$k0)/$n:.0f}')")
 				kill -TERM "$cpid"; wait "$cpid" || true
@@ -153,7 +189,27 @@ PY
 	{
 		echo "ghz -r RATE for $SECS s (0: -n $N as fast as it goes), -c $C --connections 1, $ROUNDS interleaved rounds, medians"
 		echo
+		echo "Idle (no calls, $IDLE s): the collector used $idle_pct % of a core."
+		echo
 		(cd "$ROOT/tools" && go run ./grpccurve -in "$curve" -png "$OUT/bench-grpc.png")
+		echo
+		echo "Where the BPF time goes, per program (medians over the rounds; both ends of every call):"
+		echo
+		python3 - "$progs" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+rates = list(dict.fromkeys(r["rate"] for r in rows))
+names = sorted({r["program"] for r in rows})
+med = lambda vs: statistics.median(float(v) for v in vs) if vs else 0
+print("| program | " + " | ".join(f"{'max' if r == '0' else r}: runs / RPC, ns / run, ns / RPC" for r in rates) + " |")
+print("|---|" + "---|" * len(rates))
+for name in names:
+    cells = []
+    for rate in rates:
+        rs = [r for r in rows if r["program"] == name and r["rate"] == rate]
+        cells.append(f"{med([r['runs_per_rpc'] for r in rs]):.2f}, {med([r['ns_per_run'] for r in rs]):.0f}, {med([r['ns_per_rpc'] for r in rs]):.0f}" if rs else "")
+    print(f"| {name} | " + " | ".join(cells) + " |")
+PY
 	} | tee "$OUT/results-curve.md"
 	exit 0
 fi
