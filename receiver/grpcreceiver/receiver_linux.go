@@ -399,6 +399,12 @@ func (r *grpcReceiver) startTelemetry() (err error) {
 			o.Observe(int64(r.tstats.ConnsLive))
 			return nil
 		}),
+		r.tb.RegisterReceiverGrpcTrackerMemoryCallback(func(_ context.Context, o metric.Int64Observer) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			o.Observe(int64(r.tstats.MemoryUsed))
+			return nil
+		}),
 		r.tb.RegisterReceiverGrpcRecordsLostCallback(func(_ context.Context, o metric.Int64Observer) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()

@@ -343,7 +343,8 @@ func requireTLSProgramSpans(t *testing.T, sink *consumertest.TracesSink, p *grpc
 }
 
 // The kernel's and the tracker's counters reach self-telemetry, each under
-// its counter attribute, with the values of the run.
+// its counter attribute, with the values of the run; so do the gauges of
+// what the tracker follows and holds now.
 func TestReceiverCountersTelemetry(t *testing.T) {
 	testutil.RequireRoot(t)
 	tel := componenttest.NewTelemetry()
@@ -377,4 +378,17 @@ func TestReceiverCountersTelemetry(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond, "tracker calls_emitted")
 	assert.Positive(t, counter("otelcol_receiver_grpc_kernel", "frames"))
 	assert.Positive(t, counter("otelcol_receiver_grpc_kernel", "conns_http2"))
+	// The gauges, with the client's connection still open: both its ends
+	// followed, and what the tracker holds for them accounted.
+	gauge := func(metric string) int64 {
+		m, err := tel.GetMetric(metric)
+		require.NoError(t, err)
+		dps := m.Data.(metricdata.Gauge[int64]).DataPoints
+		require.Len(t, dps, 1, metric)
+		return dps[0].Value
+	}
+	assert.GreaterOrEqual(t, gauge("otelcol_receiver_grpc_connections_live"), int64(2))
+	mem := gauge("otelcol_receiver_grpc_tracker_memory")
+	assert.Positive(t, mem)
+	assert.LessOrEqual(t, mem, int64(createDefaultConfig().MaxMemory), "within max_memory")
 }

@@ -33,6 +33,7 @@ type TelemetryBuilder struct {
 	ReceiverGrpcRecordsLost     metric.Int64ObservableCounter
 	ReceiverGrpcSpansDropped    metric.Int64Counter
 	ReceiverGrpcTracker         metric.Int64ObservableCounter
+	ReceiverGrpcTrackerMemory   metric.Int64ObservableGauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -106,6 +107,21 @@ func (builder *TelemetryBuilder) RegisterReceiverGrpcTrackerCallback(cb metric.I
 	return nil
 }
 
+// RegisterReceiverGrpcTrackerMemoryCallback sets callback for observable ReceiverGrpcTrackerMemory metric.
+func (builder *TelemetryBuilder) RegisterReceiverGrpcTrackerMemoryCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverGrpcTrackerMemory, obs: o})
+		return nil
+	}, builder.ReceiverGrpcTrackerMemory)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 type observerInt64 struct {
 	embedded.Int64Observer
 	inst metric.Int64Observable
@@ -162,6 +178,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_grpc_tracker",
 		metric.WithDescription("The HTTP/2 tracker's counters by name (attribute `counter`), e.g. gap_frame_header, conns_evicted, streams_over_limit, methods_unknown, hpack_errors, calls_emitted. [Development]"),
 		metric.WithUnit("{count}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGrpcTrackerMemory, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_grpc_tracker_memory",
+		metric.WithDescription("Bytes the HTTP/2 tracker accounts for now (connections, streams, their calls' strings and header blocks); max_memory bounds it. [Development]"),
+		metric.WithUnit("By"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -98,3 +98,17 @@ func AssertEqualReceiverGrpcTracker(t *testing.T, tt *componenttest.Telemetry, d
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualReceiverGrpcTrackerMemory(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_grpc_tracker_memory",
+		Description: "Bytes the HTTP/2 tracker accounts for now (connections, streams, their calls' strings and header blocks); max_memory bounds it. [Development]",
+		Unit:        "By",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_grpc_tracker_memory")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
