@@ -3,6 +3,7 @@
 package sequencer
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -54,6 +55,17 @@ func Preflight() error {
 type Feature struct {
 	What  string
 	Probe func() error
+}
+
+// Lacks says that the kernel lacks f, with what its probe returned: a
+// verifier's refusal by its last line (the reason), not cilium/ebpf's
+// "(N line(s) omitted)" summary of the log.
+func (f Feature) Lacks(err error) string {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) && len(ve.Log) > 0 {
+		return fmt.Sprintf("this kernel lacks %s (its verifier: %s)", f.What, ve.Log[len(ve.Log)-1])
+	}
+	return fmt.Sprintf("this kernel lacks %s (%v)", f.What, err)
 }
 
 // BaseFeatures are what the seq receiver's programs need whatever the

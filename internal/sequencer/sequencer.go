@@ -224,7 +224,7 @@ func Open(opts Options) (*Sequencer, error) {
 	if !opts.NoFetch {
 		if err := ProbeAtomics(); err != nil {
 			opts.NoFetch = true
-			noFetchWhy = fmt.Sprintf("this kernel lacks %s (%v)", AtomicsFeature.What, err)
+			noFetchWhy = AtomicsFeature.Lacks(err)
 		}
 	}
 	if opts.NoFetch {

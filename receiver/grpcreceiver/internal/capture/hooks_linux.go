@@ -109,10 +109,10 @@ func Preflight(want Hook, noFetch bool) (Plan, error) {
 		lacks = append(lacks, "the programs built without BPF atomic fetch were asked for")
 	} else if err := sequencer.AtomicsFeature.Probe(); err != nil {
 		noFetch = true
-		lacks = append(lacks, fmt.Sprintf("this kernel lacks %s (%v)", sequencer.AtomicsFeature.What, err))
+		lacks = append(lacks, sequencer.AtomicsFeature.Lacks(err))
 	}
 	if err := taskPtRegs.Probe(); err != nil {
-		lacks = append(lacks, fmt.Sprintf("this kernel lacks %s (%v)", taskPtRegs.What, err))
+		lacks = append(lacks, taskPtRegs.Lacks(err))
 	}
 	socketOK := has(socketTracepoints[0]) && has(socketTracepoints[1])
 	rawOK := has("sys_exit")
