@@ -19,14 +19,17 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
 )
 
-// How the reader waits. While records keep coming it gathers: it sleeps
-// gatherWait on a runtime timer and reads what piled up (at once when a read
-// filled a batch), so a steady flow costs one wake-up per gatherWait, not
-// one per few records. Once a read finds nothing it lingers once, then
-// parks; a parked reader is woken by the first producer that sees the
-// parked flag.
+// How the reader waits. While records keep coming it gathers: it sleeps on a
+// runtime timer and reads what piled up (at once when a read filled a
+// batch), so a steady flow costs one wake-up per gather, not one per few
+// records. A gather is gatherWait, as long as the ring's batches wait for
+// their flush anyway, unless at the rate the last read saw the ring would be
+// a quarter full sooner (gatherFor). Once a read finds nothing it lingers
+// once, then parks; a parked reader is woken by the first producer that
+// sees the parked flag.
 const (
-	gatherWait   = 5 * time.Millisecond
+	gatherWait   = 20 * time.Millisecond
+	gatherMin    = time.Millisecond
 	lingerWait   = 250 * time.Microsecond
 	pendingFirst = 20 * time.Microsecond
 	pendingMax   = time.Millisecond
@@ -48,12 +51,15 @@ func (r *seqReceiver) run() {
 	ctx := context.Background()
 	lingered := false
 	pendingWait := pendingFirst
+	var lastRead time.Time
 	for !r.stop.Load() {
 		if r.backoff.due {
 			// The last flush was refused: leave the records in the ring a while.
 			r.backOff(ctx)
 			continue
 		}
+		since := time.Since(lastRead)
+		lastRead = time.Now()
 		n, st := r.read(false)
 		if r.recs.Len() >= r.cfg.MaxBatch || !r.batchStart.IsZero() && time.Since(r.batchStart) >= flushAfter {
 			r.flush(ctx)
@@ -75,7 +81,7 @@ func (r *seqReceiver) run() {
 			// The grpc receiver's reader measured a third of its CPU in
 			// such wake-ups (docs/benchmarks.md).
 			lingered = false
-			time.Sleep(gatherWait)
+			time.Sleep(gatherFor(n, since, r.cfg.RingSlots))
 			continue
 		}
 		if !lingered {
@@ -255,4 +261,16 @@ func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of log records; they are dropped, counted in otelcol_receiver_refused_log_records, and the reader backs off",
 			zap.Int("records", n), zap.Duration("backoff", r.backoff.wait), zap.Error(err))
 	}
+}
+
+// gatherFor is how long to gather after a read of n records that came in
+// over the last since: gatherWait, or less where at that rate a quarter of
+// the ring's slots would fill sooner (never under gatherMin: a faster flow
+// fills a batch, and the reader reads again at once).
+func gatherFor(n int, since time.Duration, slots int) time.Duration {
+	if n <= 0 || since <= 0 {
+		return gatherWait
+	}
+	fill := time.Duration(float64(since) * float64(slots/4) / float64(n))
+	return min(gatherWait, max(gatherMin, fill))
 }
