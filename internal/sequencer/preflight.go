@@ -58,12 +58,17 @@ type Feature struct {
 }
 
 // Lacks says that the kernel lacks f, with what its probe returned: a
-// verifier's refusal by its last line (the reason), not cilium/ebpf's
-// "(N line(s) omitted)" summary of the log.
+// verifier's refusal by the last line of its log before the statistics
+// ("processed N insns ..."), which is the reason, not cilium/ebpf's
+// summary with "(N line(s) omitted)".
 func (f Feature) Lacks(err error) string {
 	var ve *ebpf.VerifierError
-	if errors.As(err, &ve) && len(ve.Log) > 0 {
-		return fmt.Sprintf("this kernel lacks %s (its verifier: %s)", f.What, ve.Log[len(ve.Log)-1])
+	if errors.As(err, &ve) {
+		for i := len(ve.Log) - 1; i >= 0; i-- {
+			if line := strings.TrimSpace(ve.Log[i]); line != "" && !strings.HasPrefix(line, "processed ") {
+				return fmt.Sprintf("this kernel lacks %s (its verifier: %s)", f.What, line)
+			}
+		}
 	}
 	return fmt.Sprintf("this kernel lacks %s (%v)", f.What, err)
 }

@@ -17,7 +17,10 @@ import (
 // omitted)"; any other probe error is quoted whole.
 func TestFeatureLacks(t *testing.T) {
 	f := Feature{What: "X (Linux 9.9)"}
-	ve := &ebpf.VerifierError{Cause: unix.EINVAL, Log: []string{"0: R1=ctx() R10=fp0", "BPF_STX uses reserved fields"}}
+	// The log as 5.10 writes it for an atomic fetch-add.
+	ve := &ebpf.VerifierError{Cause: unix.EINVAL, Log: []string{
+		"0: R1=ctx() R10=fp0", "BPF_STX uses reserved fields",
+		"processed 0 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0", ""}}
 	err := fmt.Errorf("load program: %w", ve)
 	assert.Contains(t, err.Error(), "omitted", "cilium/ebpf's own text, which Lacks replaces")
 	assert.Equal(t, "this kernel lacks X (Linux 9.9) (its verifier: BPF_STX uses reserved fields)", f.Lacks(err))
