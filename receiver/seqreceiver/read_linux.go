@@ -58,8 +58,9 @@ func (r *seqReceiver) run() {
 			r.backOff(ctx)
 			continue
 		}
-		since := time.Since(lastRead)
-		lastRead = time.Now()
+		now := time.Now()
+		since := now.Sub(lastRead)
+		lastRead = now
 		n, st := r.read(false)
 		if r.recs.Len() >= r.cfg.MaxBatch || !r.batchStart.IsZero() && time.Since(r.batchStart) >= flushAfter {
 			r.flush(ctx)

@@ -290,6 +290,9 @@ service:
 			if err := round(); err != nil {
 				return err
 			}
+			if after == nil {
+				continue
+			}
 			if err := after(); err != nil {
 				return err
 			}
@@ -307,7 +310,7 @@ service:
 		c, req := snk.counts()
 		return sample{o, r, c, req, scrapes}, errors.Join(err1, err2)
 	}
-	if err := rounds(warmup, func() error { return nil }); err != nil {
+	if err := rounds(warmup, nil); err != nil {
 		return err
 	}
 	s0, err := take()
@@ -341,9 +344,10 @@ service:
 		counterSeries, histSeries, wall.Seconds(), warmup)
 	fmt.Println("| exporter | collections | CPU s | CPU ms / collection | µs / series / collection | vs. ebpf_exporter |")
 	fmt.Println("|---|---|---|---|---|---|")
+	refPer := refCPU / refN
 	row := func(name string, cpu, n float64) {
 		per := cpu / n
-		fmt.Printf("| %s | %.0f | %.2f | %.1f | %.2f | %.2f |\n", name, n, cpu, per*1e3, per*1e6/float64(series), per/(refCPU/refN))
+		fmt.Printf("| %s | %.0f | %.2f | %.1f | %.2f | %.2f |\n", name, n, cpu, per*1e3, per*1e6/float64(series), per/refPer)
 	}
 	row("ebpf_exporter v2.5.1 (scraped over HTTP)", refCPU, refN)
 	row("otelcol-seq ebpf_exporter receiver (OTLP/HTTP)", oursCPU, oursN)
@@ -355,7 +359,7 @@ service:
 	if err != nil {
 		return err
 	}
-	if err := writePlot(f, pts, (oursCPU/oursN)/(refCPU/refN)); err != nil {
+	if err := writePlot(f, pts, oursCPU/oursN/refPer); err != nil {
 		f.Close()
 		return err
 	}
