@@ -16,8 +16,9 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 				    struct h2_stats *st, bool tls)
 {
 	bool detected = false, open = false;
+	struct h2_user *u = NULL;
 	struct h2_head hd;
-	__u64 a1, a2;
+	__u64 a1, a2, cost;
 
 	/* The first user segment: detection and resynchronisation look at its start. */
 	w->seg_lo = start;
@@ -84,9 +85,12 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 		}
 		detected = true;
 	}
-	/* HTTP/2 from here on (decided now, or by the other direction). */
-	if (pending && !(c = h2_promote(key, c, dir, st)))
-		return;
+	/* HTTP/2 from here on (decided now, or by the other direction). A
+	 * connection stays on probation in h2_pending, walked from there,
+	 * until a HEADERS frame (a call) admits it into h2_conns (below): a
+	 * flood of connections that only look like HTTP/2 (a preface, a
+	 * SETTINGS frame) evicts its own kind, never the state of one that
+	 * carried a call. */
 	if (detected) {
 		if (c->role == H2_ROLE_UNKNOWN || start != 0) {
 			/* Mid-stream: the walk starts at this call's frame header. */
@@ -124,16 +128,20 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	w->pos = start > w->d.seen ? start : w->d.seen;
 	if (w->pos >= end)
 		return;
-	/* The record's head first: its time is the bucket's clock too. */
+	/* The record's head first: its time is the buckets' clock too. */
 	h2_fill_rec(&w->hdr, c, H2_REC_DATA, dir, true);
 	if (h2_rate && !h2_tokens(c, w->hdr.time_ns)) {
 		st->throttled++;
 		st->throttled_bytes += end - w->pos;
-		st->desync++;
-		w->d.desync = 1;
-		w->d.seen = end;
-		c->d[dir] = w->d;
-		return;
+		goto throttled;
+	}
+	if (h2_user_rate) {
+		u = h2_user_share(w->hdr.time_ns);
+		if (!u || !h2_refill(&u->tokens, &u->ns, w->hdr.time_ns, h2_user_rate, h2_user_burst)) {
+			st->throttled_user++;
+			st->throttled_user_bytes += end - w->pos;
+			goto throttled;
+		}
 	}
 	w->end = end;
 	w->rec_len = sizeof(struct h2_rec);
@@ -168,14 +176,30 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	}
 	w->d.seen = w->end;
 	c->d[dir] = w->d;
+	/* What the call cost: its bytes, and each frame at least h2_frame_cost
+	 * (what the tracker pays per frame, whatever its size). */
+	cost = w->copied + w->frames * h2_frame_cost;
 	if (h2_rate)
-		c->tb_tokens -= w->copied;
+		c->tb_tokens -= cost;
+	if (u)
+		u->tokens -= cost;
+	st->frame_tokens += w->frames * h2_frame_cost;
+	/* A call on a connection on probation: admitted. */
+	if (pending && w->headers && h2_promote(key, c, dir, st))
+		st->conns_confirmed++;
 	st->frames += w->frames;
 	st->bytes_copied += w->copied;
 	st->bytes_skipped += w->skipped;
 	st->headers_cut += w->cut;
 	st->bytes_cut += w->cut_bytes;
 	st->records += w->records;
+	return;
+
+throttled:
+	st->desync++;
+	w->d.desync = 1;
+	w->d.seen = end;
+	c->d[dir] = w->d;
 }
 
 #endif /* H2_CALL_H */

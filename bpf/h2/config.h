@@ -34,10 +34,16 @@
 volatile const __u32 h2_hdr_cap = 16384; /* most payload bytes copied per frame */
 volatile const __u32 h2_max_iov = 1024;  /* most iovecs walked per call */
 volatile const __u32 h2_have_loop = 1;   /* 0: the kernel has no bpf_loop (Linux 5.17); see h2_step_bounded */
-/* Each connection's share of the ring: bytes copied per second and at most
- * at once (h2_tokens); 0: no limit. */
+/* Each connection's share of the ring: tokens per second and at most at
+ * once (h2_tokens); 0: no limit. A call costs the bytes it copied plus
+ * h2_frame_cost per frame header it walked (ringshare.h). */
 volatile const __u64 h2_rate = 0;
 volatile const __u64 h2_burst = 0;
+volatile const __u64 h2_frame_cost = 0;
+/* Each user's share (uid, all its connections together; h2_users): tokens
+ * per second and at most at once; 0: no limit. */
+volatile const __u64 h2_user_rate = 0;
+volatile const __u64 h2_user_burst = 0;
 /* 1: the TLS probes are attached: a socket call made inside an OpenSSL call
  * names the socket under its SSL object (h2_ssl_isn). */
 volatile const __u32 h2_tls_on = 0;

@@ -67,11 +67,12 @@ struct h2_conn_map {
 	__type(value, struct h2_conn);
 };
 
-/* HTTP/2 connections (H2_YES). */
+/* HTTP/2 connections (H2_YES) that carried a call (a HEADERS frame). */
 struct h2_conn_map h2_conns SEC(".maps");
 
-/* Connections not yet classified (H2_UNKNOWN): a flood of them evicts its
- * own kind only. */
+/* Connections not yet classified (H2_UNKNOWN), and HTTP/2 connections on
+ * probation (H2_YES, no HEADERS frame yet: walked from here): a flood of
+ * either evicts its own kind only, never a connection in h2_conns. */
 struct h2_conn_map h2_pending SEC(".maps");
 
 /* Connections found not HTTP/2 (H2_NO): the key only. One evicted is seen
@@ -171,15 +172,14 @@ static __always_inline void h2_demote(struct h2_key *key)
 }
 
 /*
- * A connection found HTTP/2 (state H2_YES in h2_pending): moved into
- * h2_conns. Both directions may get here at once: the first inserts the
- * whole state, each copies its own direction's (its call changed it), the
- * calls after find it in h2_conns. Returns the state in h2_conns, NULL
- * when it could not be moved (the call is skipped, the next one tries
- * again): the walk only ever sees h2_conns' values, so that the verifier
- * explores it once, not once per map it could come from. A pending entry
- * made for the key while h2_conns already held it (an eviction or a close
- * raced) is dropped with its call: its offsets are not the connection's.
+ * A connection on probation (state H2_YES in h2_pending) that carried a
+ * call: moved into h2_conns, after its call's walk. Both directions may get
+ * here at once: the first inserts the whole state, each copies its own
+ * direction's (its call changed it), the calls after find it in h2_conns.
+ * Returns the state in h2_conns, NULL when it could not be moved (the next
+ * call with a HEADERS frame tries again). A pending entry made for the key
+ * while h2_conns already held it (an eviction or a close raced) is dropped:
+ * its offsets are not the connection's.
  */
 static __always_inline struct h2_conn *h2_promote(struct h2_key *key, struct h2_conn *c, int dir,
 						  struct h2_stats *st)

@@ -144,6 +144,8 @@ static __always_inline long h2_copy(struct h2_walk *w, __u64 n, bool hdr)
 		__u64 payload = w->d.nf + H2_FRAME_HDR;
 
 		w->frames++;
+		if (type == F_HEADERS)
+			w->headers++;
 		w->d.copy_end = payload;
 		if (h2_needed(type)) {
 			if (len > h2_hdr_cap) {

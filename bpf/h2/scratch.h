@@ -45,6 +45,7 @@ struct h2_walk {
 	__u8 _pad;
 	__u32 seqbase;         /* H2_F_SEQ: the TCP sequence number of stream offset o is seqbase + (u32)o */
 	__u64 copied, skipped, frames, cut, cut_bytes, records;
+	__u64 headers;         /* HEADERS frame headers walked (a call: admits the connection into h2_conns) */
 	__u64 win_lo, win_hi;  /* the stream offsets h2_scratch.win holds (within one user segment) */
 	struct h2_rec hdr;     /* the head of every record of this call */
 };

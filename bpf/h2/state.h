@@ -60,10 +60,16 @@ static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool tas
 	struct h2_scratch *s;
 	struct h2_close *e;
 	struct h2_conn *c;
+	bool probation = false;
 	__u8 one = 1;
 
 	c = bpf_map_lookup_elem(&h2_conns, &key);
 	if (!c) {
+		/* An HTTP/2 connection on probation (no call yet) was opened too. */
+		c = bpf_map_lookup_elem(&h2_pending, &key);
+		probation = true;
+	}
+	if (!c || !c->opened) {
 		/* Not HTTP/2, or not classified yet: nothing to write. */
 		bool known = !bpf_map_delete_elem(&h2_pending, &key);
 
@@ -91,7 +97,10 @@ static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool tas
 			st->records++;
 		}
 	}
-	bpf_map_delete_elem(&h2_conns, &key);
+	if (probation)
+		bpf_map_delete_elem(&h2_pending, &key);
+	else
+		bpf_map_delete_elem(&h2_conns, &key);
 }
 
 static __always_inline void h2_closed(struct sock *sk)

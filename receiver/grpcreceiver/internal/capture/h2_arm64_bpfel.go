@@ -99,6 +99,7 @@ type h2H2Scratch struct {
 		Cut      uint64
 		CutBytes uint64
 		Records  uint64
+		Headers  uint64
 		WinLo    uint64
 		WinHi    uint64
 		Hdr      struct {
@@ -118,42 +119,46 @@ type h2H2Scratch struct {
 }
 
 type h2H2Stats struct {
-	_                structs.HostLayout
-	SockCalls        uint64
-	NotTcp           uint64
-	NotSocket        uint64
-	FdUnreadable     uint64
-	Unsupported      uint64
-	Peek             uint64
-	ConnsEstablished uint64
-	ConnsPredating   uint64
-	ConnsH2          uint64
-	ConnsNotH2       uint64
-	ConnsClosed      uint64
-	Frames           uint64
-	BytesCopied      uint64
-	BytesSkipped     uint64
-	HeadersCut       uint64
-	BytesCut         uint64
-	Desync           uint64
-	Resync           uint64
-	DesyncBytes      uint64
-	LoopBound        uint64
-	ReadFault        uint64
-	Busy             uint64
-	Records          uint64
-	IovCut           uint64
-	TlsCalls         uint64
-	ConnsTls         uint64
-	GoTlsCalls       uint64
-	GoTlsErrors      uint64
-	TlsAfterClose    uint64
-	NotH2Calls       uint64
-	PromoteFailed    uint64
-	Throttled        uint64
-	ThrottledBytes   uint64
-	TlsSock          uint64
-	TlsNoSock        uint64
+	_                  structs.HostLayout
+	SockCalls          uint64
+	NotTcp             uint64
+	NotSocket          uint64
+	FdUnreadable       uint64
+	Unsupported        uint64
+	Peek               uint64
+	ConnsEstablished   uint64
+	ConnsPredating     uint64
+	ConnsH2            uint64
+	ConnsNotH2         uint64
+	ConnsClosed        uint64
+	Frames             uint64
+	BytesCopied        uint64
+	BytesSkipped       uint64
+	HeadersCut         uint64
+	BytesCut           uint64
+	Desync             uint64
+	Resync             uint64
+	DesyncBytes        uint64
+	LoopBound          uint64
+	ReadFault          uint64
+	Busy               uint64
+	Records            uint64
+	IovCut             uint64
+	TlsCalls           uint64
+	ConnsTls           uint64
+	GoTlsCalls         uint64
+	GoTlsErrors        uint64
+	TlsAfterClose      uint64
+	NotH2Calls         uint64
+	PromoteFailed      uint64
+	Throttled          uint64
+	ThrottledBytes     uint64
+	TlsSock            uint64
+	TlsNoSock          uint64
+	ThrottledUser      uint64
+	ThrottledUserBytes uint64
+	FrameTokens        uint64
+	ConnsConfirmed     uint64
 }
 
 type h2H2TlsArgs struct {
@@ -172,6 +177,12 @@ type h2H2TlsSock struct {
 		Rcv uint32
 	}
 	Sk uint64
+}
+
+type h2H2User struct {
+	_      structs.HostLayout
+	Tokens int64
+	Ns     uint64
 }
 
 type h2SeqCtl struct {
@@ -223,6 +234,7 @@ const (
 	h2MapH2SslIsn       = "h2_ssl_isn"
 	h2MapH2TlsCalls     = "h2_tls_calls"
 	h2MapH2TlsClosed    = "h2_tls_closed"
+	h2MapH2Users        = "h2_users"
 	h2MapSeqControl     = "seq_control"
 	h2MapSeqCounters    = "seq_counters"
 	h2MapSeqDoorbell    = "seq_doorbell"
@@ -253,6 +265,7 @@ const (
 	h2ProgH2SysWritev   = "h2_sys_writev"
 	h2VarH2Burst        = "h2_burst"
 	h2VarH2CloseBtf     = "h2_close_btf"
+	h2VarH2FrameCost    = "h2_frame_cost"
 	h2VarH2HaveLoop     = "h2_have_loop"
 	h2VarH2HdrCap       = "h2_hdr_cap"
 	h2VarH2MaxIov       = "h2_max_iov"
@@ -262,6 +275,8 @@ const (
 	h2VarH2RecFlagsBtf  = "h2_rec_flags_btf"
 	h2VarH2SegBtf       = "h2_seg_btf"
 	h2VarH2TlsOn        = "h2_tls_on"
+	h2VarH2UserBurst    = "h2_user_burst"
+	h2VarH2UserRate     = "h2_user_rate"
 	h2VarSeqRingMask    = "seq_ring_mask"
 )
 
@@ -346,6 +361,7 @@ type h2MapSpecs struct {
 	H2SslIsn      *ebpf.MapSpec `ebpf:"h2_ssl_isn"`
 	H2TlsCalls    *ebpf.MapSpec `ebpf:"h2_tls_calls"`
 	H2TlsClosed   *ebpf.MapSpec `ebpf:"h2_tls_closed"`
+	H2Users       *ebpf.MapSpec `ebpf:"h2_users"`
 	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
 	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
@@ -359,6 +375,7 @@ type h2MapSpecs struct {
 type h2VariableSpecs struct {
 	H2Burst       *ebpf.VariableSpec `ebpf:"h2_burst"`
 	H2CloseBtf    *ebpf.VariableSpec `ebpf:"h2_close_btf"`
+	H2FrameCost   *ebpf.VariableSpec `ebpf:"h2_frame_cost"`
 	H2HaveLoop    *ebpf.VariableSpec `ebpf:"h2_have_loop"`
 	H2HdrCap      *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
 	H2MaxIov      *ebpf.VariableSpec `ebpf:"h2_max_iov"`
@@ -368,6 +385,8 @@ type h2VariableSpecs struct {
 	H2RecFlagsBtf *ebpf.VariableSpec `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
 	H2TlsOn       *ebpf.VariableSpec `ebpf:"h2_tls_on"`
+	H2UserBurst   *ebpf.VariableSpec `ebpf:"h2_user_burst"`
+	H2UserRate    *ebpf.VariableSpec `ebpf:"h2_user_rate"`
 	SeqRingMask   *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 }
 
@@ -401,6 +420,7 @@ type h2Maps struct {
 	H2SslIsn      *ebpf.Map `ebpf:"h2_ssl_isn"`
 	H2TlsCalls    *ebpf.Map `ebpf:"h2_tls_calls"`
 	H2TlsClosed   *ebpf.Map `ebpf:"h2_tls_closed"`
+	H2Users       *ebpf.Map `ebpf:"h2_users"`
 	SeqControl    *ebpf.Map `ebpf:"seq_control"`
 	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
@@ -420,6 +440,7 @@ func (m *h2Maps) Close() error {
 		m.H2SslIsn,
 		m.H2TlsCalls,
 		m.H2TlsClosed,
+		m.H2Users,
 		m.SeqControl,
 		m.SeqCounters,
 		m.SeqDoorbell,
@@ -434,6 +455,7 @@ func (m *h2Maps) Close() error {
 type h2Variables struct {
 	H2Burst       *ebpf.Variable `ebpf:"h2_burst"`
 	H2CloseBtf    *ebpf.Variable `ebpf:"h2_close_btf"`
+	H2FrameCost   *ebpf.Variable `ebpf:"h2_frame_cost"`
 	H2HaveLoop    *ebpf.Variable `ebpf:"h2_have_loop"`
 	H2HdrCap      *ebpf.Variable `ebpf:"h2_hdr_cap"`
 	H2MaxIov      *ebpf.Variable `ebpf:"h2_max_iov"`
@@ -443,6 +465,8 @@ type h2Variables struct {
 	H2RecFlagsBtf *ebpf.Variable `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.Variable `ebpf:"h2_seg_btf"`
 	H2TlsOn       *ebpf.Variable `ebpf:"h2_tls_on"`
+	H2UserBurst   *ebpf.Variable `ebpf:"h2_user_burst"`
+	H2UserRate    *ebpf.Variable `ebpf:"h2_user_rate"`
 	SeqRingMask   *ebpf.Variable `ebpf:"seq_ring_mask"`
 }
 

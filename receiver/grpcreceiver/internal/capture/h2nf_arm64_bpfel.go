@@ -27,6 +27,7 @@ const (
 	h2nfMapH2SslIsn       = "h2_ssl_isn"
 	h2nfMapH2TlsCalls     = "h2_tls_calls"
 	h2nfMapH2TlsClosed    = "h2_tls_closed"
+	h2nfMapH2Users        = "h2_users"
 	h2nfMapSeqControl     = "seq_control"
 	h2nfMapSeqCounters    = "seq_counters"
 	h2nfMapSeqDoorbell    = "seq_doorbell"
@@ -48,6 +49,7 @@ const (
 	h2nfProgH2State       = "h2_state"
 	h2nfVarH2Burst        = "h2_burst"
 	h2nfVarH2CloseBtf     = "h2_close_btf"
+	h2nfVarH2FrameCost    = "h2_frame_cost"
 	h2nfVarH2HaveLoop     = "h2_have_loop"
 	h2nfVarH2HdrCap       = "h2_hdr_cap"
 	h2nfVarH2MaxIov       = "h2_max_iov"
@@ -57,6 +59,8 @@ const (
 	h2nfVarH2RecFlagsBtf  = "h2_rec_flags_btf"
 	h2nfVarH2SegBtf       = "h2_seg_btf"
 	h2nfVarH2TlsOn        = "h2_tls_on"
+	h2nfVarH2UserBurst    = "h2_user_burst"
+	h2nfVarH2UserRate     = "h2_user_rate"
 	h2nfVarSeqRingMask    = "seq_ring_mask"
 )
 
@@ -132,6 +136,7 @@ type h2nfMapSpecs struct {
 	H2SslIsn      *ebpf.MapSpec `ebpf:"h2_ssl_isn"`
 	H2TlsCalls    *ebpf.MapSpec `ebpf:"h2_tls_calls"`
 	H2TlsClosed   *ebpf.MapSpec `ebpf:"h2_tls_closed"`
+	H2Users       *ebpf.MapSpec `ebpf:"h2_users"`
 	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
 	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
@@ -146,6 +151,7 @@ type h2nfMapSpecs struct {
 type h2nfVariableSpecs struct {
 	H2Burst       *ebpf.VariableSpec `ebpf:"h2_burst"`
 	H2CloseBtf    *ebpf.VariableSpec `ebpf:"h2_close_btf"`
+	H2FrameCost   *ebpf.VariableSpec `ebpf:"h2_frame_cost"`
 	H2HaveLoop    *ebpf.VariableSpec `ebpf:"h2_have_loop"`
 	H2HdrCap      *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
 	H2MaxIov      *ebpf.VariableSpec `ebpf:"h2_max_iov"`
@@ -155,6 +161,8 @@ type h2nfVariableSpecs struct {
 	H2RecFlagsBtf *ebpf.VariableSpec `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
 	H2TlsOn       *ebpf.VariableSpec `ebpf:"h2_tls_on"`
+	H2UserBurst   *ebpf.VariableSpec `ebpf:"h2_user_burst"`
+	H2UserRate    *ebpf.VariableSpec `ebpf:"h2_user_rate"`
 	SeqRingMask   *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 }
 
@@ -189,6 +197,7 @@ type h2nfMaps struct {
 	H2SslIsn      *ebpf.Map `ebpf:"h2_ssl_isn"`
 	H2TlsCalls    *ebpf.Map `ebpf:"h2_tls_calls"`
 	H2TlsClosed   *ebpf.Map `ebpf:"h2_tls_closed"`
+	H2Users       *ebpf.Map `ebpf:"h2_users"`
 	SeqControl    *ebpf.Map `ebpf:"seq_control"`
 	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
 	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
@@ -210,6 +219,7 @@ func (m *h2nfMaps) Close() error {
 		m.H2SslIsn,
 		m.H2TlsCalls,
 		m.H2TlsClosed,
+		m.H2Users,
 		m.SeqControl,
 		m.SeqCounters,
 		m.SeqDoorbell,
@@ -225,6 +235,7 @@ func (m *h2nfMaps) Close() error {
 type h2nfVariables struct {
 	H2Burst       *ebpf.Variable `ebpf:"h2_burst"`
 	H2CloseBtf    *ebpf.Variable `ebpf:"h2_close_btf"`
+	H2FrameCost   *ebpf.Variable `ebpf:"h2_frame_cost"`
 	H2HaveLoop    *ebpf.Variable `ebpf:"h2_have_loop"`
 	H2HdrCap      *ebpf.Variable `ebpf:"h2_hdr_cap"`
 	H2MaxIov      *ebpf.Variable `ebpf:"h2_max_iov"`
@@ -234,6 +245,8 @@ type h2nfVariables struct {
 	H2RecFlagsBtf *ebpf.Variable `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.Variable `ebpf:"h2_seg_btf"`
 	H2TlsOn       *ebpf.Variable `ebpf:"h2_tls_on"`
+	H2UserBurst   *ebpf.Variable `ebpf:"h2_user_burst"`
+	H2UserRate    *ebpf.Variable `ebpf:"h2_user_rate"`
 	SeqRingMask   *ebpf.Variable `ebpf:"seq_ring_mask"`
 }
 

@@ -38,6 +38,10 @@ const (
 	MinBurst = 64 << 10
 	// MinPending is the least default Options.MaxPending.
 	MinPending = 16384
+	// DefaultMaxUsers is the default Options.MaxUsers.
+	DefaultMaxUsers = 4096
+	// MaxFrameCost bounds Options.FrameCost.
+	MaxFrameCost = 64 << 10
 	// lruSlack is the kernel's LOCAL_FREE_TARGET (kernel/bpf/bpf_lru_list.h):
 	// the free entries of an LRU map one CPU takes at a time.
 	lruSlack = 128
@@ -63,6 +67,19 @@ type Options struct {
 	// process pair writing header blocks as fast as loopback takes them laps
 	// the ring, and every other connection's records are lost with it.
 	Rate int
+	// FrameCost is what each frame walked costs a share on top of the bytes
+	// copied for it (tokens of Rate and UserRate): the tracker pays per
+	// frame, whatever its size, so a flood of the smallest frames (a 13-byte
+	// RST_STREAM) would otherwise cost it many times what the same share
+	// costs in header blocks. 0: bytes only.
+	FrameCost int
+	// UserRate is each user's share of the ring (uid: all the connections
+	// whose calls one uid makes, together), in the tokens of Rate a second; a
+	// call made with its user's bucket empty is not walked, counted as
+	// throttled_user. 0: no limit.
+	UserRate int
+	// MaxUsers bounds the users whose share is kept (LRU; 0: DefaultMaxUsers).
+	MaxUsers int
 	// TLS also captures the plaintext of TLS sessions. OpenSSL: uprobes on
 	// SSL_write, SSL_read, SSL_write_ex, SSL_read_ex (entry and return) and
 	// SSL_free in every libssl found mapped by a running process, in LibSSL,
@@ -106,6 +123,15 @@ func Open(o Options) (*Capture, error) {
 	}
 	if o.MaxIov <= 0 {
 		o.MaxIov = 1024
+	}
+	if o.FrameCost < 0 || o.FrameCost > MaxFrameCost {
+		return nil, fmt.Errorf("frame cost %d out of range 0..%d", o.FrameCost, MaxFrameCost)
+	}
+	if o.Rate < 0 || o.UserRate < 0 {
+		return nil, fmt.Errorf("capture rates %d (per connection), %d (per user): must not be negative", o.Rate, o.UserRate)
+	}
+	if o.MaxUsers <= 0 {
+		o.MaxUsers = DefaultMaxUsers
 	}
 
 	p, err := Preflight(o.Hook, o.NoFetch)
@@ -200,12 +226,17 @@ func open(o Options, p Plan) (_ *Capture, err error) {
 	spec.Maps["h2_conns"].MaxEntries = uint32(o.MaxConns + lruSlack*ncpu)
 	spec.Maps["h2_pending"].MaxEntries = uint32(pending + lruSlack*ncpu)
 	spec.Maps["h2_not_h2"].MaxEntries = uint32(pending + lruSlack*ncpu)
+	// The users' shares: 16 bytes of value, about 90 bytes an entry.
+	spec.Maps["h2_users"].MaxEntries = uint32(o.MaxUsers + lruSlack*ncpu)
 	for name, v := range map[string]any{
 		"seq_ring_mask": uint64(o.RingSlots - 1),
 		"h2_hdr_cap":    uint32(o.HeaderCap),
 		"h2_max_iov":    uint32(o.MaxIov),
 		"h2_rate":       uint64(o.Rate),
 		"h2_burst":      uint64(burst(o.Rate, o.RingSlots*slotSize)),
+		"h2_frame_cost": uint64(o.FrameCost),
+		"h2_user_rate":  uint64(o.UserRate),
+		"h2_user_burst": uint64(burst(o.UserRate, o.RingSlots*slotSize)),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
