@@ -55,9 +55,16 @@ const (
 	defaultCaptureRate = 8 << 20
 	minCaptureRate     = 64 << 10
 	maxCaptureRate     = 1 << 30
-	maxMaxMethods      = 1 << 16
-	minValueLength     = 16
-	maxValueLength     = 1 << 16
+	// Two connections' share per user; 64 tokens a frame (BenchmarkShareCost:
+	// the tracker pays about 500 ns for a record of one RST_STREAM frame,
+	// what it pays for 25 to 35 bytes of request header blocks; the rest
+	// covers the ring and the reader's wake-ups).
+	defaultCaptureRatePerUser = 16 << 20
+	defaultFrameCost          = 64
+	maxFrameCost              = 64 << 10 // capture.MaxFrameCost
+	maxMaxMethods             = 1 << 16
+	minValueLength            = 16
+	maxValueLength            = 1 << 16
 )
 
 // Config is the grpc receiver's configuration. `grpc: {}` uses the defaults.
@@ -97,6 +104,20 @@ type Config struct {
 	// process pair flooding header blocks cannot make every other
 	// connection's records be lost. 0: no limit.
 	MaxCaptureRate int `mapstructure:"max_capture_rate"`
+
+	// MaxCaptureRatePerUser is each user's share of the capture ring (uid:
+	// all the connections whose calls one uid makes, together), in the
+	// tokens of max_capture_rate a second: a user who opens many
+	// connections gets no more of the collector than this. Over it that
+	// user's calls are skipped (throttled_user). 0: no limit.
+	MaxCaptureRatePerUser int `mapstructure:"max_capture_rate_per_user"`
+
+	// CaptureFrameCost is what each frame the kernel walks costs the
+	// shares on top of the bytes copied for it: the tracker pays per frame
+	// whatever its size, so without it a flood of 13-byte RST_STREAM frames
+	// costs the collector many times what the same share costs in header
+	// blocks. 0: bytes only.
+	CaptureFrameCost int `mapstructure:"capture_frame_cost"`
 
 	// MaxHeaderTableSize caps the HPACK table kept per direction of a
 	// connection, whatever size the peer announces: beyond it the oldest
@@ -220,6 +241,8 @@ func createDefaultConfig() *Config {
 		MaxStreamsPerConnection: h2.DefaultMaxStreamsPerConn,
 		MaxHeaderBlock:          defaultHeaderCap,
 		MaxCaptureRate:          defaultCaptureRate,
+		MaxCaptureRatePerUser:   defaultCaptureRatePerUser,
+		CaptureFrameCost:        defaultFrameCost,
 		MaxHeaderTableSize:      h2.DefaultMaxHeaderTableSize,
 		MaxMemory:               h2.DefaultMemoryBudget,
 		IdleTimeout:             defaultIdleWindow,
@@ -263,6 +286,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxCaptureRate != 0 && (c.MaxCaptureRate < minCaptureRate || c.MaxCaptureRate > maxCaptureRate) {
 		errs = append(errs, fmt.Errorf("max_capture_rate: %d is out of range; use 0 (no limit) or %d to %d bytes a second", c.MaxCaptureRate, minCaptureRate, maxCaptureRate))
+	}
+	if c.MaxCaptureRatePerUser != 0 && (c.MaxCaptureRatePerUser < minCaptureRate || c.MaxCaptureRatePerUser > maxCaptureRate) {
+		errs = append(errs, fmt.Errorf("max_capture_rate_per_user: %d is out of range; use 0 (no limit) or %d to %d bytes a second", c.MaxCaptureRatePerUser, minCaptureRate, maxCaptureRate))
+	}
+	if c.CaptureFrameCost < 0 || c.CaptureFrameCost > maxFrameCost {
+		errs = append(errs, fmt.Errorf("capture_frame_cost: %d is out of range; use 0 (bytes only) to %d bytes a frame", c.CaptureFrameCost, maxFrameCost))
 	}
 	if c.IdleTimeout < minIdleTimeout {
 		errs = append(errs, fmt.Errorf("idle_timeout: %s is too short; use at least %s", c.IdleTimeout, minIdleTimeout))

@@ -31,6 +31,7 @@ func TestConfigCustom(t *testing.T) {
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, &Config{
 		Hook: HookSyscalls, RingSlots: 4096, MaxConnections: 1024, MaxStreamsPerConnection: 100, MaxHeaderBlock: 4096, MaxCaptureRate: 1 << 20,
+		MaxCaptureRatePerUser: 2 << 20, CaptureFrameCost: 32,
 		MaxHeaderTableSize: 8192, MaxMemory: 32 << 20, IdleTimeout: 30 * time.Second, Ports: []uint16{50051, 8443}, MaxBatch: 64, ServiceName: "mesh",
 		TLS: TLSConfig{RescanInterval: 10 * time.Second}, Spans: createDefaultConfig().Spans,
 	}, cfg)
@@ -116,18 +117,20 @@ func TestConfigHooks(t *testing.T) {
 
 func TestConfigInvalid(t *testing.T) {
 	for want, mod := range map[string]func(*Config){
-		`hook: "kprobe" is not a hook`:                         func(c *Config) { c.Hook = "kprobe" },
-		"ring_slots: 1000 is not allowed; use a power of two":  func(c *Config) { c.RingSlots = 1000 },
-		"max_connections: 1 is out of range; use 16 to":        func(c *Config) { c.MaxConnections = 1 },
-		"max_streams_per_connection: 0 is out of range; use 1": func(c *Config) { c.MaxStreamsPerConnection = 0 },
-		"max_header_block: 2097152 is out of range; use 1024":  func(c *Config) { c.MaxHeaderBlock = 1 << 21 },
-		"max_capture_rate: 1000 is out of range; use 0":        func(c *Config) { c.MaxCaptureRate = 1000 },
-		"max_header_table_size: 2097152 is out of range; use":  func(c *Config) { c.MaxHeaderTableSize = 1 << 21 },
-		"max_memory: 1000 is out of range; use 1048576":        func(c *Config) { c.MaxMemory = 1000 },
-		"idle_timeout: 1ms is too short; use at least 1s":      func(c *Config) { c.IdleTimeout = time.Millisecond },
-		"max_batch: 0 is out of range; use 1 to 65536":         func(c *Config) { c.MaxBatch = 0 },
-		"ports: 0 is not a port":                               func(c *Config) { c.Ports = []uint16{0} },
-		"service_name: empty; give the service.name":           func(c *Config) { c.ServiceName = "" },
+		`hook: "kprobe" is not a hook`:                           func(c *Config) { c.Hook = "kprobe" },
+		"ring_slots: 1000 is not allowed; use a power of two":    func(c *Config) { c.RingSlots = 1000 },
+		"max_connections: 1 is out of range; use 16 to":          func(c *Config) { c.MaxConnections = 1 },
+		"max_streams_per_connection: 0 is out of range; use 1":   func(c *Config) { c.MaxStreamsPerConnection = 0 },
+		"max_header_block: 2097152 is out of range; use 1024":    func(c *Config) { c.MaxHeaderBlock = 1 << 21 },
+		"max_capture_rate: 1000 is out of range; use 0":          func(c *Config) { c.MaxCaptureRate = 1000 },
+		"max_capture_rate_per_user: 1000 is out of range; use 0": func(c *Config) { c.MaxCaptureRatePerUser = 1000 },
+		"capture_frame_cost: -1 is out of range; use 0":          func(c *Config) { c.CaptureFrameCost = -1 },
+		"max_header_table_size: 2097152 is out of range; use":    func(c *Config) { c.MaxHeaderTableSize = 1 << 21 },
+		"max_memory: 1000 is out of range; use 1048576":          func(c *Config) { c.MaxMemory = 1000 },
+		"idle_timeout: 1ms is too short; use at least 1s":        func(c *Config) { c.IdleTimeout = time.Millisecond },
+		"max_batch: 0 is out of range; use 1 to 65536":           func(c *Config) { c.MaxBatch = 0 },
+		"ports: 0 is not a port":                                 func(c *Config) { c.Ports = []uint16{0} },
+		"service_name: empty; give the service.name":             func(c *Config) { c.ServiceName = "" },
 	} {
 		t.Run(strings.SplitN(want, ":", 2)[0], func(t *testing.T) {
 			c := createDefaultConfig()

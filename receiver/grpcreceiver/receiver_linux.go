@@ -122,24 +122,31 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 	return r, nil
 }
 
-// Start loads and attaches the capture and starts the reader.
-func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
-	c, err := capture.Open(capture.Options{
-		Hook:       capture.Hook(r.cfg.Hook),
-		RingSlots:  r.cfg.RingSlots,
-		MaxConns:   r.cfg.MaxConnections,
-		HeaderCap:  r.cfg.MaxHeaderBlock,
-		Rate:       r.cfg.MaxCaptureRate,
-		TLS:        r.cfg.TLS.Enabled,
-		LibSSL:     r.cfg.TLS.LibSSLPaths,
-		GoBinaries: r.cfg.TLS.GoBinaries,
+// captureOptions is what the capture gets of the config.
+func captureOptions(cfg *Config) capture.Options {
+	return capture.Options{
+		Hook:       capture.Hook(cfg.Hook),
+		RingSlots:  cfg.RingSlots,
+		MaxConns:   cfg.MaxConnections,
+		HeaderCap:  cfg.MaxHeaderBlock,
+		Rate:       cfg.MaxCaptureRate,
+		UserRate:   cfg.MaxCaptureRatePerUser,
+		FrameCost:  cfg.CaptureFrameCost,
+		TLS:        cfg.TLS.Enabled,
+		LibSSL:     cfg.TLS.LibSSLPaths,
+		GoBinaries: cfg.TLS.GoBinaries,
 		Filter: capture.ProcFilter{
-			IncludeExecutables: r.cfg.TLS.IncludeExecutables, ExcludeExecutables: r.cfg.TLS.ExcludeExecutables,
-			IncludeCgroups: r.cfg.TLS.IncludeCgroups, ExcludeCgroups: r.cfg.TLS.ExcludeCgroups,
+			IncludeExecutables: cfg.TLS.IncludeExecutables, ExcludeExecutables: cfg.TLS.ExcludeExecutables,
+			IncludeCgroups: cfg.TLS.IncludeCgroups, ExcludeCgroups: cfg.TLS.ExcludeCgroups,
 		},
 		ProbeSelf: probeSelf,
 		NoFetch:   noFetch,
-	})
+	}
+}
+
+// Start loads and attaches the capture and starts the reader.
+func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
+	c, err := capture.Open(captureOptions(r.cfg))
 	if err != nil {
 		return fmt.Errorf("grpc receiver: %w", err)
 	}
