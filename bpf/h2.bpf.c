@@ -33,10 +33,13 @@
  *   h2_pending  not yet classified (every TCP connection at establishment,
  *               or at its first call when it predates the capture); sized
  *               on its own (Options.MaxPending);
- *   h2_conns    found HTTP/2 (the client preface, or a SETTINGS frame, at
- *               offset 0; a plausible frame header for a connection that
- *               predates the capture): moved here from h2_pending
- *               (max_connections);
+ *   h2_conns    HTTP/2 connections that carried a call: found HTTP/2 (the
+ *               client preface, or a SETTINGS frame, at offset 0; a
+ *               plausible frame header for a connection that predates the
+ *               capture), walked on probation in h2_pending, and moved here
+ *               after a call with a HEADERS frame (max_connections): a
+ *               flood of connections that only look like HTTP/2 never
+ *               evicts one;
  *   h2_not_h2   found not HTTP/2: the key only, nothing else kept.
  * A call looks in h2_conns first, then h2_not_h2 (a hit: skipped, that one
  * lookup more), then h2_pending. TLS sessions go the same way. An HTTP/2 direction walks its frames
@@ -58,7 +61,8 @@
  *   frames.h      the frame walk (bpf_loop, or the bounded loop)
  *   tls_sock.h    the TCP socket under a TLS session (OpenSSL, Go)
  *   detect.h      HTTP/2 or not, and the open record
- *   ringshare.h   a connection's share of the ring (token bucket)
+ *   ringshare.h   the shares of the ring per connection and per uid (token
+ *                 buckets of bytes copied plus a cost per frame walked)
  *   call.h        one send or receive: detection, gaps, walk, counters
  *   hooks.h       the socket hooks (sock_*, sys_*, raw_sys)
  *   tls.h         what the TLS probes share

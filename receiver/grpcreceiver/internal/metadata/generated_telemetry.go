@@ -158,7 +158,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverGrpcKernel, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_grpc_kernel",
-		metric.WithDescription("The BPF programs' own counters, per CPU summed, by name (attribute `counter`), e.g. desync, headers_cut, busy, unsupported_call, ring_overrun, bytes_copied. [Development]"),
+		metric.WithDescription("The BPF programs' own counters, per CPU summed, by name (attribute `counter`), e.g. desync, headers_cut, busy, unsupported_call, ring_overrun, bytes_copied, throttled, throttled_user, frame_tokens, conns_confirmed. [Development]"),
 		metric.WithUnit("{count}"),
 	)
 	errs = errors.Join(errs, err)

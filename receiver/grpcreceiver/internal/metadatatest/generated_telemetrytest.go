@@ -38,7 +38,7 @@ func AssertEqualReceiverGrpcConnectionsLive(t *testing.T, tt *componenttest.Tele
 func AssertEqualReceiverGrpcKernel(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_grpc_kernel",
-		Description: "The BPF programs' own counters, per CPU summed, by name (attribute `counter`), e.g. desync, headers_cut, busy, unsupported_call, ring_overrun, bytes_copied. [Development]",
+		Description: "The BPF programs' own counters, per CPU summed, by name (attribute `counter`), e.g. desync, headers_cut, busy, unsupported_call, ring_overrun, bytes_copied, throttled, throttled_user, frame_tokens, conns_confirmed. [Development]",
 		Unit:        "{count}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
