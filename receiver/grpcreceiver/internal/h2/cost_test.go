@@ -136,8 +136,8 @@ var costCases = []costCase{
 // Measured within one run: the kinds interleaved, each the median of
 // rounds.
 func TestFrameCostRatio(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
+	if testing.Short() || raceEnabled {
+		t.Skip("timing (the race detector's cost differs by path)")
 	}
 	const (
 		bytesPerCase = 8 << 10
