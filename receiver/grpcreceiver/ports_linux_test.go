@@ -17,7 +17,7 @@ import (
 // ports keeps the calls with a listed local or remote port.
 func TestPortsFilter(t *testing.T) {
 	cfg := createDefaultConfig()
-	r := &grpcReceiver{cfg: cfg, ports: []uint16{50051}, mapper: spanmap.New(spanmap.Config{BootID: "boot"})}
+	r := &grpcReceiver{cfg: cfg, in: cfg.settings(), ports: []uint16{50051}, mapper: spanmap.New(spanmap.Config{BootID: "boot"})}
 	r.emit(call(h2.SideClient, 0)) // remote port 50051
 	r.emit(call(h2.SideServer, 0)) // local port 50051
 	other := call(h2.SideClient, 0)

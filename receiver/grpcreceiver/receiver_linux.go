@@ -67,6 +67,7 @@ const (
 
 type grpcReceiver struct {
 	cfg  *Config
+	in   settings // made from cfg (settings_linux.go)
 	set  receiver.Settings
 	next consumer.Traces
 	obs  *receiverhelper.ObsReport
@@ -103,16 +104,14 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 	if err != nil {
 		return nil, err
 	}
-	r := &grpcReceiver{cfg: c, set: set, next: next, obs: obs, ports: slices.Clone(c.Ports)}
+	in := c.settings()
+	r := &grpcReceiver{cfg: c, in: in, set: set, next: next, obs: obs, ports: in.ports}
 	boot, err := bootclock.ID()
 	if err != nil {
 		return nil, fmt.Errorf("grpc receiver: read the boot id (span ids and the links to process spans are derived from it): %w", err)
 	}
-	mc := spanmap.Config{
-		BootID: boot, KnownMethods: c.Spans.Methods, MaxMethods: c.Spans.MaxMethods,
-		MaxValueLength: c.Spans.MaxAttributeLength, MaxStatusMessageLength: c.Spans.MaxStatusMessageLength,
-		URLQuery: c.Spans.URLQuery,
-	}
+	mc := in.spans
+	mc.BootID = boot
 	// Connection and stream ids start over with every load: the instance
 	// keeps the ids of this receiver's spans from those of any other.
 	if _, err := rand.Read(mc.Instance[:]); err != nil {
@@ -122,31 +121,11 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 	return r, nil
 }
 
-// captureOptions is what the capture gets of the config.
-func captureOptions(cfg *Config) capture.Options {
-	return capture.Options{
-		Hook:       capture.Hook(cfg.Hook),
-		RingSlots:  cfg.RingSlots,
-		MaxConns:   cfg.MaxConnections,
-		HeaderCap:  cfg.MaxHeaderBlock,
-		Rate:       cfg.MaxCaptureRate,
-		UserRate:   cfg.MaxCaptureRatePerUser,
-		FrameCost:  cfg.CaptureFrameCost,
-		TLS:        cfg.TLS.Enabled,
-		LibSSL:     cfg.TLS.LibSSLPaths,
-		GoBinaries: cfg.TLS.GoBinaries,
-		Filter: capture.ProcFilter{
-			IncludeExecutables: cfg.TLS.IncludeExecutables, ExcludeExecutables: cfg.TLS.ExcludeExecutables,
-			IncludeCgroups: cfg.TLS.IncludeCgroups, ExcludeCgroups: cfg.TLS.ExcludeCgroups,
-		},
-		ProbeSelf: probeSelf,
-		NoFetch:   noFetch,
-	}
-}
-
 // Start loads and attaches the capture and starts the reader.
 func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
-	c, err := capture.Open(captureOptions(r.cfg))
+	opts := r.in.capture
+	opts.ProbeSelf, opts.NoFetch = probeSelf, noFetch
+	c, err := capture.Open(opts)
 	if err != nil {
 		return fmt.Errorf("grpc receiver: %w", err)
 	}
@@ -163,13 +142,7 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 		r.set.Logger.Warn("grpc receiver: libssl files of running processes not probed", zap.Int("count", len(skipped)), zap.Strings("why", skipped))
 	}
 	offset := bootclock.Offset(time.Now())
-	r.tracker = h2.NewTracker(h2.Config{
-		MaxConns:           r.cfg.MaxConnections,
-		MaxStreamsPerConn:  r.cfg.MaxStreamsPerConnection,
-		MaxHeaderBlock:     r.cfg.MaxHeaderBlock,
-		IdleTimeout:        r.cfg.IdleTimeout,
-		MaxHeaderTableSize: uint32(r.cfg.MaxHeaderTableSize), // Validate: at most 1 MiB
-	}, r.emit, h2.OffsetClock(offset))
+	r.tracker = h2.NewTracker(r.in.tracker, r.emit, h2.OffsetClock(offset))
 	r.dec = capture.NewDecoder(r.tracker)
 	if err := r.startTelemetry(); err != nil {
 		_ = c.Close()
@@ -178,11 +151,11 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 	}
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
 	go r.run()
-	if r.cfg.TLS.Enabled && r.cfg.TLS.RescanInterval > 0 {
+	if r.in.capture.TLS && r.in.rescan > 0 {
 		var ctx context.Context
 		ctx, r.rescanStop = context.WithCancel(context.Background())
 		r.rescanDone = make(chan struct{})
-		go r.rescan(ctx, r.cfg.TLS.RescanInterval)
+		go r.rescan(ctx, r.in.rescan)
 	}
 	return nil
 }
@@ -231,11 +204,11 @@ func (r *grpcReceiver) emit(c *h2.Call) {
 		return
 	}
 	if r.spans == (ptrace.SpanSlice{}) {
-		r.td, r.spans = newTraces(r.cfg.ServiceName)
+		r.td, r.spans = newTraces(r.in.serviceName)
 		r.batchAt = time.Now()
 	}
 	r.mapper.Append(r.spans, c)
-	if r.spans.Len() >= r.cfg.MaxBatch {
+	if r.spans.Len() >= r.in.maxBatch {
 		r.flush()
 	}
 }
@@ -293,7 +266,7 @@ func (r *grpcReceiver) run() {
 		}
 		if n > 0 || pending {
 			// Busy: gather (see gatherFor), on a timer, not the doorbell.
-			if 4*n >= r.cfg.RingSlots {
+			if 4*n >= r.in.capture.RingSlots {
 				continue
 			}
 			wait := gatherFor

@@ -13,7 +13,14 @@ const (
 	connMem = int(unsafe.Sizeof(conn{})) + 128
 	// streamMem is a stream: its struct and its entry in its map; the
 	// strings of its Call are added.
-	streamMem = int(unsafe.Sizeof(stream{})) + 32
+	streamMem = int(unsafe.Sizeof(stream{}))
+	// mapSlotMem is what a stream map takes per entry of its peak (Go's
+	// maps: 8-slot groups of 16-byte slots and a control word, at most 7/8
+	// full, grown by doubling; they never shrink).
+	mapSlotMem = 40
+	// shrinkMin: a stream map or heap is made again, smaller, once it holds
+	// less than a quarter of its peak, if that peak was above this.
+	shrinkMin = 64
 	// notHTTP2Remembered is how many connections found not HTTP/2 are
 	// remembered (about 200 KiB at most, not counted in the budget).
 	notHTTP2Remembered = 4096
@@ -59,6 +66,24 @@ func (t *Tracker) chargeDirs(c *conn) {
 	}
 }
 
+// indexMem is the memory of c's stream map (by its peak) and heaps (by
+// their capacity).
+func (c *conn) indexMem() int {
+	n := c.peak * mapSlotMem
+	for i := range c.heaps {
+		n += cap(c.heaps[i].s) * 8
+	}
+	return n
+}
+
+// chargeIndex brings the accounted memory of c's stream map and heaps up
+// to date.
+func (t *Tracker) chargeIndex(c *conn) {
+	n := c.indexMem()
+	t.charge(c, n-c.idxMem)
+	c.idxMem = n
+}
+
 // chargeStream brings the accounted memory of s up to date.
 func (t *Tracker) chargeStream(c *conn, s *stream) {
 	n := streamMem + callMem(&s.call)
@@ -72,68 +97,46 @@ func (t *Tracker) chargeStream(c *conn, s *stream) {
 func (t *Tracker) MemoryUsed() int { return t.used }
 
 // enforce evicts the least recently active state until the accounted
-// memory fits the budget: whole connections other than cur, least recently
-// active first, then cur's streams, least recently active first, then cur.
-// It runs at the end of every call that may grow the memory, never while a
-// connection is being parsed.
+// memory fits the budget: whole connections other than cur, those on
+// probation first (ProbationEvictedBudget), then the others
+// (ConnsEvictedBudget), least recently active first, then cur's streams,
+// least recently active first (StreamsEvictedBudget), then cur. Each step
+// is O(1) but for what it ends. It runs at the end of every call that may
+// grow the memory, never while a connection is being parsed.
 func (t *Tracker) enforce(cur *conn) {
 	for t.used > t.cfg.MemoryBudget {
-		v := t.lruTail
-		if v == nil {
-			return
+		if v := t.prob.victim(cur); v != nil {
+			t.stats.ProbationEvictedBudget++
+			t.closeConn(v, 0, FlagEvicted)
+			continue
 		}
-		if v != cur || len(cur.streams) == 0 {
+		if v := t.est.victim(cur); v != nil {
 			t.stats.ConnsEvictedBudget++
 			t.closeConn(v, 0, FlagEvicted)
 			continue
 		}
-		sid, s := oldestStream(cur)
-		t.stats.StreamsEvictedBudget++
-		t.finish(cur, sid, s, s.last, FlagEvicted)
-	}
-}
-
-// oldestStream is c's least recently active stream (c has one).
-func oldestStream(c *conn) (uint32, *stream) {
-	var sid uint32
-	var old *stream
-	for id, s := range c.streams {
-		if old == nil || s.last < old.last || (s.last == old.last && id < sid) {
-			sid, old = id, s
+		if cur.removed {
+			return
 		}
+		if s := cur.slist.tail; s != nil {
+			t.stats.StreamsEvictedBudget++
+			t.finish(cur, s.sid, s, s.last, FlagEvicted)
+			continue
+		}
+		if cur.promoted {
+			t.stats.ConnsEvictedBudget++
+		} else {
+			t.stats.ProbationEvictedBudget++
+		}
+		t.closeConn(cur, 0, FlagEvicted)
 	}
-	return sid, old
 }
 
-// touch makes c the most recently active connection.
+// touch makes c the most recently active connection of its pool.
 func (t *Tracker) touch(c *conn) {
-	if t.lruHead == c {
-		return
+	if c.list != nil {
+		c.list.touch(c)
 	}
-	t.lruUnlink(c)
-	c.next = t.lruHead
-	if t.lruHead != nil {
-		t.lruHead.prev = c
-	}
-	t.lruHead = c
-	if t.lruTail == nil {
-		t.lruTail = c
-	}
-}
-
-// lruUnlink takes c out of the LRU list (if it is in it).
-func (t *Tracker) lruUnlink(c *conn) {
-	if c.prev != nil {
-		c.prev.next = c.next
-	} else if t.lruHead == c {
-		t.lruHead = c.next
-	}
-	if c.next != nil {
-		c.next.prev = c.prev
-	} else if t.lruTail == c {
-		t.lruTail = c.prev
-	}
-	c.prev, c.next = nil, nil
 }
 
 // idSet is a bounded set of connection ids; the oldest added goes first.

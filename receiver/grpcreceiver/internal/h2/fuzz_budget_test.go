@@ -115,19 +115,50 @@ func trackerOps(tr *Tracker, data []byte, check func()) {
 	}
 }
 
-// checkTracker checks the bounds and the account after a call.
+// checkTracker checks the bounds and the account after a call: the
+// accounted memory is within the budget and equals what the connections
+// hold, their stream maps by their peak (which stays within four times
+// what they hold: the map's real size) and their heaps by capacity; the
+// indexes (lists, heaps) hold exactly the streams.
 func checkTracker(t *testing.T, tr *Tracker, emitted uint64) {
 	t.Helper()
 	st := tr.Stats()
-	if tr.MemoryUsed() > tr.cfg.MemoryBudget || len(tr.conns) > tr.cfg.MaxConns {
-		t.Fatalf("%d bytes (budget %d), %d connections", tr.MemoryUsed(), tr.cfg.MemoryBudget, len(tr.conns))
+	if tr.MemoryUsed() > tr.cfg.MemoryBudget || tr.est.n > tr.cfg.MaxConns || tr.prob.n > tr.cfg.MaxProbationConns ||
+		tr.est.n+tr.prob.n != len(tr.conns) {
+		t.Fatalf("%d bytes (budget %d), %d connections (%d, %d on probation)", tr.MemoryUsed(), tr.cfg.MemoryBudget, len(tr.conns), tr.est.n, tr.prob.n)
 	}
-	sum := 0
+	sum, streams := 0, 0
 	for _, c := range tr.conns {
-		want := connMem + c.dirs[0].mem() + c.dirs[1].mem()
+		want := connMem + c.dirs[0].mem() + c.dirs[1].mem() + c.peak*mapSlotMem
+		for _, h := range c.heaps {
+			want += 8 * cap(h.s)
+			if cap(h.s) > shrinkMin && len(h.s) < cap(h.s)/4 {
+				t.Fatalf("connection %d: a heap of %d in %d", c.id, len(h.s), cap(h.s))
+			}
+		}
 		for _, s := range c.streams {
 			want += streamMem + callMem(&s.call)
+			if s.c != c || c.streams[s.sid] != s {
+				t.Fatalf("connection %d: stream %d misplaced", c.id, s.sid)
+			}
 		}
+		if len(c.streams) > c.peak || (c.peak > shrinkMin && len(c.streams) < c.peak/4) {
+			t.Fatalf("connection %d: %d streams, map peak %d", c.id, len(c.streams), c.peak)
+		}
+		n := 0
+		for s := c.slist.head; s != nil; s = s.link[0][1] {
+			n++
+		}
+		orph := 0
+		for _, s := range c.streams {
+			if s.orphan {
+				orph++
+			}
+		}
+		if n != len(c.streams) || c.heaps[heapOrphans].len() != orph || c.heaps[heapLive].len() != len(c.streams)-orph {
+			t.Fatalf("connection %d: %d streams (%d orphans), %d listed, heaps %d %d", c.id, len(c.streams), orph, n, c.heaps[heapLive].len(), c.heaps[heapOrphans].len())
+		}
+		streams += len(c.streams)
 		for i := range c.dirs {
 			if len(c.dirs[i].pending) > confirmFrames {
 				t.Fatalf("connection %d: %d frames held", c.id, len(c.dirs[i].pending))
@@ -142,10 +173,10 @@ func checkTracker(t *testing.T, tr *Tracker, emitted uint64) {
 		t.Fatalf("account %d, connections hold %d; stats %+v; %d emitted", tr.MemoryUsed(), sum, st, emitted)
 	}
 	n := 0
-	for c := tr.lruHead; c != nil; c = c.next {
+	for s := tr.slist.head; s != nil; s = s.link[1][1] {
 		n++
 	}
-	if n != len(tr.conns) {
-		t.Fatalf("%d connections in the LRU list, %d tracked", n, len(tr.conns))
+	if n != streams {
+		t.Fatalf("%d streams in the Tracker's list, %d tracked", n, streams)
 	}
 }

@@ -281,7 +281,7 @@ func (d *direction) gap(t *Tracker, r GapReason) {
 }
 
 // desync drops the framing and the HPACK table of the direction and flags
-// the connection's open streams.
+// the connection's open streams (through conn.gaps: no walk).
 func (d *direction) desync(t *Tracker) {
 	d.st = psUnsynced
 	d.tentative = 0
@@ -293,9 +293,7 @@ func (d *direction) desync(t *Tracker) {
 	d.firstFrame = false
 	clear(d.pending)
 	d.pending = d.pending[:0]
-	for _, s := range d.c.streams {
-		s.call.Flags |= FlagGap
-	}
+	d.c.gaps++ // the streams open now are flagged FlagGap when they end
 }
 
 // resync tries data, the start of a chunk, as a frame boundary (or the

@@ -21,6 +21,8 @@ const (
 	DefaultMaxHeaderTableSize = 64 << 10
 	DefaultMaxFieldsPerBlock  = 256
 	DefaultMemoryBudget       = 64 << 20
+	// minProbationConns is the least MaxProbationConns defaults to.
+	minProbationConns = 16
 	// maxFailedSyncs: a connection not seen from its start whose chunks
 	// never begin a plausible frame chain is taken as not HTTP/2 after
 	// this many.
@@ -32,6 +34,16 @@ type Config struct {
 	// MaxConns bounds the connections tracked at once: a new one evicts the
 	// least recently active (ConnsEvictedLimit).
 	MaxConns int
+	// MaxProbationConns bounds, apart, the connections on probation: those
+	// that have not carried a header block of a call yet (a client preface
+	// alone, or its first bytes, is cheap to send). A new connection is on
+	// probation; one more evicts the least recently active of them
+	// (ProbationEvictedLimit), never a connection that carried calls, so
+	// that a flood of connections that only look like HTTP/2 cannot take
+	// the HPACK state of long-lived channels. A connection leaves probation
+	// (ConnsPromoted) with its first header block of a call, into the
+	// MaxConns. Default: max(MaxConns/4, 16).
+	MaxProbationConns int
 	// MaxStreamsPerConn bounds the open streams per connection: the request
 	// HEADERS of one more is counted (StreamsOverLimit) and not tracked.
 	// The streams held are the peer's own, ended by their response, a
@@ -73,6 +85,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.MaxConns <= 0 {
 		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxProbationConns <= 0 {
+		c.MaxProbationConns = max(c.MaxConns/4, minProbationConns)
 	}
 	if c.MaxStreamsPerConn <= 0 {
 		c.MaxStreamsPerConn = DefaultMaxStreamsPerConn
@@ -131,19 +146,31 @@ type conn struct {
 	dirs          [2]direction
 	reqDir        int8 // the Dir that carries requests; -1 unknown
 	streams       map[uint32]*stream
-	orphans       int    // streams in it whose request has not been seen
-	waiting       int    // streams in it whose response ended before their request
-	maxReqSid     uint32 // the highest stream id of a request seen
-	last          uint64 // boot ns of the latest chunk
-	ignored       bool   // found not HTTP/2 (and forgotten)
-	removed       bool   // no longer tracked
-	mem           int    // accounted memory (see budget.go)
-	dirMem        [2]int // of it, the directions' (their last charge)
-	prev, next    *conn  // the LRU list: prev is more recently active
-	failedSyncs   uint32
-	peer          *conn // the other end, on this host and tracked
-	peerID        ConnID
-	peerKnown     bool
+	// peak is the most streams the map has held since it was made: what
+	// its memory is (Go maps do not shrink); it is made again, smaller,
+	// once it holds less than a quarter of that.
+	peak int
+	// slist orders the streams by activity (the budget's victims); heaps
+	// find GOAWAY's refused streams, the orphans a request makes
+	// unmatched and the waiting streams a chunk releases (index.go).
+	slist       streamList
+	heaps       [numHeaps]streamHeap
+	idxMem      int    // accounted memory of the map and heaps (their last charge)
+	gaps        uint32 // desyncs of either direction: a stream open across one is flagged FlagGap
+	closing     bool   // its streams are being ended (closeConn, notHTTP2)
+	list        *connList
+	promoted    bool   // off probation: it carried a header block of a call
+	maxReqSid   uint32 // the highest stream id of a request seen
+	last        uint64 // boot ns of the latest chunk
+	ignored     bool   // found not HTTP/2 (and forgotten)
+	removed     bool   // no longer tracked
+	mem         int    // accounted memory (see budget.go)
+	dirMem      [2]int // of it, the directions' (their last charge)
+	prev, next  *conn  // the LRU list: prev is more recently active
+	failedSyncs uint32
+	peer        *conn // the other end, on this host and tracked
+	peerID      ConnID
+	peerKnown   bool
 }
 
 func (c *conn) learnReqDir(d Dir) {
@@ -156,6 +183,12 @@ func (c *conn) learnReqDir(d Dir) {
 type stream struct {
 	reqDir Dir
 	last   uint64
+	c      *conn
+	sid    uint32
+	gapAt  uint32 // c.gaps when it was opened
+	// link: its place in its connection's slist and the Tracker's
+	link [2][2]*stream
+	hidx [numHeaps]int32 // its place in c's heaps, plus one (0: not in)
 	// orphan: response frames came first. Records of the two directions
 	// of a socket may be captured out of order (a write's record after the
 	// peer's answer was read), so a response to a stream id above any
@@ -186,10 +219,12 @@ type Tracker struct {
 	byTuple map[tuple]*conn
 	free    []*stream
 	stats   Stats
-	used    int   // accounted memory
-	lruHead *conn // the most recently active connection
-	lruTail *conn // the least
-	notH2   idSet // connections found not HTTP/2, forgotten
+	used    int // accounted memory
+	// est and prob are the connections off and on probation, each most
+	// recently active first; slist is every stream, the same way.
+	est, prob connList
+	slist     streamList
+	notH2     idSet // connections found not HTTP/2, forgotten
 }
 
 // NewTracker returns a Tracker that hands each completed call to emit. The
@@ -253,21 +288,40 @@ func (t *Tracker) ConnOpen(o *ConnOpen) {
 	}
 }
 
-// newConn tracks a connection; at MaxConns the least recently active one
-// is evicted first.
+// newConn tracks a connection, on probation; at MaxProbationConns the
+// least recently active one on probation is evicted first.
 func (t *Tracker) newConn(id ConnID, now uint64) *conn {
-	for len(t.conns) >= t.cfg.MaxConns && t.lruTail != nil {
-		t.stats.ConnsEvictedLimit++
-		t.closeConn(t.lruTail, 0, FlagEvicted)
+	for t.prob.n >= t.cfg.MaxProbationConns && t.prob.tail != nil {
+		t.stats.ProbationEvictedLimit++
+		t.closeConn(t.prob.tail, 0, FlagEvicted)
 	}
 	c := &conn{id: id, reqDir: -1, last: now, streams: make(map[uint32]*stream)}
+	for k := range c.heaps {
+		c.heaps[k].kind = uint8(k)
+	}
 	c.dirs[0].reset(c, Egress, false, false)
 	c.dirs[1].reset(c, Ingress, false, false)
 	t.conns[id] = c
-	t.touch(c)
+	t.prob.touch(c)
 	t.charge(c, connMem)
 	t.stats.ConnsTracked++
 	return c
+}
+
+// promote takes c off probation: at MaxConns the least recently active
+// connection off probation is evicted first.
+func (t *Tracker) promote(c *conn) {
+	if c.promoted || c.removed {
+		return
+	}
+	for t.est.n >= t.cfg.MaxConns && t.est.tail != nil {
+		t.stats.ConnsEvictedLimit++
+		t.closeConn(t.est.tail, 0, FlagEvicted)
+	}
+	c.promoted = true
+	t.prob.unlink(c)
+	t.est.touch(c)
+	t.stats.ConnsPromoted++
 }
 
 // Chunk feeds captured bytes. A chunk of an unknown connection starts
@@ -290,7 +344,7 @@ func (t *Tracker) Chunk(ch *Chunk) {
 	defer t.enforce(c)
 	t.touch(c)
 	c.last = max(c.last, ch.TimeNs)
-	if c.waiting > 0 {
+	if c.heaps[heapWaiting].len() > 0 {
 		t.flushWaiting(c, ch.Dir, ch.TimeNs)
 	}
 	c.dirs[ch.Dir].chunk(t, ch)
@@ -309,8 +363,9 @@ func (t *Tracker) notHTTP2(c *conn) {
 	}
 	c.ignored = true
 	t.stats.ConnsIgnoredNotHTTP2++
-	for sid, s := range c.streams {
-		delete(c.streams, sid)
+	c.closing = true
+	for _, s := range c.streams {
+		t.dropStream(c, s)
 		t.recycle(c, s)
 	}
 	for i := range c.dirs {
@@ -337,25 +392,28 @@ func (t *Tracker) Lost(l *Lost) { t.stats.Lost += l.Count }
 // Expire ends connections idle since nowNs-IdleTimeout and streams idle
 // since nowNs-StreamIdleTimeout; their open streams are emitted with
 // FlagEvicted, ended at their last activity.
+//
+// It walks the connections and streams from the least recently active
+// and stops at the first one not idle: its cost is that of what it ends.
+// (Capture order is nearly time order: one made active later but stamped
+// earlier can outlive its timeout by that skew, until the next Expire.)
 func (t *Tracker) Expire(nowNs uint64) {
 	connIdle, streamIdle := uint64(t.cfg.IdleTimeout), uint64(t.cfg.StreamIdleTimeout)
-	for _, c := range t.conns {
-		if nowNs > c.last && nowNs-c.last >= connIdle {
+	for _, l := range []*connList{&t.prob, &t.est} {
+		for c := l.tail; c != nil && nowNs > c.last && nowNs-c.last >= connIdle; c = l.tail {
 			t.stats.ConnsEvicted++
 			t.closeConn(c, 0, FlagEvicted)
-			continue
 		}
-		for sid, s := range c.streams {
-			if nowNs > s.last && nowNs-s.last >= streamIdle {
-				t.stats.StreamsEvicted++
-				t.finish(c, sid, s, s.last, FlagEvicted)
-			}
-		}
+	}
+	for s := t.slist.tail; s != nil && nowNs > s.last && nowNs-s.last >= streamIdle; s = t.slist.tail {
+		t.stats.StreamsEvicted++
+		t.finish(s.c, s.sid, s, s.last, FlagEvicted)
 	}
 }
 
 // closeConn ends c; endNs 0 ends each stream at its last activity.
 func (t *Tracker) closeConn(c *conn, endNs uint64, f CallFlags) {
+	c.closing = true
 	for sid, s := range c.streams {
 		e := endNs
 		if e == 0 {
@@ -375,7 +433,9 @@ func (t *Tracker) removeConn(c *conn) {
 		delete(t.conns, c.id)
 	}
 	t.unlinkTuple(c)
-	t.lruUnlink(c)
+	if c.list != nil {
+		c.list.unlink(c)
+	}
 	t.used -= c.mem
 	c.mem, c.removed = 0, true
 }
@@ -415,12 +475,12 @@ func (t *Tracker) onHeaders(d *direction, b *hblock) {
 			return
 		}
 		s = t.newStream(c, Dir(c.reqDir), sid, b.blockTime)
-		c.streams[sid] = s
-		if !isReq {
-			s.orphan = true
-			c.orphans++
-		}
+		s.orphan = !isReq
+		t.addStream(c, s)
+	} else {
+		t.touchStream(c, s)
 	}
+	t.promote(c)
 	s.last = max(s.last, b.blockTime)
 	defer t.chargeLive(c, sid, s)
 	call := &s.call
@@ -472,7 +532,11 @@ func (t *Tracker) onHeaders(d *direction, b *hblock) {
 // adopt makes an orphan the call of its request, seen now.
 func (t *Tracker) adopt(c *conn, d *direction, s *stream, b *hblock) {
 	s.orphan = false
-	c.orphans--
+	c.heaps[heapOrphans].remove(s)
+	c.heaps[heapLive].push(s)
+	if s.respEnded {
+		c.heaps[heapWaiting].push(s)
+	}
 	resp := s.call
 	t.request(c, d, s, b)
 	call := &s.call
@@ -491,7 +555,9 @@ func (t *Tracker) adopt(c *conn, d *direction, s *stream, b *hblock) {
 func (t *Tracker) end(c *conn, sid uint32, s *stream, endNs uint64) {
 	if !s.respEnded {
 		s.respEnded, s.respEndNs = true, endNs
-		c.waiting++
+		if !s.orphan {
+			c.heaps[heapWaiting].push(s)
+		}
 	}
 	if s.orphan || s.call.Flags&FlagRequestEnded == 0 {
 		return
@@ -502,11 +568,14 @@ func (t *Tracker) end(c *conn, sid uint32, s *stream, endNs uint64) {
 // flushWaiting emits the waiting streams whose request direction is dir
 // and whose response ended before nowNs: every request byte written before
 // the response ended has been seen.
+// (The streams of a connection share its request direction.)
 func (t *Tracker) flushWaiting(c *conn, dir Dir, nowNs uint64) {
-	for sid, s := range c.streams {
-		if s.respEnded && !s.orphan && s.reqDir == dir && s.respEndNs < nowNs {
-			t.finish(c, sid, s, s.respEndNs, 0)
-		}
+	if c.reqDir != int8(dir) {
+		return
+	}
+	for h := &c.heaps[heapWaiting]; h.len() > 0 && h.top().respEndNs < nowNs; {
+		s := h.top()
+		t.finish(c, s.sid, s, s.respEndNs, 0)
 	}
 }
 
@@ -535,7 +604,7 @@ func (t *Tracker) request(c *conn, d *direction, s *stream, b *hblock) {
 	}
 	if sid > c.maxReqSid {
 		c.maxReqSid = sid
-		if c.orphans > 0 {
+		if c.heaps[heapOrphans].len() > 0 {
 			t.dropOrphans(c, sid)
 		}
 	}
@@ -566,10 +635,9 @@ func (t *Tracker) request(c *conn, d *direction, s *stream, b *hblock) {
 // dropOrphans forgets the orphans below sid: their requests would have
 // come before sid's.
 func (t *Tracker) dropOrphans(c *conn, sid uint32) {
-	for id, s := range c.streams {
-		if s.orphan && id < sid {
-			t.finish(c, id, s, 0, 0)
-		}
+	for h := &c.heaps[heapOrphans]; h.len() > 0 && h.top().sid < sid; {
+		s := h.top()
+		t.finish(c, s.sid, s, 0, 0)
 	}
 }
 
@@ -581,9 +649,54 @@ func (t *Tracker) newStream(c *conn, reqDir Dir, sid uint32, now uint64) *stream
 	} else {
 		s = new(stream)
 	}
-	s.reqDir, s.last = reqDir, now
+	s.reqDir, s.last, s.c, s.sid = reqDir, now, c, sid
 	s.call = Call{StreamID: sid, GRPCStatus: -1}
 	return s
+}
+
+// addStream makes s (new, its orphan flag set) c's stream s.sid.
+func (t *Tracker) addStream(c *conn, s *stream) {
+	c.streams[s.sid] = s
+	c.peak = max(c.peak, len(c.streams))
+	s.gapAt = c.gaps
+	c.slist.pushFront(s, 0)
+	t.slist.pushFront(s, 1)
+	if s.orphan {
+		c.heaps[heapOrphans].push(s)
+	} else {
+		c.heaps[heapLive].push(s)
+	}
+	t.chargeIndex(c)
+}
+
+// touchStream makes s, c's, the most recently active stream.
+func (t *Tracker) touchStream(c *conn, s *stream) {
+	c.slist.moveFront(s, 0)
+	t.slist.moveFront(s, 1)
+}
+
+// dropStream takes s out of c's map, lists and heaps. Once the map holds
+// less than a quarter of its peak it is made again (unless c is closing:
+// its map is being walked), paid for by the streams ended since the peak.
+func (t *Tracker) dropStream(c *conn, s *stream) {
+	delete(c.streams, s.sid)
+	c.slist.remove(s, 0)
+	t.slist.remove(s, 1)
+	for k := range c.heaps {
+		if h := &c.heaps[k]; h.has(s) {
+			h.remove(s)
+			h.shrink()
+		}
+	}
+	if !c.closing && c.peak > shrinkMin && len(c.streams) < c.peak/4 {
+		m := make(map[uint32]*stream, len(c.streams))
+		for id, v := range c.streams {
+			m[id] = v
+		}
+		c.streams, c.peak = m, len(m)
+		t.stats.StreamMapsShrunk++
+	}
+	t.chargeIndex(c)
 }
 
 // chargeLive charges s's memory if it is still c's stream sid.
@@ -663,29 +776,29 @@ func (t *Tracker) onReset(d *direction, sid uint32, code uint32) {
 // header's encoding, the span from the syscall that carried it).
 const deadlineSlack = 2 * time.Millisecond
 
-// onGoAway fails the streams the GOAWAY's receiver started above lastID.
+// onGoAway fails the streams the GOAWAY's receiver started above lastID
+// (the highest ids first).
 func (t *Tracker) onGoAway(d *direction, lastID uint32) {
-	for sid, s := range d.c.streams {
-		if sid > lastID && s.reqDir != d.dir && !s.orphan {
-			call := &s.call
-			call.Flags |= FlagGoAway
-			if call.GRPCStatus < 0 {
-				call.GRPCStatus = codeUnavailable
-			}
-			t.stats.CallsGoAway++
-			t.finish(d.c, sid, s, d.fTime, 0)
+	c := d.c
+	if c.reqDir < 0 || c.reqDir == int8(d.dir) {
+		return
+	}
+	for h := &c.heaps[heapLive]; h.len() > 0 && h.top().sid > lastID; {
+		s := h.top()
+		call := &s.call
+		call.Flags |= FlagGoAway
+		if call.GRPCStatus < 0 {
+			call.GRPCStatus = codeUnavailable
 		}
+		t.stats.CallsGoAway++
+		t.finish(c, s.sid, s, d.fTime, 0)
 	}
 }
 
 // finish emits a call and forgets its stream; an orphan is only counted.
 func (t *Tracker) finish(c *conn, sid uint32, s *stream, endNs uint64, f CallFlags) {
-	delete(c.streams, sid)
-	if s.respEnded {
-		c.waiting--
-	}
+	t.dropStream(c, s)
 	if s.orphan {
-		c.orphans--
 		t.stats.StreamsUnmatched++
 		t.recycle(c, s)
 		return
@@ -695,6 +808,9 @@ func (t *Tracker) finish(c *conn, sid uint32, s *stream, endNs uint64, f CallFla
 		endNs, f = s.respEndNs, 0
 	}
 	call.Flags |= f
+	if s.gapAt != c.gaps {
+		call.Flags |= FlagGap
+	}
 	if f == FlagConnClosed && call.GRPCStatus < 0 && call.Protocol != ProtoHTTP {
 		call.GRPCStatus = codeUnavailable // what a gRPC client reports
 	}

@@ -370,17 +370,27 @@ func TestExpireAndLimits(t *testing.T) {
 	assert.Equal(t, uint64(1), st.ConnsEvicted)
 	assert.Zero(t, st.ConnsLive)
 
-	tr := NewTracker(Config{MaxConns: 1}, func(*Call) {}, nil)
+	tr := NewTracker(Config{MaxConns: 1, MaxProbationConns: 1}, func(*Call) {}, nil)
 	tr.ConnOpen(&ConnOpen{Conn: 1, Role: RoleClient})
 	tr.ConnOpen(&ConnOpen{Conn: 2, Role: RoleClient})
 	tr.Chunk(&Chunk{Conn: 3, Data: []byte("x")})
 	tr.Chunk(&Chunk{Conn: 3, Dir: 2, Data: []byte("x")})
 	tr.Lost(&Lost{Count: 5})
 	st = tr.Stats()
-	assert.Equal(t, uint64(2), st.ConnsEvictedLimit, "the least recently active goes")
+	assert.Equal(t, uint64(2), st.ProbationEvictedLimit, "the least recently active on probation goes")
+	assert.Zero(t, st.ConnsEvictedLimit)
 	assert.Equal(t, uint64(1), st.ConnsLive)
 	assert.Equal(t, uint64(1), st.ChunksIgnored)
 	assert.Equal(t, uint64(5), st.Lost)
+	// calls take connections off probation, into MaxConns
+	unaryOn(tr, 10, 100)
+	unaryOn(tr, 11, 200)
+	st = tr.Stats()
+	assert.Equal(t, uint64(2), st.ConnsPromoted)
+	assert.Equal(t, uint64(1), st.ConnsEvictedLimit, "the least recently active off probation goes")
+	assert.Equal(t, uint64(3), st.ProbationEvictedLimit)
+	assert.Equal(t, uint64(1), st.ConnsLive)
+	assert.Contains(t, tr.conns, ConnID(11))
 }
 
 func TestPeerLink(t *testing.T) {

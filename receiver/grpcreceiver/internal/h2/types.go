@@ -287,13 +287,23 @@ func (r GapReason) String() string {
 
 // Stats are the Tracker's counters since NewTracker.
 type Stats struct {
-	ConnsTracked           uint64 // connections tracked (opened or first seen)
-	ConnsLive              uint64 // tracked now (a gauge)
-	ConnsWithoutOpen       uint64 // first seen by a chunk (ConnOpen lost or predating)
-	ConnsIgnoredNotHTTP2   uint64 // found not HTTP/2 and forgotten
-	ConnsEvicted           uint64 // idle (Expire)
-	ConnsEvictedLimit      uint64 // the least recently active, for a new one at MaxConns
-	ConnsEvictedBudget     uint64 // the least recently active, over MemoryBudget
+	ConnsTracked         uint64 // connections tracked (opened or first seen)
+	ConnsLive            uint64 // tracked now (a gauge)
+	ConnsWithoutOpen     uint64 // first seen by a chunk (ConnOpen lost or predating)
+	ConnsIgnoredNotHTTP2 uint64 // found not HTTP/2 and forgotten
+	ConnsEvicted         uint64 // idle (Expire)
+	ConnsEvictedLimit    uint64 // the least recently active, for a new one at MaxConns
+	ConnsEvictedBudget   uint64 // the least recently active, over MemoryBudget
+	// ConnsPromoted: connections off probation (their first header block
+	// of a call); ProbationEvictedLimit and ProbationEvictedBudget:
+	// connections on probation evicted for a new one at
+	// MaxProbationConns, and over MemoryBudget (before any other).
+	ConnsPromoted          uint64
+	ProbationEvictedLimit  uint64
+	ProbationEvictedBudget uint64
+	// StreamMapsShrunk: stream maps made again, smaller, once they held
+	// less than a quarter of their peak.
+	StreamMapsShrunk       uint64
 	StreamsEvictedBudget   uint64 // the least recently active of the active connection, over MemoryBudget
 	StreamsEvicted         uint64 // idle streams ended by Expire (emitted with FlagEvicted)
 	StreamsOverLimit       uint64 // request HEADERS not tracked: MaxStreamsPerConn reached

@@ -1,0 +1,66 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package grpcreceiver
+
+import (
+	"slices"
+	"time"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
+)
+
+// settings are the inner components' settings, all made from the Config
+// here (TestSettingsFromConfig checks that every field arrives).
+type settings struct {
+	capture capture.Options
+	tracker h2.Config
+	spans   spanmap.Config // without BootID and Instance (drawn at creation)
+	// the receiver's own
+	ports       []uint16
+	maxBatch    int
+	serviceName string
+	rescan      time.Duration
+}
+
+func (c *Config) settings() settings {
+	return settings{
+		capture: capture.Options{
+			Hook:       capture.Hook(c.Hook),
+			RingSlots:  c.RingSlots,
+			MaxConns:   c.MaxConnections,
+			HeaderCap:  c.MaxHeaderBlock,
+			Rate:       c.MaxCaptureRate,
+			UserRate:   c.MaxCaptureRatePerUser,
+			FrameCost:  c.CaptureFrameCost,
+			TLS:        c.TLS.Enabled,
+			LibSSL:     slices.Clone(c.TLS.LibSSLPaths),
+			GoBinaries: slices.Clone(c.TLS.GoBinaries),
+			Filter: capture.ProcFilter{
+				IncludeExecutables: slices.Clone(c.TLS.IncludeExecutables), ExcludeExecutables: slices.Clone(c.TLS.ExcludeExecutables),
+				IncludeCgroups: slices.Clone(c.TLS.IncludeCgroups), ExcludeCgroups: slices.Clone(c.TLS.ExcludeCgroups),
+			},
+		},
+		tracker: h2.Config{
+			MaxConns:           c.MaxConnections,
+			MaxStreamsPerConn:  c.MaxStreamsPerConnection,
+			MaxHeaderBlock:     c.MaxHeaderBlock,
+			IdleTimeout:        c.IdleTimeout,
+			MaxHeaderTableSize: uint32(c.MaxHeaderTableSize), // Validate: at most 1 MiB
+			MemoryBudget:       c.MaxMemory,
+		},
+		spans: spanmap.Config{
+			KnownMethods: slices.Clone(c.Spans.Methods), MaxMethods: c.Spans.MaxMethods,
+			MaxValueLength: c.Spans.MaxAttributeLength, MaxStatusMessageLength: c.Spans.MaxStatusMessageLength,
+			URLQuery: c.Spans.URLQuery,
+		},
+		ports:       slices.Clone(c.Ports),
+		maxBatch:    c.MaxBatch,
+		serviceName: c.ServiceName,
+		rescan:      c.TLS.RescanInterval,
+	}
+}
