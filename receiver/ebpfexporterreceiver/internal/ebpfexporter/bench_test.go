@@ -69,7 +69,7 @@ func BenchmarkConfigMetrics(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			dec := newDecoderSet(testEnv(b))
-			caches := map[string]*labelCache{"syscalls_total": newLabelCache(), "latency_seconds": newLabelCache()}
+			caches := map[string]*labelCache{"syscalls_total": newLabelCache(nil, ""), "latency_seconds": newLabelCache(nil, "")}
 			collect := func() pmetric.Metrics {
 				for _, c := range caches {
 					c.rotate()
