@@ -22,6 +22,9 @@ const minCollectionInterval = 100 * time.Millisecond
 //	  config_dir: /etc/ebpf_exporter   # <name>.yaml next to <name>.bpf.o, as --config.dir
 //	  names: [biolatency, timers]      # as --config.names
 //	  collection_interval: 10s         # scraperhelper: also initial_delay, timeout
+//	  max_series: 50000                # decoded keys and perf series held, all configs
+//	  max_memory: 33554432             # bytes charged for them
+//	  max_queued_spans: 8192           # spans waiting for the traces pipeline
 type Config struct {
 	scraperhelper.ControllerConfig `mapstructure:",squash"`
 	ebpfexporter.Config            `mapstructure:",squash"`
@@ -30,7 +33,11 @@ type Config struct {
 func createDefaultConfig() *Config {
 	cc := scraperhelper.NewDefaultControllerConfig()
 	cc.CollectionInterval = 10 * time.Second
-	return &Config{ControllerConfig: cc}
+	return &Config{ControllerConfig: cc, Config: ebpfexporter.Config{
+		MaxSeries:      ebpfexporter.DefaultMaxSeries,
+		MaxMemory:      ebpfexporter.DefaultMaxMemory,
+		MaxQueuedSpans: ebpfexporter.DefaultMaxQueuedSpans,
+	}}
 }
 
 // Validate checks what the embedded configs do not: the collection

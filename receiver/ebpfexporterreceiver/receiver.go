@@ -134,8 +134,32 @@ func (r *ebpfReceiver) Start(ctx context.Context, _ component.Host) (err error) 
 			return nil
 		}),
 		r.tb.RegisterReceiverEbpfExporterSpansDroppedCallback(func(_ context.Context, o metric.Int64Observer) error {
-			for name, st := range r.ee.Stats().Spans {
-				o.Observe(int64(st.Dropped), metric.WithAttributes(attribute.String("config", name)))
+			st := r.ee.Stats()
+			for name := range st.Spans {
+				for _, reason := range []string{ebpfexporter.DropQueueFull, ebpfexporter.DropRefused} {
+					o.Observe(int64(st.Dropped[ebpfexporter.DropKey{Config: name, Reason: reason}]),
+						metric.WithAttributes(attribute.String("config", name), attribute.String("reason", reason)))
+				}
+			}
+			return nil
+		}),
+		r.tb.RegisterReceiverEbpfExporterSpansQueuedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(r.ee.Stats().QueuedSpans)
+			return nil
+		}),
+		r.tb.RegisterReceiverEbpfExporterSeriesCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(r.ee.Stats().Series)
+			return nil
+		}),
+		r.tb.RegisterReceiverEbpfExporterMemoryCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(r.ee.Stats().Memory)
+			return nil
+		}),
+		r.tb.RegisterReceiverEbpfExporterSeriesDroppedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			for k, n := range r.ee.Stats().Dropped {
+				if k.Reason == ebpfexporter.DropMaxSeries || k.Reason == ebpfexporter.DropMaxMemory {
+					o.Observe(int64(n), metric.WithAttributes(attribute.String("config", k.Config), attribute.String("reason", k.Reason)))
+				}
 			}
 			return nil
 		}),

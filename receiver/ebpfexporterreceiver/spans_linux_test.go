@@ -224,7 +224,8 @@ func TestReceiverSpans(t *testing.T) {
 		{Attributes: attribute.NewSet(cfgAttr("ebpfx_spans")), Value: 0},
 	}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualReceiverEbpfExporterSpansDropped(t, tel, []metricdata.DataPoint[int64]{
-		{Attributes: attribute.NewSet(cfgAttr("ebpfx_spans")), Value: 0},
+		{Attributes: attribute.NewSet(cfgAttr("ebpfx_spans"), attribute.String("reason", "queue_full")), Value: 0},
+		{Attributes: attribute.NewSet(cfgAttr("ebpfx_spans"), attribute.String("reason", "refused")), Value: 0},
 	}, metricdatatest.IgnoreTimestamp())
 
 	require.NoError(t, mr.Shutdown(context.Background()))

@@ -69,7 +69,8 @@ func BenchmarkConfigMetrics(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			dec := newDecoderSet(testEnv(b))
-			caches := map[string]*labelCache{"syscalls_total": newLabelCache(), "latency_seconds": newLabelCache()}
+			bud := newBudget(DefaultMaxSeries, DefaultMaxMemory) // as Exporter charges them
+			caches := map[string]*labelCache{"syscalls_total": newLabelCache(bud, "bench"), "latency_seconds": newLabelCache(bud, "bench")}
 			collect := func() pmetric.Metrics {
 				for _, c := range caches {
 					c.rotate()
@@ -78,6 +79,9 @@ func BenchmarkConfigMetrics(b *testing.B) {
 				sm := newConfigScope(md.ResourceMetrics().AppendEmpty(), cfg.Name)
 				if errs := configMetrics(sm, cfg, bc.contents, dec, caches, goldenStart, goldenNow); len(errs) > 0 {
 					b.Fatal(errs)
+				}
+				for _, c := range caches {
+					c.sweep()
 				}
 				return md
 			}

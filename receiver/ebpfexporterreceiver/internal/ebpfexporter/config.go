@@ -23,6 +23,18 @@ type Config struct {
 	// run). By default, as ebpf_exporter, such a program is logged and
 	// counted and the rest of its config runs.
 	Strict bool `mapstructure:"strict"`
+	// MaxSeries bounds the decoded map keys and perf_event_array series
+	// held at once, over all configs (0: DefaultMaxSeries). A new key
+	// beyond it is left out of the collection and counted.
+	MaxSeries int `mapstructure:"max_series"`
+	// MaxMemory bounds the bytes those series are charged (0:
+	// DefaultMaxMemory).
+	MaxMemory int64 `mapstructure:"max_memory"`
+	// MaxQueuedSpans bounds the spans read from the ring buffers and not
+	// yet taken by the traces pipeline, over all ring buffers (0:
+	// DefaultMaxQueuedSpans); records read beyond it are dropped and
+	// counted.
+	MaxQueuedSpans int `mapstructure:"max_queued_spans"`
 
 	_ struct{}
 }
@@ -36,6 +48,15 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Names) == 0 {
 		errs = append(errs, errors.New("names: empty; list one or more config names"))
+	}
+	if c.MaxSeries < 0 {
+		errs = append(errs, fmt.Errorf("max_series: %d is negative; use 0 for the default (%d) or a positive count", c.MaxSeries, DefaultMaxSeries))
+	}
+	if c.MaxMemory < 0 {
+		errs = append(errs, fmt.Errorf("max_memory: %d is negative; use 0 for the default (%d bytes) or a positive byte count", c.MaxMemory, DefaultMaxMemory))
+	}
+	if c.MaxQueuedSpans < 0 {
+		errs = append(errs, fmt.Errorf("max_queued_spans: %d is negative; use 0 for the default (%d) or a positive count", c.MaxQueuedSpans, DefaultMaxQueuedSpans))
 	}
 	seen := map[string]int{}
 	for i, name := range c.Names {
@@ -54,4 +75,18 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// withDefaults returns c with its zero limits set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.MaxSeries == 0 {
+		c.MaxSeries = DefaultMaxSeries
+	}
+	if c.MaxMemory == 0 {
+		c.MaxMemory = DefaultMaxMemory
+	}
+	if c.MaxQueuedSpans == 0 {
+		c.MaxQueuedSpans = DefaultMaxQueuedSpans
+	}
+	return c
 }

@@ -21,6 +21,17 @@ type Stats struct {
 	// ring buffers being read only). Their decode errors are also in
 	// DecoderErrors, as ebpf_exporter counts them.
 	Spans map[string]SpanStats
+	// Series and Memory are what the budget holds now: decoded map keys
+	// and perf_event_array series, and the bytes they are charged.
+	Series, Memory int64
+	// Limits are the budget's: max_series, max_memory, max_queued_spans.
+	MaxSeries, MaxMemory, MaxQueuedSpans int64
+	// Dropped counts what was left out, by config and reason (DropMaxSeries,
+	// DropMaxMemory for map keys at each collection and perf samples;
+	// DropQueueFull, DropRefused for spans).
+	Dropped map[DropKey]uint64
+	// QueuedSpans is the spans waiting for the traces pipeline now.
+	QueuedSpans int64
 }
 
 // SpanStats are one config's span ring buffer counters.
@@ -31,6 +42,6 @@ type SpanStats struct {
 	Spans uint64
 	// DecodeErrors counts records that did not decode to a span.
 	DecodeErrors uint64
-	// Dropped counts spans the sink refused.
+	// Dropped counts spans the sink refused or the queue had no room for.
 	Dropped uint64
 }

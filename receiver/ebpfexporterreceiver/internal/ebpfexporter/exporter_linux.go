@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -43,6 +44,9 @@ type Exporter struct {
 	programs      map[string]map[string]error // config -> program -> nil (attached) or why not
 	decoderErrors map[string]uint64
 	collections   uint64
+
+	budget *budget      // what other processes made the exporter keep
+	queued atomic.Int64 // spans read and not yet taken by the sink
 }
 
 // New checks cfg and prepares an Exporter; nothing is loaded until Start.
@@ -54,7 +58,9 @@ func New(cfg Config, logger *zap.Logger) (*Exporter, error) {
 		logger = zap.NewNop()
 	}
 	cfg.Names = slices.Clone(cfg.Names)
+	cfg = cfg.withDefaults()
 	return &Exporter{
+		budget:        newBudget(int64(cfg.MaxSeries), cfg.MaxMemory),
 		cfg:           cfg,
 		logger:        logger,
 		dec:           newDecoderSet(defaultDecoderEnv()),
@@ -149,11 +155,16 @@ func (e *Exporter) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := Stats{
-		ConfigsLoaded: len(e.configs),
-		ConfigsFailed: len(e.failures),
-		DecoderErrors: maps.Clone(e.decoderErrors),
-		Collections:   e.collections,
+		ConfigsLoaded:  len(e.configs),
+		ConfigsFailed:  len(e.failures),
+		DecoderErrors:  maps.Clone(e.decoderErrors),
+		Collections:    e.collections,
+		MaxSeries:      int64(e.cfg.MaxSeries),
+		MaxMemory:      e.cfg.MaxMemory,
+		MaxQueuedSpans: int64(e.cfg.MaxQueuedSpans),
+		QueuedSpans:    e.queued.Load(),
 	}
+	s.Series, s.Memory, s.Dropped = e.budget.usage()
 	for _, lc := range e.configs {
 		for _, p := range lc.perf {
 			s.PerfEventsLost += p.lostCount()
@@ -276,6 +287,9 @@ func (lc *loadedConfig) close() error {
 		}
 	}
 	lc.perf = nil
+	for _, mm := range lc.metrics {
+		mm.cache.release()
+	}
 	for i := len(lc.closers) - 1; i >= 0; i-- {
 		if err := lc.closers[i].Close(); err != nil {
 			errs = append(errs, err)
@@ -305,6 +319,9 @@ func (lc *loadedConfig) collect(sm pmetric.ScopeMetrics, dec *decoderSet, now pc
 		caches[name] = mm.cache
 	}
 	errs = append(errs, configMetrics(sm, lc.cfg, contents, dec, caches, lc.start, now)...)
+	for _, c := range caches {
+		c.sweep()
+	}
 	ms := sm.Metrics()
 	for _, p := range lc.perf {
 		ss, start := p.snapshot()

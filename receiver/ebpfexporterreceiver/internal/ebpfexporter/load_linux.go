@@ -225,13 +225,14 @@ func (e *Exporter) bindMetricMaps(lc *loadedConfig, metrics map[string]*metricMa
 			return objErr("map %q is missing after load", mname)
 		}
 		mm.m = m
+		mm.cache.budget, mm.cache.config = e.budget, lc.cfg.Name
 		lc.metrics[mname] = mm
 	}
 	for _, c := range lc.cfg.Metrics.Counters {
 		if !c.PerfEventArray {
 			continue
 		}
-		pc, err := newPerfCounter(c, lc.coll.Maps[c.Name], e.dec, logger)
+		pc, err := newPerfCounter(lc.cfg.Name, c, lc.coll.Maps[c.Name], e.dec, e.budget, logger)
 		if err != nil {
 			return objErr("perf_event_array counter %q: %w", c.Name, err)
 		}
@@ -265,7 +266,7 @@ func (e *Exporter) startSpanReaders(name string, lc *loadedConfig, logger *zap.L
 		return nil
 	}
 	for i, s := range lc.cfg.Tracing.Spans {
-		r, err := newSpanReader(name, s, lc.coll.Maps[s.RingBuf], e.dec, e.sink, logger)
+		r, err := newSpanReader(name, s, lc.coll.Maps[s.RingBuf], e.dec, e.sink, e.budget, &e.queued, e.cfg.MaxQueuedSpans, logger)
 		if err != nil {
 			return objErr("tracing.spans[%d]: ring buffer %q: %w", i, s.RingBuf, err)
 		}
@@ -309,7 +310,7 @@ func checkMaps(cfg *ProgramConfig, spec *ebpf.CollectionSpec) (map[string]*metri
 		if err := checkKeySize(labels, perCPU, ms); err != nil {
 			return fail(field+".labels", "map %q: %v", name, err)
 		}
-		out[name] = &metricMap{perCPU: perCPU, labels: labels, cache: newLabelCache()}
+		out[name] = &metricMap{perCPU: perCPU, labels: labels, cache: newLabelCache(nil, "")}
 		return nil
 	}
 	for i, c := range cfg.Metrics.Counters {

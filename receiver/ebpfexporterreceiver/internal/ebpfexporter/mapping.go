@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,15 @@ type labelCache struct {
 	gen     uint64 // the collection; an entry not used in the last one is dropped
 	used    int    // entries used in this collection
 	entries map[string]*cachedLabels
+	peak    int // most entries since the map was last made: Go maps do not shrink
+
+	// Every entry is charged to the budget (nil: unlimited) when it is
+	// put and credited when it is swept; a new key that does not fit is
+	// left out of the collection and counted for config by reason.
+	budget  *budget
+	config  string
+	charged int64     // bytes charged for the entries
+	dropped [2]uint64 // this collection's drops: max_series, max_memory
 
 	layout *bucketLayout // a histogram's, computed on first use
 
@@ -77,6 +87,7 @@ type cachedLabels struct {
 	values []string
 	key    string // seriesKey(values)
 	skip   bool   // a decoder dropped the label set
+	cost   int64  // bytes charged to the budget
 	gen    uint64
 	rank   int          // place of key in the cache's last full sort
 	epoch  uint64       // of that sort
@@ -124,26 +135,95 @@ func (c *labelCache) get(raw []byte) (*cachedLabels, bool) {
 	return v, ok
 }
 
-func (c *labelCache) put(raw []byte, v *cachedLabels) {
-	if c != nil {
-		v.gen = c.gen
-		c.entries[string(raw)] = v
-		c.used++ // only misses are put
+// full reports whether a new key would find no series left in the
+// budget (counted as dropped): it is then not decoded at all.
+func (c *labelCache) full() bool {
+	if c == nil || !c.budget.full() {
+		return false
 	}
+	c.dropped[0]++
+	return true
+}
+
+// put caches v for raw if the budget has room for it, and reports whether
+// it did; a key left out is counted by reason.
+func (c *labelCache) put(raw []byte, v *cachedLabels) bool {
+	if c == nil {
+		return true
+	}
+	if c.budget != nil {
+		cost := seriesCost(len(raw), v.values, v.key)
+		switch c.budget.admit(cost) {
+		case "":
+			v.cost = cost
+			c.charged += cost
+		case DropMaxSeries:
+			c.dropped[0]++
+			return false
+		default:
+			c.dropped[1]++
+			return false
+		}
+	}
+	v.gen = c.gen
+	c.entries[string(raw)] = v
+	c.used++ // only misses are put
+	c.peak = max(c.peak, len(c.entries))
+	return true
 }
 
 // rotate starts a collection: what was used in the last one is what is
-// kept (the entries are swept only when some were not used).
+// kept.
 func (c *labelCache) rotate() {
+	c.sweep()
+	c.gen++
+	c.used = 0
+}
+
+// sweep ends a collection: the entries it did not use are dropped and
+// credited (swept only when some were not used), and the keys it left
+// out are counted.
+func (c *labelCache) sweep() {
 	if c.used < len(c.entries) {
+		var n, cost int64
 		for k, v := range c.entries {
 			if v.gen != c.gen {
 				delete(c.entries, k)
+				n, cost = n+1, cost+v.cost
 			}
 		}
+		c.used = len(c.entries)
+		if c.budget != nil {
+			c.budget.release(n, cost)
+			c.charged -= cost
+		}
 	}
-	c.gen++
-	c.used = 0
+	// A churn of keys leaves the map's buckets behind: made again once
+	// it holds a quarter of its peak.
+	if c.peak > 1024 && len(c.entries) < c.peak/4 {
+		m := make(map[string]*cachedLabels, len(c.entries))
+		maps.Copy(m, c.entries)
+		c.entries, c.peak = m, len(m)
+		c.index = nil
+		if cap(c.rows) > 4*len(m) {
+			c.rows, c.dense, c.groups, c.counts = nil, nil, nil, nil
+		}
+	}
+	c.flushDrops()
+}
+
+// flushDrops counts the keys left out since the last call.
+func (c *labelCache) flushDrops() {
+	c.budget.drop(c.config, DropMaxSeries, c.dropped[0])
+	c.budget.drop(c.config, DropMaxMemory, c.dropped[1])
+	c.dropped = [2]uint64{}
+}
+
+// release credits every entry, for good: the cache is not used again.
+func (c *labelCache) release() {
+	c.flushDrops()
+	c.budget.release(int64(len(c.entries)), c.charged)
+	c.entries, c.charged, c.peak = map[string]*cachedLabels{}, 0, 0
 }
 
 // scratchIndex returns the cache's key index emptied (a new one without a cache).
@@ -170,8 +250,10 @@ func (c *labelCache) histogramLayout(h Histogram) (*bucketLayout, error) {
 	return l, err
 }
 
-func newLabelCache() *labelCache {
-	return &labelCache{entries: map[string]*cachedLabels{}}
+// newLabelCache makes a metric's cache, charged to b (nil: unlimited) for
+// config.
+func newLabelCache(b *budget, config string) *labelCache {
+	return &labelCache{entries: map[string]*cachedLabels{}, budget: b, config: config}
 }
 
 var zeroKey = []byte{0, 0, 0, 0}
@@ -209,6 +291,9 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 	add := func(raw []byte, v uint64) error {
 		c, ok := cache.get(raw)
 		if !ok {
+			if cache.full() {
+				return nil // left out, counted
+			}
 			decoded, err := dec.decodeLabels(raw, labels)
 			if errors.Is(err, ErrSkipLabelSet) {
 				cache.put(raw, &cachedLabels{skip: true})
@@ -218,7 +303,9 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 				return err
 			}
 			c = &cachedLabels{values: decoded, key: seriesKey(decoded)}
-			cache.put(raw, c)
+			if !cache.put(raw, c) {
+				return nil // left out, counted
+			}
 		}
 		if c.skip {
 			return nil

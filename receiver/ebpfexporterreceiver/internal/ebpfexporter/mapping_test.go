@@ -51,7 +51,7 @@ func mapToMetrics(t *testing.T, yamlText string, contents map[string]mapContents
 	sm := newConfigScope(rm, cfg.Name)
 	caches := map[string]*labelCache{}
 	for name := range contents {
-		caches[name] = newLabelCache()
+		caches[name] = newLabelCache(nil, "")
 	}
 	errs := configMetrics(sm, cfg, contents, newDecoderSet(testEnv(t)), caches, goldenStart, goldenNow)
 	return md, errs
@@ -250,7 +250,7 @@ func TestGoldenSelfMetrics(t *testing.T) {
 func TestLabelCacheKeepsOnlyLiveKeys(t *testing.T) {
 	labels := []Label{{Name: "comm", Size: 16, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^a"}}}}}
 	dec := newDecoderSet(testEnv(t))
-	cache := newLabelCache()
+	cache := newLabelCache(nil, "")
 	cache.rotate()
 	ss, err := decodeSeries([]mapEntry{entry(comm("a1"), 1), entry(comm("b1"), 1)}, false, labels, dec, cache)
 	require.NoError(t, err)
@@ -290,7 +290,7 @@ func TestCachedCollectionsEqualUncached(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	names := []string{"ab", "ac", "b", "zz", "c"}
 	for _, perCPU := range []bool{false, true} {
-		cache, histCache := newLabelCache(), newLabelCache()
+		cache, histCache := newLabelCache(nil, ""), newLabelCache(nil, "")
 		for round := range 40 {
 			var entries, hist []mapEntry
 			for pid := range uint32(6) {

@@ -35,17 +35,20 @@ type perfCounter struct {
 	dec     *decoderSet
 	logger  *zap.Logger
 	flush   time.Duration
+	budget  *budget // charged for every series in counts
+	config  string
 
-	mu     sync.Mutex
-	counts map[string]*series
-	start  time.Time
-	lost   uint64
-	errs   uint64
+	mu      sync.Mutex
+	counts  map[string]*series
+	start   time.Time
+	lost    uint64
+	errs    uint64
+	charged int64 // bytes charged for counts
 
 	wg sync.WaitGroup
 }
 
-func newPerfCounter(c Counter, m *ebpf.Map, dec *decoderSet, logger *zap.Logger) (*perfCounter, error) {
+func newPerfCounter(config string, c Counter, m *ebpf.Map, dec *decoderSet, b *budget, logger *zap.Logger) (*perfCounter, error) {
 	rd, err := perf.NewReader(m, perfPagesPerCPU*os.Getpagesize())
 	if err != nil {
 		return nil, err
@@ -55,7 +58,7 @@ func newPerfCounter(c Counter, m *ebpf.Map, dec *decoderSet, logger *zap.Logger)
 		flush = defaultFlushInterval
 	}
 	p := &perfCounter{counter: c, rd: rd, dec: dec, logger: logger.With(zap.String("counter", c.Name)), flush: flush,
-		counts: map[string]*series{}, start: time.Now()}
+		budget: b, config: config, counts: map[string]*series{}, start: time.Now()}
 	p.wg.Add(1)
 	go p.loop()
 	return p, nil
@@ -104,17 +107,35 @@ func (p *perfCounter) loop() {
 		if s, ok := p.counts[k]; ok {
 			s.value++
 		} else {
-			p.counts[k] = &series{labels: values, value: 1}
+			p.add(k, values)
 		}
 		p.mu.Unlock()
 	}
 }
 
+// add starts the series of key k if the budget has room for it; a sample
+// of a series that does not fit is counted as dropped.
+func (p *perfCounter) add(k string, values []string) {
+	cost := seriesCost(0, values, k)
+	if reason := p.budget.admit(cost); reason != "" {
+		p.budget.drop(p.config, reason, 1)
+		return
+	}
+	p.charged += cost
+	p.counts[k] = &series{labels: values, value: 1}
+}
+
 func (p *perfCounter) flushLocked() {
 	if time.Since(p.start) >= p.flush {
-		p.counts = map[string]*series{}
+		p.releaseLocked()
 		p.start = time.Now()
 	}
+}
+
+// releaseLocked forgets every series and credits the budget.
+func (p *perfCounter) releaseLocked() {
+	p.budget.release(int64(len(p.counts)), p.charged)
+	p.counts, p.charged = map[string]*series{}, 0
 }
 
 // snapshot returns the current counts, sorted, and their start time.
@@ -152,5 +173,8 @@ func (p *perfCounter) lostCount() uint64 {
 func (p *perfCounter) close() error {
 	err := p.rd.Close()
 	p.wg.Wait()
+	p.mu.Lock()
+	p.releaseLocked()
+	p.mu.Unlock()
 	return err
 }

@@ -30,10 +30,14 @@ type TelemetryBuilder struct {
 	registrations                        []metric.Registration
 	ReceiverEbpfExporterConfigs          metric.Int64ObservableGauge
 	ReceiverEbpfExporterDecoderErrors    metric.Int64ObservableCounter
+	ReceiverEbpfExporterMemory           metric.Int64ObservableGauge
 	ReceiverEbpfExporterPerfEventsLost   metric.Int64ObservableCounter
 	ReceiverEbpfExporterPrograms         metric.Int64ObservableGauge
+	ReceiverEbpfExporterSeries           metric.Int64ObservableGauge
+	ReceiverEbpfExporterSeriesDropped    metric.Int64ObservableCounter
 	ReceiverEbpfExporterSpanDecodeErrors metric.Int64ObservableCounter
 	ReceiverEbpfExporterSpansDropped     metric.Int64ObservableCounter
+	ReceiverEbpfExporterSpansQueued      metric.Int64ObservableGauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -77,6 +81,21 @@ func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterDecoderErrorsCallba
 	return nil
 }
 
+// RegisterReceiverEbpfExporterMemoryCallback sets callback for observable ReceiverEbpfExporterMemory metric.
+func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterMemoryCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverEbpfExporterMemory, obs: o})
+		return nil
+	}, builder.ReceiverEbpfExporterMemory)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 // RegisterReceiverEbpfExporterPerfEventsLostCallback sets callback for observable ReceiverEbpfExporterPerfEventsLost metric.
 func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterPerfEventsLostCallback(cb metric.Int64Callback) error {
 	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -107,6 +126,36 @@ func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterProgramsCallback(cb
 	return nil
 }
 
+// RegisterReceiverEbpfExporterSeriesCallback sets callback for observable ReceiverEbpfExporterSeries metric.
+func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterSeriesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverEbpfExporterSeries, obs: o})
+		return nil
+	}, builder.ReceiverEbpfExporterSeries)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverEbpfExporterSeriesDroppedCallback sets callback for observable ReceiverEbpfExporterSeriesDropped metric.
+func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterSeriesDroppedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverEbpfExporterSeriesDropped, obs: o})
+		return nil
+	}, builder.ReceiverEbpfExporterSeriesDropped)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 // RegisterReceiverEbpfExporterSpanDecodeErrorsCallback sets callback for observable ReceiverEbpfExporterSpanDecodeErrors metric.
 func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterSpanDecodeErrorsCallback(cb metric.Int64Callback) error {
 	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -128,6 +177,21 @@ func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterSpansDroppedCallbac
 		cb(ctx, &observerInt64{inst: builder.ReceiverEbpfExporterSpansDropped, obs: o})
 		return nil
 	}, builder.ReceiverEbpfExporterSpansDropped)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverEbpfExporterSpansQueuedCallback sets callback for observable ReceiverEbpfExporterSpansQueued metric.
+func (builder *TelemetryBuilder) RegisterReceiverEbpfExporterSpansQueuedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverEbpfExporterSpansQueued, obs: o})
+		return nil
+	}, builder.ReceiverEbpfExporterSpansQueued)
 	if err != nil {
 		return err
 	}
@@ -177,6 +241,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{error}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ReceiverEbpfExporterMemory, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_ebpf_exporter_memory",
+		metric.WithDescription("Bytes charged to the receiver's budget for the series it holds (at most max_memory). [Development]"),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverEbpfExporterPerfEventsLost, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_ebpf_exporter_perf_events_lost",
 		metric.WithDescription("perf_event_array samples the kernel dropped before the receiver read them (counters with perf_event_array). [Development]"),
@@ -189,6 +259,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{program}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ReceiverEbpfExporterSeries, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_ebpf_exporter_series",
+		metric.WithDescription("Decoded map keys and perf_event_array series the receiver holds between collections, charged to its budget (at most max_series). [Development]"),
+		metric.WithUnit("{series}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverEbpfExporterSeriesDropped, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_ebpf_exporter_series_dropped",
+		metric.WithDescription("New map keys left out of a collection (counted at every collection that leaves them out) and perf_event_array samples of new series not counted, because the budget was full, by config and reason (max_series, max_memory). [Development]"),
+		metric.WithUnit("{series}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverEbpfExporterSpanDecodeErrors, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_ebpf_exporter_span_decode_errors",
 		metric.WithDescription("tracing.spans ring buffer records that did not decode to a span, by config (also counted in decoder_errors, as ebpf_exporter does). [Development]"),
@@ -197,7 +279,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverEbpfExporterSpansDropped, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_ebpf_exporter_spans_dropped",
-		metric.WithDescription("Spans read from tracing.spans ring buffers that the traces pipeline refused, by config; they are not retried. [Development]"),
+		metric.WithDescription("Spans read from tracing.spans ring buffers and dropped, by config and reason (queue_full, read while max_queued_spans spans waited for the traces pipeline, not decoded; refused, the pipeline refused them); they are not retried. [Development]"),
+		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverEbpfExporterSpansQueued, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_ebpf_exporter_spans_queued",
+		metric.WithDescription("Spans read from the ring buffers and not yet taken by the traces pipeline (at most max_queued_spans). [Development]"),
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)

@@ -51,6 +51,20 @@ func AssertEqualReceiverEbpfExporterDecoderErrors(t *testing.T, tt *componenttes
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverEbpfExporterMemory(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_ebpf_exporter_memory",
+		Description: "Bytes charged to the receiver's budget for the series it holds (at most max_memory). [Development]",
+		Unit:        "By",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_ebpf_exporter_memory")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverEbpfExporterPerfEventsLost(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_ebpf_exporter_perf_events_lost",
@@ -81,6 +95,36 @@ func AssertEqualReceiverEbpfExporterPrograms(t *testing.T, tt *componenttest.Tel
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverEbpfExporterSeries(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_ebpf_exporter_series",
+		Description: "Decoded map keys and perf_event_array series the receiver holds between collections, charged to its budget (at most max_series). [Development]",
+		Unit:        "{series}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_ebpf_exporter_series")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverEbpfExporterSeriesDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_ebpf_exporter_series_dropped",
+		Description: "New map keys left out of a collection (counted at every collection that leaves them out) and perf_event_array samples of new series not counted, because the budget was full, by config and reason (max_series, max_memory). [Development]",
+		Unit:        "{series}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_ebpf_exporter_series_dropped")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverEbpfExporterSpanDecodeErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_ebpf_exporter_span_decode_errors",
@@ -100,7 +144,7 @@ func AssertEqualReceiverEbpfExporterSpanDecodeErrors(t *testing.T, tt *component
 func AssertEqualReceiverEbpfExporterSpansDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_ebpf_exporter_spans_dropped",
-		Description: "Spans read from tracing.spans ring buffers that the traces pipeline refused, by config; they are not retried. [Development]",
+		Description: "Spans read from tracing.spans ring buffers and dropped, by config and reason (queue_full, read while max_queued_spans spans waited for the traces pipeline, not decoded; refused, the pipeline refused them); they are not retried. [Development]",
 		Unit:        "{span}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -109,6 +153,20 @@ func AssertEqualReceiverEbpfExporterSpansDropped(t *testing.T, tt *componenttest
 		},
 	}
 	got, err := tt.GetMetric("otelcol_receiver_ebpf_exporter_spans_dropped")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverEbpfExporterSpansQueued(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_ebpf_exporter_spans_queued",
+		Description: "Spans read from the ring buffers and not yet taken by the traces pipeline (at most max_queued_spans). [Development]",
+		Unit:        "{span}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_ebpf_exporter_spans_queued")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
