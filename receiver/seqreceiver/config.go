@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
+	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 )
 
 // Event names accepted in `events`.

@@ -28,7 +28,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
+	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 )
 
 // maxBodyArgs bounds the bytes of argv copied into an exec Body; the whole of

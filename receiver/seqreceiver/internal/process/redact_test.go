@@ -11,7 +11,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
+	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 )
 
 // Spans and their exec events carry argv with its secrets replaced, and
