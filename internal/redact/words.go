@@ -87,7 +87,7 @@ func splitWords(s string) []word {
 
 // quote writes text as one shell word for a string whose word was raw:
 // in raw's quote character where raw is one quoted string and text allows
-// it, else in single quotes ('\” for a quote inside).
+// it, else in single quotes (a quote inside closed, escaped, reopened).
 func quote(raw, text string) string {
 	if len(raw) >= 2 && raw[0] == raw[len(raw)-1] {
 		switch raw[0] {
