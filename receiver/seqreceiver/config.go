@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/internal/redact"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
 // Event names accepted in `events`.
