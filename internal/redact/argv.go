@@ -232,7 +232,7 @@ func (r *Redactor) args(args []string, shells bool) ([]string, int) {
 		// Likewise `Authorization:Bearer X`, `--header=Authorization: X`.
 		if i+1 < len(args) && isValue(args[i+1]) && r.headerWithoutValue(a) {
 			j := i + 1
-			if j+1 < len(args) && args[j] != Replacement && isScheme(args[j]) && isValue(args[j+1]) && !strings.HasSuffix(a, ":"+args[j]) {
+			if j+1 < len(args) && args[j] != Replacement && isScheme(args[j]) && isValue(args[j+1]) && a[len(a)-1] == ':' {
 				j++
 			}
 			if args[j] != Replacement {

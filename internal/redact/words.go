@@ -106,3 +106,14 @@ func quote(raw, text string) string {
 	}
 	return "'" + strings.ReplaceAll(text, "'", `'\''`) + "'"
 }
+
+// Words splits a shell command string into the words a POSIX shell passes
+// on (quotes removed, escapes resolved; expansions left as written).
+func Words(s string) []string {
+	ws := splitWords(s)
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.text
+	}
+	return out
+}
