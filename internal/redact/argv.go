@@ -19,7 +19,7 @@ func (r *Redactor) Args(args []string) ([]string, int) {
 	if r.namesOnly {
 		return namesOnly(args)
 	}
-	return r.args(args, true)
+	return r.args(args, maxScriptDepth)
 }
 
 // Line redacts a printed line that holds a command line as words separated
@@ -47,7 +47,7 @@ func (r *Redactor) Line(s string) (string, int) {
 		}
 		i = j
 	}
-	got, n := r.args(words, false) // a script's words are words of the line
+	got, n := r.args(words, 0) // a script's words are words of the line
 	if n == 0 {
 		return bearer(s)
 	}
@@ -115,9 +115,13 @@ type state struct {
 	setKey    bool   // `set <secret-like name>`: the next word is the value
 }
 
-// args applies the rules to a word list; shells says whether a shell's -c
-// script is split into words (not again inside a script).
-func (r *Redactor) args(args []string, shells bool) ([]string, int) {
+// maxScriptDepth bounds how deep shell -c scripts inside scripts are split
+// (sh -c "bash -c '...'" is two).
+const maxScriptDepth = 3
+
+// args applies the rules to a word list; shells is how many levels of
+// shell -c scripts are still split into words (0: a script is a word).
+func (r *Redactor) args(args []string, shells int) ([]string, int) {
 	var out []string
 	n := 0
 	set := func(i int, s string) {
@@ -138,8 +142,8 @@ func (r *Redactor) args(args []string, shells bool) ([]string, int) {
 				continue
 			}
 			st.script = false
-			if shells && a[0] != '-' {
-				if s, k := r.script(a); k > 0 {
+			if shells > 0 && a[0] != '-' {
+				if s, k := r.script(a, shells-1); k > 0 {
 					set(i, s)
 					n += k
 				}
@@ -273,13 +277,13 @@ func secretValue(v string) (string, bool) {
 
 // script applies the argv rules to the words of a shell script; a word
 // that changed is written back in its own quotes.
-func (r *Redactor) script(s string) (string, int) {
+func (r *Redactor) script(s string, shells int) (string, int) {
 	words := splitWords(s)
 	texts := make([]string, len(words))
 	for k, w := range words {
 		texts[k] = w.text
 	}
-	got, n := r.args(texts, false)
+	got, n := r.args(texts, shells)
 	if n == 0 {
 		return bearer(s) // Bearer and its token are two words
 	}

@@ -225,6 +225,8 @@ func TestForms(t *testing.T) {
 		// shells: -c --, quoted words keep their quotes
 		{[]string{"bash", "-c", "--", `x --token "a b c"`}, []string{"bash", "-c", "--", `x --token "` + R + `"`}},
 		{[]string{"sh", "-c", `echo "it's"; app --password=it\'s`}, []string{"sh", "-c", `echo "it's"; app --password=` + R}},
+		// scripts in scripts
+		{[]string{"sh", "-c", `bash -c 'app --password pw12 && echo ok'`}, []string{"sh", "-c", `bash -c 'app --password ` + R + ` && echo ok'`}},
 		// login subcommands take -p as a password, attached or not
 		{[]string{"oc", "login", "-u", "dev", "-pdevpw1", "https://api:6443"}, []string{"oc", "login", "-u", "dev", "-p" + R, "https://api:6443"}},
 		// rar -p- is "no password"

@@ -1,47 +1,41 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package redact replaces secrets in command lines (argv) by REDACTED.
+// Package redact replaces secrets in command lines (argv) by REDACTED, for
+// every receiver that exports them (the seq receiver's argv, the bpftrace
+// receiver's printed execsnoop lines).
 //
-// The rules, in the order they apply to each argument:
+// The rules are by class, not by tool (README of the seq receiver has the
+// full list; testdata/secrets.txt is a corpus of the forms tools document):
 //
-//  1. A flag whose name is secret-like (see keys) takes its value from the
-//     next argument: `--password X`, `--db-token X`, `-token X` (Go's flag
-//     package takes one dash) -> `--password REDACTED`, unless the next
-//     argument is itself a long flag (`--token --verbose`). `--no-...` flags
-//     and names ending in -file, -path, -stdin, ... are not secret-like.
-//  2. Tool flags, where the tool (the basename of argv[0], or of a later
-//     argument, so `sudo mysql -pX` counts) gives a short flag a password:
-//     mysql/mariadb tools: `-pX` (attached only: `-p X` prompts, and X is
-//     the database); sshpass and mongo tools: `-p X`, `-pX`; redis-cli:
-//     `-a X`; docker/podman/nerdctl/buildah `login`: `-p X`; curl and wget:
-//     the password of `-u user:pass`, `--user user:pass`, `--proxy-user`.
-//     Elsewhere `-p` is left alone: it is a port (ssh, docker run, nc), a
-//     parent-directory flag (mkdir), a pid...
-//  3. key=value with a secret-like key, anywhere in an argument:
-//     `--password=X`, `PGPASSWORD=X`, `-Dkeystore.password=X`, URL query
-//     strings `?token=X&a=b`, connection strings `host=h password=X`. At the
-//     start of an argument the value is the rest of it; inside one it ends
-//     at & ; whitespace or a quote (a quoted value at its closing quote).
-//     JSON members `"password": "X"` likewise.
-//  4. URL credentials: `scheme://user:X@host` -> `scheme://user:REDACTED@host`.
-//  5. HTTP headers `Authorization: Bearer X`, `X-Api-Key: X` (a secret-like
-//     name, or Authorization / Proxy-Authorization): the value (after the
-//     scheme word), and `Bearer X` anywhere.
-//  6. Well-known token formats, wherever they appear: AWS access key ids
-//     (AKIA/ASIA + 16), GitHub tokens (ghp_ gho_ ghu_ ghs_ ghr_,
-//     github_pat_), Slack tokens (xoxb- xoxp- xoxa- xoxr- xoxs- xoxe-), JWTs
-//     (eyJ...\.eyJ...\.sig).
-//  7. Extra patterns (regular expressions, RE2): each match is replaced, or
-//     only its groups where the expression has groups.
+//  1. Values of secret-like flags, the next argument or after =
+//     (--password X, -storepass X, --token=X); openssl's pass:X wherever it
+//     stands; env:/file:/fd: references are kept.
+//  2. A table of tools' short credential flags, attached or not where the
+//     tool documents it (mysql -pX, 7z -pX, redis-cli -a X, zip -P X,
+//     openssl -k X, -p after a login subcommand, curl -u user:pass, ...),
+//     vault login TOKEN and htpasswd -b's last argument.
+//  3. key=value with a secret-like key anywhere in an argument, JSON
+//     members, and `set <secret-like name> <value>`.
+//  4. URL user info anywhere: the password, or a user name alone (a token)
+//     outside ssh-like schemes.
+//  5. Header-like arguments, with or without a space after the colon, at
+//     the start or after the first =: Authorization, Proxy-Authorization,
+//     Cookie, Set-Cookie and secret-like names; a header name alone takes
+//     the next word(s); Bearer X anywhere.
+//  6. Well-known token formats (AWS, GitHub, Slack, JWT).
+//  7. Extra patterns (RE2).
 //
-// The script of a shell's -c (sh, bash, dash, zsh, ash, ksh) is split into
-// words at whitespace and the rules apply to the words as to argv.
+// The script of a shell's -c is split into words as a POSIX shell reads
+// them (splitWords) and the rules apply to the words, three levels deep.
+// Config.NamesOnly keeps argv[0] and flag names only. Line applies the
+// rules to the blank-separated words of a printed line.
 //
 // Secret-like names: a name, lower-cased with - and . read as _, ending in
 // password, passwd, passphrase, secret, token, api_key, apikey, access_key,
-// private_key, credential, credentials or secret_id, or equal to / ending in
-// _ + auth, pass, pwd; plus the configured extra keys (same matching).
+// private_key, credential, credentials, secret_id, storepass, keypass,
+// requirepass or masterauth, or equal to / ending in _ + auth, pass, pwd;
+// plus the configured extra keys (same matching).
 package redact
 
 import (

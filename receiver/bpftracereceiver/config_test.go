@@ -54,8 +54,8 @@ func TestConfigArgs(t *testing.T) {
 
 func TestConfigInvalid(t *testing.T) {
 	for name, want := range map[string]string{
-		"empty": "scripts: empty; list one or more bpftrace scripts",
-		"bad":   "scripts[0]: both path and program are set; keep exactly one of them",
+		"empty":      "scripts: empty; list one or more bpftrace scripts",
+		"bad":        "scripts[0]: both path and program are set; keep exactly one of them",
 		"bad_redact": `scripts[0].redact: "secrets" is not a redaction; use argv (redact secrets in printed command lines, as execsnoop prints them) or none`,
 	} {
 		t.Run(name, func(t *testing.T) {
