@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -238,5 +239,44 @@ func TestForms(t *testing.T) {
 			want = tc.in
 		}
 		assert.Equal(t, want, got, "%q", tc.in)
+	}
+}
+
+// TestCostLinear: the rules cost about the length of what they read,
+// however many secrets it holds (a 64 KiB printed line or argument of
+// repeated secret forms once took seconds: each replacement copied the
+// rest of the string). 16 times the bytes must cost well under 256 times
+// (quadratic) the time: the bound is 64, best of 5 runs each.
+func TestCostLinear(t *testing.T) {
+	r, err := New(Config{})
+	require.NoError(t, err)
+	best := func(f func()) time.Duration {
+		d := time.Duration(1 << 62)
+		for range 5 {
+			t0 := time.Now()
+			f()
+			d = min(d, time.Since(t0))
+		}
+		return max(d, time.Microsecond)
+	}
+	for _, unit := range []string{"token=x&", `"pass":"x",`, "https://u:p@h/ ", "Bearer abcd ", "-pxx ",
+		"Cookie: a=b;", "AKIAIOSFODNN7EXAMPLE ", "AKIA", "github_pat_", "xoxb-", "eyJ", "sh -c 'a' ", `"token" :`,
+		"eyJhbGciOiJIUzI1.eyJ ", "Authorization: ", "set token ", "x-api-key:a "} {
+		cost := func(n int, kind string) time.Duration {
+			s := strings.Repeat(unit, n/len(unit))
+			switch kind {
+			case "args":
+				return best(func() { r.Args([]string{"mysql", s}) })
+			case "script":
+				return best(func() { r.Args([]string{"sh", "-c", s}) })
+			}
+			return best(func() { r.Line(s) })
+		}
+		for _, kind := range []string{"args", "script", "line"} {
+			small, large := cost(4<<10, kind), cost(64<<10, kind)
+			ratio := float64(large) / float64(small)
+			assert.Less(t, ratio, 64.0, "%q as %s: 4 KiB %v, 64 KiB %v", unit, kind, small, large)
+			assert.Less(t, large, 200*time.Millisecond, "%q as %s: 64 KiB %v", unit, kind, large)
+		}
 	}
 }

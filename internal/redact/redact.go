@@ -208,7 +208,7 @@ func isKeyChar(c byte) bool {
 
 // keyValues redacts the values of secret-like key=value pairs.
 func (r *Redactor) keyValues(s string) (string, int) {
-	n := 0
+	e := edit{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != '=' {
 			continue
@@ -240,16 +240,15 @@ func (r *Redactor) keyValues(s string) (string, int) {
 		if vhi == vlo || s[vlo:vhi] == Replacement {
 			continue
 		}
-		s = s[:vlo] + Replacement + s[vhi:]
-		n++
-		i = vlo + len(Replacement) - 1
+		e.replace(vlo, vhi)
+		i = vhi - 1
 	}
-	return s, n
+	return e.done()
 }
 
 // jsonMembers redacts "key": "value" members with secret-like keys.
 func (r *Redactor) jsonMembers(s string) (string, int) {
-	n := 0
+	ed := edit{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != ':' {
 			continue
@@ -266,7 +265,7 @@ func (r *Redactor) jsonMembers(s string) (string, int) {
 		for k >= 0 && s[k] != '"' {
 			k--
 		}
-		if k < 0 || !r.secretName(s[k+1:j]) {
+		if k < ed.prev || !r.secretName(s[k+1:j]) {
 			continue
 		}
 		v := i + 1
@@ -276,22 +275,21 @@ func (r *Redactor) jsonMembers(s string) (string, int) {
 		if v >= len(s) || s[v] != '"' {
 			continue
 		}
-		e := v + 1
-		for e < len(s) && s[e] != '"' {
-			if s[e] == '\\' {
-				e++
+		end := v + 1
+		for end < len(s) && s[end] != '"' {
+			if s[end] == '\\' {
+				end++
 			}
-			e++
+			end++
 		}
-		e = min(e, len(s))
-		if e == v+1 || s[v+1:e] == Replacement {
+		end = min(end, len(s))
+		if end == v+1 || s[v+1:end] == Replacement {
 			continue
 		}
-		s = s[:v+1] + Replacement + s[e:]
-		n++
-		i = v + len(Replacement)
+		ed.replace(v+1, end)
+		i = end
 	}
-	return s, n
+	return ed.done()
 }
 
 // urlCredentials redacts the user info of URLs anywhere in s: the password
@@ -299,11 +297,11 @@ func (r *Redactor) jsonMembers(s string) (string, int) {
 // how GitHub and others take a token) except in the schemes where it is a
 // login name (ssh, sftp, scp, rsync, git+ssh).
 func urlCredentials(s string) (string, int) {
-	n := 0
+	e := edit{s: s}
 	for from := 0; ; {
 		i := strings.Index(s[from:], "://")
 		if i < 0 {
-			return s, n
+			return e.done()
 		}
 		scheme := from + i
 		lo := scheme + 3
@@ -325,9 +323,7 @@ func urlCredentials(s string) (string, int) {
 		if phi == plo || s[plo:phi] == Replacement {
 			continue
 		}
-		s = s[:plo] + Replacement + s[phi:]
-		n++
-		from = plo + len(Replacement)
+		e.replace(plo, phi)
 	}
 }
 
@@ -428,7 +424,7 @@ func isTokenChar(c byte) bool {
 
 // bearer redacts the token after "Bearer " (any case).
 func bearer(s string) (string, int) {
-	n := 0
+	e := edit{s: s}
 	for from := 0; from < len(s); {
 		i := indexFold(s[from:], "bearer ")
 		if i < 0 {
@@ -447,11 +443,9 @@ func bearer(s string) (string, int) {
 		if hi-lo < 4 || s[lo:hi] == Replacement || start > 0 && isAlnum(s[start-1]) {
 			continue
 		}
-		s = s[:lo] + Replacement + s[hi:]
-		n++
-		from = lo + len(Replacement)
+		e.replace(lo, hi)
 	}
-	return s, n
+	return e.done()
 }
 
 func indexFold(s, sub string) int {
@@ -514,6 +508,8 @@ func tokens(s string) (string, int) {
 		return jwts(s)
 	}
 	for _, f := range tokenFormats {
+		e := edit{s: s}
+		runEnd := -1 // the end of the last body scanned: a prefix inside it has the same end
 		for from := 0; ; {
 			i := strings.Index(s[from:], f.prefix)
 			if i < 0 {
@@ -521,18 +517,25 @@ func tokens(s string) (string, int) {
 			}
 			lo := from + i
 			hi := lo + len(f.prefix)
-			for hi < len(s) && f.ok(s[hi]) {
-				hi++
+			if hi <= runEnd {
+				hi = runEnd
+			} else {
+				for hi < len(s) && f.ok(s[hi]) {
+					hi++
+				}
+				runEnd = hi
 			}
 			from = lo + len(f.prefix)
 			body := hi - lo - len(f.prefix)
 			if body < f.min || f.max > 0 && body != f.max || lo > 0 && isAlnum(s[lo-1]) {
 				continue
 			}
-			s = s[:lo] + Replacement + s[hi:]
-			n++
-			from = lo + len(Replacement)
+			e.replace(lo, hi)
+			from = hi
 		}
+		var k int
+		s, k = e.done()
+		n += k
 	}
 	s, k := jwts(s)
 	return s, n + k
@@ -540,7 +543,7 @@ func tokens(s string) (string, int) {
 
 // jwts redacts JWTs: header.payload.signature, both JSON parts start {" (eyJ).
 func jwts(s string) (string, int) {
-	n := 0
+	e := edit{s: s}
 	for from := 0; ; {
 		i := strings.Index(s[from:], "eyJ")
 		if i < 0 {
@@ -568,11 +571,10 @@ func jwts(s string) (string, int) {
 				hi++
 			}
 		}
-		s = s[:lo] + Replacement + s[hi:]
-		n++
-		from = lo + len(Replacement)
+		e.replace(lo, hi)
+		from = hi
 	}
-	return s, n
+	return e.done()
 }
 
 // replacePattern replaces re's matches (or their groups) by Replacement.
@@ -608,4 +610,33 @@ func replacePattern(re *regexp.Regexp, s string) (string, int) {
 	}
 	b.WriteString(s[prev:])
 	return b.String(), n
+}
+
+// edit builds s with spans replaced by Replacement, in one pass: spans
+// come in order and do not overlap, so a string with many secrets costs
+// its length, not its length times their number.
+type edit struct {
+	s    string
+	b    strings.Builder
+	prev int // the end of the last span replaced
+	n    int
+}
+
+func (e *edit) replace(lo, hi int) {
+	if e.n == 0 {
+		e.b.Grow(len(e.s) + len(Replacement))
+	}
+	e.b.WriteString(e.s[e.prev:lo])
+	e.b.WriteString(Replacement)
+	e.prev = hi
+	e.n++
+}
+
+// done returns the edited string and the number of spans replaced.
+func (e *edit) done() (string, int) {
+	if e.n == 0 {
+		return e.s, 0
+	}
+	e.b.WriteString(e.s[e.prev:])
+	return e.b.String(), e.n
 }
