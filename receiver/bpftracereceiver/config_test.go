@@ -54,8 +54,9 @@ func TestConfigArgs(t *testing.T) {
 
 func TestConfigInvalid(t *testing.T) {
 	for name, want := range map[string]string{
-		"empty": "scripts: empty; list one or more bpftrace scripts",
-		"bad":   "scripts[0]: both path and program are set; keep exactly one of them",
+		"empty":      "scripts: empty; list one or more bpftrace scripts",
+		"bad":        "scripts[0]: both path and program are set; keep exactly one of them",
+		"bad_redact": `scripts[0].redact: "secrets" is not a redaction; use argv (redact secrets in printed command lines, as execsnoop prints them) or none`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := confmap.Validate(loadConfig(t, name))
@@ -63,4 +64,23 @@ func TestConfigInvalid(t *testing.T) {
 			assert.Contains(t, err.Error(), want)
 		})
 	}
+}
+
+// TestShippedConfigRedactsExecsnoop: config/bpftrace.yaml turns redaction
+// on for execsnoop.bt, whose lines are every command line on the host.
+func TestShippedConfigRedactsExecsnoop(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("..", "..", "config", "bpftrace.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub("receivers::bpftrace")
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	require.NoError(t, sub.Unmarshal(cfg))
+	found := false
+	for _, sc := range cfg.Scripts {
+		if filepath.Base(sc.Path) == "execsnoop.bt" {
+			found = true
+			assert.Equal(t, "argv", sc.Redact)
+		}
+	}
+	assert.True(t, found, "the shipped config runs execsnoop.bt")
 }

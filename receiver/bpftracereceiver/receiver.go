@@ -79,6 +79,7 @@ func (r *bpftraceReceiver) registerTelemetry() error {
 		r.tb.RegisterReceiverBpftraceStartFailuresCallback(counter(func(c bpftrace.Counters) uint64 { return c.StartFailures })),
 		r.tb.RegisterReceiverBpftraceLostEventsCallback(counter(func(c bpftrace.Counters) uint64 { return c.LostEvents })),
 		r.tb.RegisterReceiverBpftraceParseErrorsCallback(counter(func(c bpftrace.Counters) uint64 { return c.ParseErrors })),
+		r.tb.RegisterReceiverBpftraceRedactedCallback(counter(func(c bpftrace.Counters) uint64 { return c.Redacted })),
 		r.tb.RegisterReceiverBpftraceUnmappedCallback(func(_ context.Context, o metric.Int64Observer) error {
 			for name, c := range r.runner.Counters() {
 				for typ, n := range c.Unmapped {

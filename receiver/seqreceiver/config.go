@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
 )
 
 // Event names accepted in `events`.
@@ -93,16 +93,26 @@ type RedactionConfig struct {
 	// ExtraPatterns are regular expressions (Go RE2 syntax) of secrets: each
 	// match is replaced, or only its groups where the expression has groups.
 	ExtraPatterns []string `mapstructure:"extra_patterns"`
+	// Args is how argv is redacted: "rules" (the default, also when empty)
+	// replaces the values the rules find; "names_only" keeps argv[0] and the
+	// names of flags and replaces every other value (extra_* do not apply).
+	Args string `mapstructure:"args"`
 
 	_ struct{}
 }
+
+// Values of RedactionConfig.Args.
+const (
+	ArgsRules     = "rules"
+	ArgsNamesOnly = "names_only"
+)
 
 // redactor compiles the rules; nil when redaction is off.
 func (c *RedactionConfig) redactor() (*redact.Redactor, error) {
 	if !c.Enabled {
 		return nil, nil
 	}
-	return redact.New(redact.Config{ExtraFlags: c.ExtraFlags, ExtraKeys: c.ExtraKeys, ExtraPatterns: c.ExtraPatterns})
+	return redact.New(redact.Config{ExtraFlags: c.ExtraFlags, ExtraKeys: c.ExtraKeys, ExtraPatterns: c.ExtraPatterns, NamesOnly: c.Args == ArgsNamesOnly})
 }
 
 // PressureConfig: adaptive pressure, off unless Shed lists event classes.
@@ -249,6 +259,11 @@ func (c *RedactionConfig) Validate() error {
 	var errs []error
 	if _, err := c.redactor(); err != nil {
 		errs = append(errs, err)
+	}
+	switch c.Args {
+	case "", ArgsRules, ArgsNamesOnly:
+	default:
+		errs = append(errs, fmt.Errorf("args: %q is not a redaction mode; use rules (redact the values the rules find) or names_only (keep argv[0] and flag names only)", c.Args))
 	}
 	for _, f := range c.ExtraFlags {
 		if !strings.HasPrefix(f, "-") || strings.TrimLeft(f, "-") == "" || strings.ContainsAny(f, "= \t") {

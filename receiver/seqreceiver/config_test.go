@@ -51,6 +51,16 @@ func TestConfigRedaction(t *testing.T) {
 	assert.Equal(t, []string{"app", "--db-pass", "REDACTED", "-P", "REDACTED", "--session-id=REDACTED", "pin:REDACTED", "--password", "REDACTED"}, got)
 	assert.Equal(t, 5, n)
 
+	// args: names_only reaches the redactor: every value goes.
+	cfg = loadConfig(t, "names_only")
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, ArgsNamesOnly, cfg.Redaction.Args)
+	r, err = cfg.Redaction.redactor()
+	require.NoError(t, err)
+	got, n = r.Args([]string{"mysql", "-u", "root", "--host=db", "shop"})
+	assert.Equal(t, []string{"mysql", "-u", "REDACTED", "--host=REDACTED", "REDACTED"}, got)
+	assert.Equal(t, 3, n)
+
 	cfg = loadConfig(t, "no_redaction")
 	require.NoError(t, confmap.Validate(cfg))
 	r, err = cfg.Redaction.redactor()
@@ -74,6 +84,7 @@ func TestConfigInvalid(t *testing.T) {
 			`shed: "spawn" is not a class; use fork, exec, thread` + "\n" +
 			"above: 1.5 is out of range; use 0.1 to 0.99 (a fraction of ring_slots)",
 		"bad_redaction": `redaction: extra_patterns[1]: "(unclosed" is not a regular expression (error parsing regexp: missing closing ): ` + "`(unclosed`); fix or remove it\n" +
+			`args: "values" is not a redaction mode; use rules (redact the values the rules find) or names_only (keep argv[0] and flag names only)` + "\n" +
 			`extra_flags: "db-pass" is not a flag as written on a command line; write it as --db-pass or -P` + "\n" +
 			`extra_flags: "--x=y" is not a flag as written on a command line; write it as --db-pass or -P` + "\n" +
 			`extra_keys: "a=b" is not a key name; use letters, digits and - _ . only`,

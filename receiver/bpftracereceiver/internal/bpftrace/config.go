@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 )
 
 // Map types a MapConfig can name.
@@ -69,7 +71,22 @@ type ScriptConfig struct {
 	// not listed is exported only when the script prints it itself (or
 	// bpftrace prints it at exit), with a type from its record (autoMapSpec).
 	Maps map[string]MapConfig `mapstructure:"maps"`
+	// Redact applies argv redaction to the script's printed lines before
+	// they leave: "argv" reads each line as blank-separated words (as
+	// execsnoop prints a command line) and replaces the secrets the seq
+	// receiver's rules find (credential flags, pass: arguments, URL user
+	// info, headers, secret-named KEY=value, shell -c scripts ...); records
+	// passed on as they are (parse errors, unmapped types) get the same.
+	// "" or "none": lines are exported as printed. Map keys are never
+	// redacted.
+	Redact string `mapstructure:"redact"`
 }
+
+// Values of ScriptConfig.Redact.
+const (
+	RedactNone = "none"
+	RedactArgv = "argv"
+)
 
 // MapConfig says how one bpftrace map becomes a metric.
 type MapConfig struct {
@@ -97,6 +114,8 @@ type scriptSpec struct {
 	pull    time.Duration
 	maps    map[string]*mapSpec
 	order   []string // map names, sorted: the order of the appended print()s
+	// redactor redacts printed lines (Redact: argv); nil: none.
+	redactor *redact.Redactor
 }
 
 // mapSpec is a validated MapConfig with its defaults applied.
@@ -111,6 +130,15 @@ type mapSpec struct {
 	// auto: no MapConfig names the map; the script printed it (autoMapSpec).
 	auto bool
 }
+
+// argvRedactor is the built-in rules, shared by the scripts that redact.
+var argvRedactor = func() *redact.Redactor {
+	r, err := redact.New(redact.Config{})
+	if err != nil {
+		panic(err) // no patterns: cannot fail
+	}
+	return r
+}()
 
 var mapNameRE = regexp.MustCompile(`^@([A-Za-z_][A-Za-z0-9_]*)?$`)
 
@@ -164,6 +192,13 @@ func (cfg *Config) resolve(checkText bool) ([]*scriptSpec, error) {
 			fail("%s.name: %q is already the name of scripts[%d]; give each script a distinct name", field, spec.name, j)
 		} else {
 			names[spec.name] = i
+		}
+		switch sc.Redact {
+		case "", RedactNone:
+		case RedactArgv:
+			spec.redactor = argvRedactor
+		default:
+			fail("%s.redact: %q is not a redaction; use argv (redact secrets in printed command lines, as execsnoop prints them) or none", field, sc.Redact)
 		}
 		for j, a := range sc.Args {
 			if strings.ContainsRune(a, 0) {

@@ -47,6 +47,9 @@ type Counters struct {
 	// or benchmark_result; a map with values that are not numbers). Each is
 	// passed on as an INFO log record holding its JSON line.
 	Unmapped map[string]uint64
+	// Redacted: secret values replaced by REDACTED in the lines the script
+	// printed (ScriptConfig.Redact).
+	Redacted uint64
 }
 
 // Defaults of the supervisor's timing.
@@ -209,6 +212,7 @@ func (r *Runner) Counters() map[string]Counters {
 			LostEvents:    s.lostEvents.Load(),
 			ParseErrors:   s.parseErrors.Load(),
 			Unmapped:      s.unmappedCounts(),
+			Redacted:      s.redacted.Load(),
 		}
 	}
 	return out

@@ -53,6 +53,7 @@ type script struct {
 	log  *zap.Logger
 
 	restarts, startFailures, lostEvents, parseErrors atomic.Uint64
+	redacted                                         atomic.Uint64 // values replaced (spec.redactor)
 
 	unmappedMu sync.Mutex
 	unmapped   map[string]uint64 // by record type: Counters.Unmapped
@@ -70,6 +71,19 @@ func (s *script) warnOnce(key, msg string, fields ...zap.Field) {
 	if !seen {
 		s.log.Warn(msg, fields...)
 	}
+}
+
+// redact applies the script's redaction to a line that leaves as a log
+// record, counting the values replaced.
+func (s *script) redact(text string) string {
+	if s.spec.redactor == nil {
+		return text
+	}
+	out, n := s.spec.redactor.Line(text)
+	if n > 0 {
+		s.redacted.Add(uint64(n))
+	}
+	return out
 }
 
 // maxUnmappedTypes bounds the record types Counters.Unmapped tells apart;
@@ -355,7 +369,7 @@ func (h *runHandler) handleRecord(line []byte, now time.Time) {
 		s.parseErrors.Add(1)
 		s.warnOnce("parse", "bpftrace printed a line that is not a record this receiver knows; it is passed on as a WARN log record (counted in ParseErrors, logged once)",
 			zap.Error(err), zap.ByteString("line", truncate(line, 512)))
-		body := string(truncate(line, 64<<10))
+		body := s.redact(string(truncate(line, 64<<10)))
 		s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
 			appendLineLog(lrs, s.spec.name, streamStdout, body, plog.SeverityNumberWarn, now, now)
 			return 1
@@ -448,7 +462,7 @@ func (h *runHandler) autoSpec(recType string, md mapData) *mapSpec {
 // output is lost.
 func (h *runHandler) passOn(typ string, line []byte, now time.Time) {
 	h.s.countUnmapped(typ)
-	body := strings.ReplaceAll(string(truncate(line, 64<<10)), h.tmpPath, h.display)
+	body := h.s.redact(strings.ReplaceAll(string(truncate(line, 64<<10)), h.tmpPath, h.display))
 	name := h.s.spec.name
 	h.s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
 		appendEventLog(lrs, name, "bpftrace."+typ, body, plog.SeverityNumberInfo, now)
@@ -459,6 +473,7 @@ func (h *runHandler) passOn(typ string, line []byte, now time.Time) {
 // emitLine hands a printed line to the batcher (lineMu held: lines keep
 // their order).
 func (h *runHandler) emitLine(pl printedLine, now time.Time) {
+	pl.text = h.s.redact(pl.text)
 	name := h.s.spec.name
 	h.s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
 		appendLineLog(lrs, name, streamStdout, pl.text, plog.SeverityNumberInfo, pl.at, now)

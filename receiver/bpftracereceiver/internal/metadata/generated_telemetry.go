@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	registrations                 []metric.Registration
 	ReceiverBpftraceLostEvents    metric.Int64ObservableCounter
 	ReceiverBpftraceParseErrors   metric.Int64ObservableCounter
+	ReceiverBpftraceRedacted      metric.Int64ObservableCounter
 	ReceiverBpftraceRestarts      metric.Int64ObservableCounter
 	ReceiverBpftraceStartFailures metric.Int64ObservableCounter
 	ReceiverBpftraceUnmapped      metric.Int64ObservableCounter
@@ -67,6 +68,21 @@ func (builder *TelemetryBuilder) RegisterReceiverBpftraceParseErrorsCallback(cb 
 		cb(ctx, &observerInt64{inst: builder.ReceiverBpftraceParseErrors, obs: o})
 		return nil
 	}, builder.ReceiverBpftraceParseErrors)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverBpftraceRedactedCallback sets callback for observable ReceiverBpftraceRedacted metric.
+func (builder *TelemetryBuilder) RegisterReceiverBpftraceRedactedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverBpftraceRedacted, obs: o})
+		return nil
+	}, builder.ReceiverBpftraceRedacted)
 	if err != nil {
 		return err
 	}
@@ -159,6 +175,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_bpftrace_parse_errors",
 		metric.WithDescription("Lines of bpftrace output that were not bpftrace JSON records or had an unknown shape, by script (attribute `script`). [Development]"),
 		metric.WithUnit("{line}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverBpftraceRedacted, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_bpftrace_redacted",
+		metric.WithDescription("Secret values replaced by REDACTED in the lines a script printed (the script's redact setting, e.g. redact argv for execsnoop.bt), by script (attribute `script`). [Development]"),
+		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverBpftraceRestarts, err = builder.meter.Int64ObservableCounter(

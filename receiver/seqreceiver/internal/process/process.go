@@ -32,8 +32,8 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/procid"
+	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
-	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/redact"
 )
 
 // Defaults for the zero values of Config's bounds.

@@ -151,6 +151,11 @@ func TestBadPatterns(t *testing.T) {
 	assert.Contains(t, err.Error(), `extra_patterns[2]: "a**" is not a regular expression`)
 }
 
+// maxGrowth bounds what redaction makes of an argument of n bytes:
+// at most maxGrowth*n + len(Replacement) bytes (a 1-byte value becomes
+// REDACTED).
+const maxGrowth = 8
+
 var secrets = []string{"hunter2", "s3cr3tValue", "AKIAIOSFODNN7EXAMPLE", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}
 
 func FuzzArgs(f *testing.F) {
@@ -162,6 +167,15 @@ func FuzzArgs(f *testing.F) {
 	r, err := New(Config{ExtraKeys: []string{"pin"}, ExtraFlags: []string{"-P"}})
 	if err != nil {
 		f.Fatal(err)
+	}
+	strict, err := New(Config{NamesOnly: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range []string{"secrets.txt", "ordinary.txt"} {
+		for _, c := range readCorpus(f, name) {
+			f.Add(strings.Join(c.args, "\x00"))
+		}
 	}
 	f.Fuzz(func(t *testing.T, argv string) {
 		args := strings.Split(argv, "\x00")
@@ -182,6 +196,37 @@ func FuzzArgs(f *testing.F) {
 		again, n2 := r.Args(got)
 		if n2 != 0 || !slices.Equal(again, got) {
 			t.Fatalf("not idempotent: %q -> %q -> %q", args, got, again)
+		}
+		for i := range got {
+			if len(got[i]) > maxGrowth*len(args[i])+len(Replacement) {
+				t.Fatalf("%q grew to %q (%d bytes, bound %d)", args[i], got[i], len(got[i]), maxGrowth*len(args[i])+len(Replacement))
+			}
+		}
+		// A printed line (execsnoop's argv joined by spaces): the same
+		// properties.
+		line := strings.Join(args, " ")
+		lout, ln := r.Line(line)
+		if ln == 0 && lout != line || ln > 0 && lout == line {
+			t.Fatalf("line: counted %d: %q -> %q", ln, line, lout)
+		}
+		if len(lout) > maxGrowth*len(line)+len(Replacement) {
+			t.Fatalf("line %q grew to %q", line, lout)
+		}
+		if again, n2 := r.Line(lout); n2 != 0 || again != lout {
+			t.Fatalf("line not idempotent: %q -> %q -> %q", line, lout, again)
+		}
+		// names_only: argv[0] and flag names only, idempotent, bounded.
+		nout, _ := strict.Args(args)
+		if len(nout) != len(args) || nout[0] != args[0] {
+			t.Fatalf("names_only: %q -> %q", args, nout)
+		}
+		for i := 1; i < len(nout); i++ {
+			if len(nout[i]) > len(args[i])+len(Replacement) {
+				t.Fatalf("names_only: %q grew to %q", args[i], nout[i])
+			}
+		}
+		if again, n2 := strict.Args(nout); n2 != 0 || !slices.Equal(again, nout) {
+			t.Fatalf("names_only not idempotent: %q -> %q -> %q", args, nout, again)
 		}
 		// A known secret after a secret flag never survives.
 		for _, s := range secrets {

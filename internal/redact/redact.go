@@ -1,53 +1,46 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package redact replaces secrets in command lines (argv) by REDACTED.
+// Package redact replaces secrets in command lines (argv) by REDACTED, for
+// every receiver that exports them (the seq receiver's argv, the bpftrace
+// receiver's printed execsnoop lines).
 //
-// The rules, in the order they apply to each argument:
+// The rules are by class, not by tool (README of the seq receiver has the
+// full list; testdata/secrets.txt is a corpus of the forms tools document):
 //
-//  1. A flag whose name is secret-like (see keys) takes its value from the
-//     next argument: `--password X`, `--db-token X`, `-token X` (Go's flag
-//     package takes one dash) -> `--password REDACTED`, unless the next
-//     argument is itself a long flag (`--token --verbose`). `--no-...` flags
-//     and names ending in -file, -path, -stdin, ... are not secret-like.
-//  2. Tool flags, where the tool (the basename of argv[0], or of a later
-//     argument, so `sudo mysql -pX` counts) gives a short flag a password:
-//     mysql/mariadb tools: `-pX` (attached only: `-p X` prompts, and X is
-//     the database); sshpass and mongo tools: `-p X`, `-pX`; redis-cli:
-//     `-a X`; docker/podman/nerdctl/buildah `login`: `-p X`; curl and wget:
-//     the password of `-u user:pass`, `--user user:pass`, `--proxy-user`.
-//     Elsewhere `-p` is left alone: it is a port (ssh, docker run, nc), a
-//     parent-directory flag (mkdir), a pid...
-//  3. key=value with a secret-like key, anywhere in an argument:
-//     `--password=X`, `PGPASSWORD=X`, `-Dkeystore.password=X`, URL query
-//     strings `?token=X&a=b`, connection strings `host=h password=X`. At the
-//     start of an argument the value is the rest of it; inside one it ends
-//     at & ; whitespace or a quote (a quoted value at its closing quote).
-//     JSON members `"password": "X"` likewise.
-//  4. URL credentials: `scheme://user:X@host` -> `scheme://user:REDACTED@host`.
-//  5. HTTP headers `Authorization: Bearer X`, `X-Api-Key: X` (a secret-like
-//     name, or Authorization / Proxy-Authorization): the value (after the
-//     scheme word), and `Bearer X` anywhere.
-//  6. Well-known token formats, wherever they appear: AWS access key ids
-//     (AKIA/ASIA + 16), GitHub tokens (ghp_ gho_ ghu_ ghs_ ghr_,
-//     github_pat_), Slack tokens (xoxb- xoxp- xoxa- xoxr- xoxs- xoxe-), JWTs
-//     (eyJ...\.eyJ...\.sig).
-//  7. Extra patterns (regular expressions, RE2): each match is replaced, or
-//     only its groups where the expression has groups.
+//  1. Values of secret-like flags, the next argument or after =
+//     (--password X, -storepass X, --token=X); openssl's pass:X wherever it
+//     stands; env:/file:/fd: references are kept.
+//  2. A table of tools' short credential flags, attached or not where the
+//     tool documents it (mysql -pX, 7z -pX, redis-cli -a X, zip -P X,
+//     openssl -k X, -p after a login subcommand, curl -u user:pass, ...),
+//     vault login TOKEN and htpasswd -b's last argument.
+//  3. key=value with a secret-like key anywhere in an argument, JSON
+//     members, and `set <secret-like name> <value>`.
+//  4. URL user info anywhere: the password, or a user name alone (a token)
+//     outside ssh-like schemes.
+//  5. Header-like arguments, with or without a space after the colon, at
+//     the start or after the first =: Authorization, Proxy-Authorization,
+//     Cookie, Set-Cookie and secret-like names; a header name alone takes
+//     the next word(s); Bearer X anywhere.
+//  6. Well-known token formats (AWS, GitHub, Slack, JWT).
+//  7. Extra patterns (RE2).
 //
-// The script of a shell's -c (sh, bash, dash, zsh, ash, ksh) is split into
-// words at whitespace and the rules apply to the words as to argv.
+// The script of a shell's -c is split into words as a POSIX shell reads
+// them (splitWords) and the rules apply to the words, three levels deep.
+// Config.NamesOnly keeps argv[0] and flag names only. Line applies the
+// rules to the blank-separated words of a printed line.
 //
 // Secret-like names: a name, lower-cased with - and . read as _, ending in
 // password, passwd, passphrase, secret, token, api_key, apikey, access_key,
-// private_key, credential, credentials or secret_id, or equal to / ending in
-// _ + auth, pass, pwd; plus the configured extra keys (same matching).
+// private_key, credential, credentials, secret_id, storepass, keypass,
+// requirepass or masterauth, or equal to / ending in _ + auth, pass, pwd;
+// plus the configured extra keys (same matching).
 package redact
 
 import (
 	"errors"
 	"fmt"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,6 +59,9 @@ type Config struct {
 	ExtraKeys []string
 	// ExtraPatterns are regular expressions (RE2) of secrets.
 	ExtraPatterns []string
+	// NamesOnly keeps argv[0] and flag names and replaces every value
+	// (Args; Line applies the rules).
+	NamesOnly bool
 }
 
 // Redactor applies the rules. It is immutable and safe for concurrent use.
@@ -74,10 +70,14 @@ type Redactor struct {
 	short    []string // short keys: equal, or a suffix after _
 	flags    []string
 	patterns []*regexp.Regexp
+	// namesOnly: Args keeps argv[0] and flag names only.
+	namesOnly bool
 }
 
 var (
-	defaultKeys  = []string{"password", "passwd", "passphrase", "secret", "token", "api_key", "apikey", "access_key", "private_key", "credential", "credentials", "secret_id"}
+	defaultKeys = []string{"password", "passwd", "passphrase", "secret", "token", "api_key", "apikey", "access_key", "private_key", "credential", "credentials", "secret_id",
+		// keytool's -storepass -keypass -srcstorepass ..., redis' requirepass and masterauth
+		"storepass", "keypass", "requirepass", "masterauth"}
 	defaultShort = []string{"auth", "pass", "pwd"}
 	// Names ending so are about a secret, not one.
 	notSecretSuffixes = []string{"_file", "_path", "_stdin", "_env", "_dir", "_name", "_length", "_len", "_ttl", "_type", "_mode", "_command", "_cmd", "_url", "_endpoint", "_id_file"}
@@ -85,7 +85,7 @@ var (
 
 // New compiles a Redactor; it names each bad pattern.
 func New(c Config) (*Redactor, error) {
-	r := &Redactor{keys: slices.Clone(defaultKeys), short: slices.Clone(defaultShort), flags: slices.Clone(c.ExtraFlags)}
+	r := &Redactor{keys: slices.Clone(defaultKeys), short: slices.Clone(defaultShort), flags: slices.Clone(c.ExtraFlags), namesOnly: c.NamesOnly}
 	for _, k := range c.ExtraKeys {
 		if k = normalize(k); k != "" {
 			r.keys = append(r.keys, k)
@@ -104,225 +104,6 @@ func New(c Config) (*Redactor, error) {
 		return nil, errors.Join(errs...)
 	}
 	return r, nil
-}
-
-// Args returns argv with its secrets replaced, and how many values were
-// replaced. When none was, it returns args itself; otherwise a new slice
-// (args is never modified).
-func (r *Redactor) Args(args []string) ([]string, int) {
-	if r == nil || len(args) == 0 {
-		return args, 0
-	}
-	return r.args(args, true)
-}
-
-// args applies the rules to a word list; shells says whether a shell's -c
-// script is split into words (not again inside a script).
-func (r *Redactor) args(args []string, shells bool) ([]string, int) {
-	var out []string
-	n := 0
-	set := func(i int, s string) {
-		if out == nil {
-			out = slices.Clone(args)
-		}
-		out[i] = s
-	}
-	var tool string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if tool == "sshpass" && i > 0 && !strings.HasPrefix(a, "-") {
-			tool = "" // sshpass [-p pw] command...: the command's flags are its own
-		}
-		if t := toolOf(a); t != "" && (t != "login" || tool == "registry") {
-			tool = t // a login subcommand counts after docker, podman, ...
-		}
-		if i > 0 && strings.HasPrefix(a, "-") {
-			// 2: attached values of tool flags (-pX), before -pX is read
-			// as a flag named pX.
-			if s, ok := attached(tool, a); ok {
-				set(i, s)
-				n++
-				continue
-			}
-			// 1 and 2: the value is the next argument.
-			// A next argument that is a long flag is not a value: the flag
-			// had none (`--token --verbose`).
-			if i+1 < len(args) && !isLongFlag(args[i+1]) && r.takesSecret(tool, args, i) {
-				if args[i+1] != Replacement {
-					set(i+1, Replacement)
-					n++
-				}
-				i++
-				continue
-			}
-			// curl -u user:pass
-			if s, ok := userPass(tool, args, i); ok {
-				set(i+1, s)
-				n++
-				i++
-				continue
-			}
-		}
-		if shells && isShell(tool) && i > 0 && isDashC(args[i-1]) {
-			if s, k := r.script(a); k > 0 {
-				set(i, s)
-				n += k
-			}
-			continue
-		}
-		if s, k := r.scan(a); k > 0 {
-			set(i, s)
-			n += k
-		}
-	}
-	if out == nil {
-		return args, 0
-	}
-	return out, n
-}
-
-// script applies the argv rules to the words of a shell script, in place.
-func (r *Redactor) script(s string) (string, int) {
-	type span struct{ lo, hi int }
-	var spans []span
-	var words []string
-	for i := 0; i < len(s); {
-		for i < len(s) && isSpace(s[i]) {
-			i++
-		}
-		j := i
-		for j < len(s) && !isSpace(s[j]) {
-			j++
-		}
-		if j > i {
-			spans = append(spans, span{i, j})
-			words = append(words, s[i:j])
-		}
-		i = j
-	}
-	got, n := r.args(words, false)
-	if n == 0 {
-		return bearer(s) // Bearer and its token are two words
-	}
-	var b strings.Builder
-	prev := 0
-	for k, sp := range spans {
-		b.WriteString(s[prev:sp.lo])
-		b.WriteString(got[k])
-		prev = sp.hi
-	}
-	b.WriteString(s[prev:])
-	out, k := bearer(b.String())
-	return out, n + k
-}
-
-func isLongFlag(a string) bool { return len(a) > 2 && a[0] == '-' && a[1] == '-' }
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' }
-
-// takesSecret: args[i] is a flag whose value is args[i+1] and secret.
-func (r *Redactor) takesSecret(tool string, args []string, i int) bool {
-	a := args[i]
-	if strings.IndexByte(a, '=') >= 0 {
-		return false
-	}
-	if slices.Contains(r.flags, a) {
-		return true
-	}
-	switch tool {
-	case "mysql":
-		if a == "-p" || a == "--password" || a == "--pass" {
-			return false // prompts; the next argument is not the password
-		}
-	case "sshpass", "mongo":
-		if a == "-p" {
-			return true
-		}
-	case "redis-cli":
-		if a == "-a" {
-			return true
-		}
-	case "login":
-		if a == "-p" {
-			return true
-		}
-	}
-	name := strings.TrimLeft(a, "-")
-	if len(name) < 2 || len(a)-len(name) > 2 {
-		return false
-	}
-	return r.secretName(name)
-}
-
-// attached: -pX of the tools whose -p is a password.
-func attached(tool, a string) (string, bool) {
-	switch tool {
-	case "mysql", "sshpass", "mongo":
-		if len(a) > 2 && a[1] == 'p' && a[2:] != Replacement {
-			return "-p" + Replacement, true
-		}
-	case "redis-cli":
-		if len(a) > 2 && a[1] == 'a' && a[2:] != Replacement {
-			return "-a" + Replacement, true
-		}
-	}
-	return "", false
-}
-
-// userPass: curl's and wget's -u/--user/--proxy-user user:pass.
-func userPass(tool string, args []string, i int) (string, bool) {
-	if tool != "curl" && tool != "wget" || i+1 >= len(args) {
-		return "", false
-	}
-	switch args[i] {
-	case "-u", "--user", "-U", "--proxy-user":
-	default:
-		return "", false
-	}
-	user, pass, ok := strings.Cut(args[i+1], ":")
-	if !ok || pass == "" || pass == Replacement {
-		return "", false
-	}
-	return user + ":" + Replacement, true
-}
-
-// toolOf names the tool an argument runs, by its basename, or "".
-func toolOf(a string) string {
-	if a == "" || a[0] == '-' {
-		return ""
-	}
-	base := path.Base(a)
-	switch base {
-	case "mysql", "mysqldump", "mysqladmin", "mysqlcheck", "mysqlimport", "mysqlshow", "mysqlslap", "mysqlpump",
-		"mariadb", "mariadb-dump", "mariadb-admin", "mariadb-check", "mariadb-import", "mariadb-show", "mariadb-slap":
-		return "mysql"
-	case "mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop":
-		return "mongo"
-	case "sshpass", "redis-cli", "curl", "wget":
-		return base
-	case "sh", "bash", "dash", "zsh", "ash", "ksh", "mksh":
-		return "shell"
-	case "login":
-		return "login" // docker|podman|nerdctl|buildah login
-	case "docker", "podman", "nerdctl", "buildah", "helm", "skopeo":
-		return "registry"
-	}
-	return ""
-}
-
-func isShell(tool string) bool { return tool == "shell" }
-
-// isDashC: -c, or combined short flags ending in c (-ec, -lc).
-func isDashC(a string) bool {
-	if len(a) < 2 || a[0] != '-' || a[1] == '-' || a[len(a)-1] != 'c' {
-		return false
-	}
-	for i := 1; i < len(a); i++ {
-		if c := a[i]; c < 'a' || c > 'z' {
-			return false
-		}
-	}
-	return true
 }
 
 // normalize lower-cases a name and reads - and . as _.
@@ -378,7 +159,7 @@ func hasSuffixNorm(s, k string) bool {
 		return false
 	}
 	s = s[len(s)-len(k):]
-	for i := 0; i < len(k); i++ {
+	for i := len(k) - 1; i >= 0; i-- { // from the end: most names differ there
 		if normByte(s[i]) != k[i] {
 			return false
 		}
@@ -406,10 +187,14 @@ func (r *Redactor) scan(s string) (string, int) {
 		s, k = r.header(s)
 		n += k
 	}
-	s, k = bearer(s)
-	n += k
-	s, k = tokens(s)
-	n += k
+	if len(s) >= len("bearer ")+4 {
+		s, k = bearer(s)
+		n += k
+	}
+	if len(s) >= minTokenLen {
+		s, k = tokens(s)
+		n += k
+	}
 	for _, re := range r.patterns {
 		s, k = replacePattern(re, s)
 		n += k
@@ -423,7 +208,7 @@ func isKeyChar(c byte) bool {
 
 // keyValues redacts the values of secret-like key=value pairs.
 func (r *Redactor) keyValues(s string) (string, int) {
-	n := 0
+	e := edit{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != '=' {
 			continue
@@ -455,16 +240,15 @@ func (r *Redactor) keyValues(s string) (string, int) {
 		if vhi == vlo || s[vlo:vhi] == Replacement {
 			continue
 		}
-		s = s[:vlo] + Replacement + s[vhi:]
-		n++
-		i = vlo + len(Replacement) - 1
+		e.replace(vlo, vhi)
+		i = vhi - 1
 	}
-	return s, n
+	return e.done()
 }
 
 // jsonMembers redacts "key": "value" members with secret-like keys.
 func (r *Redactor) jsonMembers(s string) (string, int) {
-	n := 0
+	ed := edit{s: s}
 	for i := 0; i < len(s); i++ {
 		if s[i] != ':' {
 			continue
@@ -481,7 +265,7 @@ func (r *Redactor) jsonMembers(s string) (string, int) {
 		for k >= 0 && s[k] != '"' {
 			k--
 		}
-		if k < 0 || !r.secretName(s[k+1:j]) {
+		if k < ed.prev || !r.secretName(s[k+1:j]) {
 			continue
 		}
 		v := i + 1
@@ -491,83 +275,139 @@ func (r *Redactor) jsonMembers(s string) (string, int) {
 		if v >= len(s) || s[v] != '"' {
 			continue
 		}
-		e := v + 1
-		for e < len(s) && s[e] != '"' {
-			if s[e] == '\\' {
-				e++
+		end := v + 1
+		for end < len(s) && s[end] != '"' {
+			if s[end] == '\\' {
+				end++
 			}
-			e++
+			end++
 		}
-		e = min(e, len(s))
-		if e == v+1 || s[v+1:e] == Replacement {
+		end = min(end, len(s))
+		if end == v+1 || s[v+1:end] == Replacement {
 			continue
 		}
-		s = s[:v+1] + Replacement + s[e:]
-		n++
-		i = v + len(Replacement)
+		ed.replace(v+1, end)
+		i = end
 	}
-	return s, n
+	return ed.done()
 }
 
-// urlCredentials redacts the password of scheme://user:pass@host.
+// urlCredentials redacts the user info of URLs anywhere in s: the password
+// of scheme://user:pass@host, and a user name alone (scheme://TOKEN@host,
+// how GitHub and others take a token) except in the schemes where it is a
+// login name (ssh, sftp, scp, rsync, git+ssh).
 func urlCredentials(s string) (string, int) {
-	n := 0
+	e := edit{s: s}
 	for from := 0; ; {
 		i := strings.Index(s[from:], "://")
 		if i < 0 {
-			return s, n
+			return e.done()
 		}
-		lo := from + i + 3
+		scheme := from + i
+		lo := scheme + 3
 		hi := lo
 		for hi < len(s) && !strings.ContainsRune("/?# \t\r\n\"'", rune(s[hi])) {
 			hi++
 		}
 		from = hi
 		at := strings.LastIndexByte(s[lo:hi], '@')
-		if at < 0 {
+		if at <= 0 {
 			continue
 		}
-		colon := strings.IndexByte(s[lo:lo+at], ':')
-		if colon < 0 {
+		plo, phi := lo, lo+at
+		if colon := strings.IndexByte(s[lo:phi], ':'); colon >= 0 {
+			plo = lo + colon + 1
+		} else if loginScheme(s[:scheme]) {
 			continue
 		}
-		plo, phi := lo+colon+1, lo+at
 		if phi == plo || s[plo:phi] == Replacement {
 			continue
 		}
-		s = s[:plo] + Replacement + s[phi:]
-		n++
-		from = plo + len(Replacement)
+		e.replace(plo, phi)
 	}
 }
 
-// header redacts a secret header's value: `Name: value` at the start of
-// the string.
+// loginScheme: the scheme that ends s takes a login name as its user.
+func loginScheme(s string) bool {
+	i := len(s)
+	for i > 0 && (isAlnum(s[i-1]) || s[i-1] == '+' || s[i-1] == '-' || s[i-1] == '.') {
+		i--
+	}
+	switch strings.ToLower(s[i:]) {
+	case "ssh", "sftp", "scp", "rsync", "git+ssh", "ssh+git", "git":
+		return true
+	}
+	return false
+}
+
+// header redacts a secret header's value: `Name: value` or `Name:value`
+// at the start of the string or after its first = (--header=..., git's
+// http.extraHeader=...). Authorization's scheme word (Bearer, Basic ...) is
+// kept; a cookie header's values are replaced pair by pair.
 func (r *Redactor) header(s string) (string, int) {
-	i := 0
-	for i < len(s) && (isKeyChar(s[i]) && s[i] != '.') {
+	if out, n := r.headerAt(s, 0); n > 0 {
+		return out, n
+	}
+	if eq := strings.IndexByte(s, '='); eq >= 0 {
+		return r.headerAt(s, eq+1)
+	}
+	return s, 0
+}
+
+func (r *Redactor) headerAt(s string, at int) (string, int) {
+	i := at
+	for i < len(s) && isKeyChar(s[i]) && s[i] != '.' {
 		i++
 	}
-	if i == 0 || i+1 >= len(s) || s[i] != ':' || s[i+1] != ' ' {
+	if i == at || i >= len(s) || s[i] != ':' || s[at] == '-' { // -storepass:env is keytool's flag
 		return s, 0
 	}
-	name := normalize(s[:i])
-	if name != "authorization" && name != "proxy_authorization" && !r.secretName(name) {
-		return s, 0
-	}
+	name := s[at:i]
 	v := i + 1
-	for v < len(s) && s[v] == ' ' {
+	for v < len(s) && (s[v] == ' ' || s[v] == '\t') {
 		v++
+	}
+	if v >= len(s) {
+		return s, 0
+	}
+	switch {
+	case eqNorm(name, "cookie"):
+		out, n := cookieValues(s[v:])
+		return s[:v] + out, n
+	case eqNorm(name, "set_cookie"): // name=value; Path=/; ...: the first pair only
+		first, rest, _ := strings.Cut(s[v:], ";")
+		out, n := cookieValues(first)
+		if n == 0 {
+			return s, 0
+		}
+		if len(first) < len(s[v:]) {
+			out += ";" + rest
+		}
+		return s[:v] + out, n
+	case !r.secretHeader(name):
+		return s, 0
 	}
 	// Keep the scheme word: Bearer, Basic, Token, Digest, ...
 	if sp := strings.IndexByte(s[v:], ' '); sp > 0 && isScheme(s[v:v+sp]) {
 		v += sp + 1
+		for v < len(s) && s[v] == ' ' {
+			v++
+		}
 	}
 	if v >= len(s) || s[v:] == Replacement {
 		return s, 0
 	}
 	return s[:v] + Replacement, 1
 }
+
+// secretHeader: a header whose value is a credential.
+func (r *Redactor) secretHeader(name string) bool {
+	return eqNorm(name, "authorization") || eqNorm(name, "proxy_authorization") ||
+		eqNorm(name, "cookie") || eqNorm(name, "set_cookie") || r.secretName(name)
+}
+
+// eqNorm: normalize(s) == k, without allocating.
+func eqNorm(s, k string) bool { return len(s) == len(k) && hasSuffixNorm(s, k) }
 
 func isScheme(w string) bool {
 	for i := 0; i < len(w); i++ {
@@ -584,7 +424,7 @@ func isTokenChar(c byte) bool {
 
 // bearer redacts the token after "Bearer " (any case).
 func bearer(s string) (string, int) {
-	n := 0
+	e := edit{s: s}
 	for from := 0; from < len(s); {
 		i := indexFold(s[from:], "bearer ")
 		if i < 0 {
@@ -603,11 +443,9 @@ func bearer(s string) (string, int) {
 		if hi-lo < 4 || s[lo:hi] == Replacement || start > 0 && isAlnum(s[start-1]) {
 			continue
 		}
-		s = s[:lo] + Replacement + s[hi:]
-		n++
-		from = lo + len(Replacement)
+		e.replace(lo, hi)
 	}
-	return s, n
+	return e.done()
 }
 
 func indexFold(s, sub string) int {
@@ -640,6 +478,10 @@ func upperDigit(c byte) bool { return 'A' <= c && c <= 'Z' || '0' <= c && c <= '
 func alnumUnder(c byte) bool { return isAlnum(c) || c == '_' }
 func slackChar(c byte) bool  { return isAlnum(c) || c == '-' }
 
+// minTokenLen is the shortest string tokens can find: a JWT's 10 bytes,
+// then .eyJ (the formats below need 15 or more).
+const minTokenLen = 14
+
 var tokenFormats = []tokenFormat{
 	{"AKIA", 16, 16, upperDigit},
 	{"ASIA", 16, 16, upperDigit},
@@ -666,6 +508,8 @@ func tokens(s string) (string, int) {
 		return jwts(s)
 	}
 	for _, f := range tokenFormats {
+		e := edit{s: s}
+		runEnd := -1 // the end of the last body scanned: a prefix inside it has the same end
 		for from := 0; ; {
 			i := strings.Index(s[from:], f.prefix)
 			if i < 0 {
@@ -673,18 +517,25 @@ func tokens(s string) (string, int) {
 			}
 			lo := from + i
 			hi := lo + len(f.prefix)
-			for hi < len(s) && f.ok(s[hi]) {
-				hi++
+			if hi <= runEnd {
+				hi = runEnd
+			} else {
+				for hi < len(s) && f.ok(s[hi]) {
+					hi++
+				}
+				runEnd = hi
 			}
 			from = lo + len(f.prefix)
 			body := hi - lo - len(f.prefix)
 			if body < f.min || f.max > 0 && body != f.max || lo > 0 && isAlnum(s[lo-1]) {
 				continue
 			}
-			s = s[:lo] + Replacement + s[hi:]
-			n++
-			from = lo + len(Replacement)
+			e.replace(lo, hi)
+			from = hi
 		}
+		var k int
+		s, k = e.done()
+		n += k
 	}
 	s, k := jwts(s)
 	return s, n + k
@@ -692,7 +543,7 @@ func tokens(s string) (string, int) {
 
 // jwts redacts JWTs: header.payload.signature, both JSON parts start {" (eyJ).
 func jwts(s string) (string, int) {
-	n := 0
+	e := edit{s: s}
 	for from := 0; ; {
 		i := strings.Index(s[from:], "eyJ")
 		if i < 0 {
@@ -720,11 +571,10 @@ func jwts(s string) (string, int) {
 				hi++
 			}
 		}
-		s = s[:lo] + Replacement + s[hi:]
-		n++
-		from = lo + len(Replacement)
+		e.replace(lo, hi)
+		from = hi
 	}
-	return s, n
+	return e.done()
 }
 
 // replacePattern replaces re's matches (or their groups) by Replacement.
@@ -760,4 +610,33 @@ func replacePattern(re *regexp.Regexp, s string) (string, int) {
 	}
 	b.WriteString(s[prev:])
 	return b.String(), n
+}
+
+// edit builds s with spans replaced by Replacement, in one pass: spans
+// come in order and do not overlap, so a string with many secrets costs
+// its length, not its length times their number.
+type edit struct {
+	s    string
+	b    strings.Builder
+	prev int // the end of the last span replaced
+	n    int
+}
+
+func (e *edit) replace(lo, hi int) {
+	if e.n == 0 {
+		e.b.Grow(len(e.s) + len(Replacement))
+	}
+	e.b.WriteString(e.s[e.prev:lo])
+	e.b.WriteString(Replacement)
+	e.prev = hi
+	e.n++
+}
+
+// done returns the edited string and the number of spans replaced.
+func (e *edit) done() (string, int) {
+	if e.n == 0 {
+		return e.s, 0
+	}
+	e.b.WriteString(e.s[e.prev:])
+	return e.b.String(), e.n
 }
