@@ -101,6 +101,8 @@ func (r *seqReceiver) run() {
 			} else {
 				r.flush(ctx)
 			}
+		} else if r.model.Stats().Pending > 0 {
+			r.flush(ctx) // spans left by a refused batch
 		}
 		woke, err := ring.Park(r.rd, r.rd.Wait, timeout)
 		if woke {
@@ -212,15 +214,27 @@ func (r *seqReceiver) flush(ctx context.Context) {
 	r.modelStats.Store(new(r.model.Stats()))
 }
 
-// flushSpans hands the spans of the processes that ended to the traces pipeline.
+// flushSpans hands the spans of the processes that ended to the traces
+// pipeline, in batches of at most max_batch spans (and the model's bytes per
+// build), each handed on before the next is built: a burst of exits is never
+// built at once. A refused batch leaves the rest waiting for the next flush,
+// after the back-off.
 func (r *seqReceiver) flushSpans(ctx context.Context) {
 	if r.traces == nil {
 		r.model.DiscardFinished() // no traces pipeline: never build them
 		return
 	}
-	if r.model.Stats().Pending == 0 {
-		return // most batches end no process: build nothing
+	// Most batches end no process: build nothing.
+	for r.model.Stats().Pending > 0 {
+		if !r.flushSpanBatch(ctx) {
+			return
+		}
 	}
+}
+
+// flushSpanBatch builds and hands on one batch of spans, and reports
+// whether the pipeline took it.
+func (r *seqReceiver) flushSpanBatch(ctx context.Context) bool {
 	traces := ptrace.NewTraces()
 	rs := traces.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr(pdatamap.AttrServiceName, r.cfg.Traces.ServiceName)
@@ -228,7 +242,7 @@ func (r *seqReceiver) flushSpans(ctx context.Context) {
 	ss.Scope().SetName(metadata.ScopeName)
 	ss.Scope().SetVersion(r.set.BuildInfo.Version)
 	if r.model.AppendFinished(ss.Spans()) == 0 {
-		return
+		return false
 	}
 	if r.inContainers() {
 		splitSpans(traces)
@@ -244,6 +258,7 @@ func (r *seqReceiver) flushSpans(ctx context.Context) {
 		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process spans; they are dropped, counted in otelcol_receiver_refused_spans, and the reader backs off",
 			zap.Int("spans", n), zap.Duration("backoff", r.backoff.wait), zap.Error(err))
 	}
+	return err == nil
 }
 
 // consumeLogs hands one batch to the logs pipeline. A refused batch is

@@ -261,3 +261,6 @@ func (s *stripQ) compact() {
 	clear(s.q[n:])
 	s.q, s.head = s.q[:n], 0
 }
+
+// Config returns the Model's configuration, its defaults filled in.
+func (m *Model) Config() Config { return m.cfg }

@@ -205,9 +205,9 @@ func TestArgsCaps(t *testing.T) {
 	r := newRunner(t, Config{MaxArgs: 3, MaxArgsBytes: 12, MaxEventArgsBytes: 2 * (3*16 + 4)})
 	p := pk{1000, 100}
 	r.apply(forkEv(100, p, initP, "sh", 1))
-	r.apply(execEv(101, p, initP, "a", "/a", "a", "b", "c", "d"))             // count: a b c
-	r.apply(execEv(102, p, initP, "b", "/b", "aaaa", "bbbb", "cccccccc"))     // bytes: aaaa bbbb cc (5+5+2)
-	r.apply(execEv(103, p, initP, "c", "/c", "x", "y"))                       // fits; drops the first event's argv
+	r.apply(execEv(101, p, initP, "a", "/a", "a", "b", "c", "d"))            // count: a b c
+	r.apply(execEv(102, p, initP, "b", "/b", "aaaa", "bbbb", "cccccccc"))    // bytes: aaaa bbbb cc (5+5+2)
+	r.apply(execEv(103, p, initP, "c", "/c", "x", "y"))                      // fits; drops the first event's argv
 	r.apply(execEv(104, p, initP, "d", "/d", "\xe4\xb8\xadxxxxxxxxxxxxxxx")) // cut at 11 bytes
 	r.apply(exitEv(105, p, initP, "d", 0))
 	require.Equal(t, 1, r.drain())

@@ -138,7 +138,7 @@ type Stats struct {
 	Pending       int    // finished spans waiting for AppendFinished
 	Started       uint64 // spans opened: forks, snapshot processes, processes first seen at an exec or an exit
 	Finished      uint64 // spans ended: exits, evictions, CloseAll (DroppedSpans included)
-	Evicted       uint64 // live processes evicted at MaxProcesses
+	Evicted       uint64 // live processes evicted, at MaxProcesses and over MaxMemory (EvictedMem)
 	Unknown       uint64 // exec and exit events of processes never seen
 	SeenAtStart   uint64 // processes added by AddRunning
 	Deduplicated  uint64 // snapshots and forks of processes already known, or already exited
