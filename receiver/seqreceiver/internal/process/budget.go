@@ -76,12 +76,12 @@ func argsCost(args []string) int { return strHdr*len(args) + strBytes(args) }
 // addEventArgs keeps args as the argv of p's exec event i (the last), within
 // MaxEventArgsBytes: the argv of p's oldest exec events is dropped to make
 // room; an argv larger than the whole of it is not kept.
-func (m *Model) addEventArgs(p *proc, i int, args []string) {
+func (m *Model) addEventArgs(p *proc, i int, args []string, d int) {
 	e := &p.events[i]
 	if len(args) == 0 {
 		return
 	}
-	c := argsCost(args)
+	c := strHdr*len(args) + d
 	if c > m.cfg.MaxEventArgsBytes {
 		e.argsDropped = true
 		m.stats.EventArgsDropped++
@@ -93,7 +93,6 @@ func (m *Model) addEventArgs(p *proc, i int, args []string) {
 	e.argLo = int32(len(p.arena))
 	p.arena = append(p.arena, args...)
 	e.argHi = int32(len(p.arena))
-	d := strBytes(args)
 	p.arenaData += d
 	p.data += d
 	if p.flags&flagInArgsQ == 0 {

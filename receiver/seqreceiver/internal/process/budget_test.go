@@ -41,7 +41,7 @@ func (m *Model) recount() (int, error) {
 		if used != len(p.arena) {
 			return fmt.Errorf("pid %d: events use %d arena strings of %d", p.pid, used, len(p.arena))
 		}
-		if a := strBytes(p.arena); a != p.arenaData {
+		if a := strBytes(p.arena); a != p.arenaData || strBytes(p.args) != p.argsData {
 			return fmt.Errorf("pid %d: arenaData %d, recounted %d", p.pid, p.arenaData, a)
 		}
 		if c := argsCost(p.arena); c > m.cfg.MaxEventArgsBytes {

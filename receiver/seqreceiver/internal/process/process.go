@@ -234,6 +234,7 @@ type proc struct {
 	gen       uint32 // incremented when the entry is recycled
 	argsFrom  int32  // events before it have no argv left
 	data      int    // bytes of the strings held (name, paths, argv)
+	argsData  int    // bytes of the strings in args
 	arenaData int    // bytes of the strings in arena
 	bytes     int    // charged to Model.bytes
 }
@@ -373,15 +374,7 @@ func (m *Model) TraceID(pid uint32, startNs uint64) pcommon.TraceID {
 // the event's process (for a fork, the child). They are empty for an event
 // of no known process (a thread event of an unknown process, a Synth event).
 // A Snapshot event is handed to AddRunning. Apply keeps no reference to ev.
-func (m *Model) Apply(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
-	tr, sp := m.apply(ev)
-	if m.bytes > m.cfg.MaxMemory {
-		m.relieve()
-	}
-	return tr, sp
-}
-
-func (m *Model) apply(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
+func (m *Model) Apply(ev *event.Event) (tr pcommon.TraceID, sp pcommon.SpanID) {
 	if ev.KTime > m.lastKTime {
 		m.lastKTime = ev.KTime
 	}
@@ -390,9 +383,9 @@ func (m *Model) apply(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 	case event.Fork:
 		p = m.fork(ev)
 	case event.Exec:
-		return m.exec(ev)
+		tr, sp = m.exec(ev)
 	case event.Exit:
-		return m.exit(ev)
+		tr, sp = m.exit(ev)
 	case event.ThreadStart, event.ThreadExit:
 		p = m.thread(ev)
 	case event.Snapshot:
@@ -400,17 +393,19 @@ func (m *Model) apply(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 		if p = m.lookup(ev.PID, ev.StartNs); p == nil {
 			k := key{ev.PID, ev.StartNs}
 			if g, ok := m.ghosts.m[k]; ok {
-				return g.traceID, g.spanID
-			}
-			if g, ok := m.tombstones.m[k]; ok {
-				return g.traceID, g.spanID
+				tr, sp = g.traceID, g.spanID
+			} else if g, ok := m.tombstones.m[k]; ok {
+				tr, sp = g.traceID, g.spanID
 			}
 		}
 	}
-	if p == nil {
-		return pcommon.TraceID{}, pcommon.SpanID{}
+	if p != nil {
+		tr, sp = p.traceID, p.spanID
 	}
-	return p.traceID, p.spanID
+	if m.bytes > m.cfg.MaxMemory {
+		m.relieve() // after the ids are read: it may recycle p
+	}
+	return tr, sp
 }
 
 // AddRunning adds the process of ev, a Snapshot event (a process alive when
@@ -490,7 +485,7 @@ func (m *Model) exec(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 	}
 	m.setName(p, ev.Comm)
 	m.setPath(p, ev.Filename)
-	args := m.setArgs(p, ev)
+	args, data := m.setArgs(p, ev)
 	p.flags |= flagExec
 	p.uid, p.gid, p.sid = ev.UID, ev.GID, ev.SID
 	m.setCgroup(p, ev.CgroupID)
@@ -499,7 +494,7 @@ func (m *Model) exec(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 		p.data += len(e.path)
 		e.redacted = p.flags&flagRedacted != 0
 		e.truncated = p.flags&flagTruncated != 0
-		m.addEventArgs(p, len(p.events)-1, args)
+		m.addEventArgs(p, len(p.events)-1, args, data)
 	}
 	m.recharge(p)
 	return p.traceID, p.spanID
@@ -740,13 +735,15 @@ func (m *Model) finish(p *proc, force bool) {
 
 // setArgs keeps the argv of ev, its secrets replaced, cut at MaxArgs and
 // MaxArgsBytes, as the process's last exec, and returns what it kept.
-func (m *Model) setArgs(p *proc, ev *event.Event) []string {
+func (m *Model) setArgs(p *proc, ev *event.Event) ([]string, int) {
 	args, n := m.cfg.Redact.Args(ev.Args)
-	args, cut := capArgs(args, m.cfg.MaxArgs, m.cfg.MaxArgsBytes)
-	p.data -= strBytes(p.args)
-	clear(p.args)
+	args, data, cut := capArgs(args, m.cfg.MaxArgs, m.cfg.MaxArgsBytes)
+	if len(args) < len(p.args) {
+		clear(p.args[len(args):])
+	}
 	p.args = append(p.args[:0], args...)
-	p.data += strBytes(p.args)
+	p.data += data - p.argsData
+	p.argsData = data
 	p.flags &^= flagRedacted | flagTruncated
 	if n > 0 {
 		p.flags |= flagRedacted
@@ -758,20 +755,21 @@ func (m *Model) setArgs(p *proc, ev *event.Event) []string {
 	if cut || ev.ArgsTruncated() {
 		p.flags |= flagTruncated
 	}
-	return args
+	return args, data
 }
 
 // capArgs returns the first arguments of args that hold at most maxN
 // arguments and maxBytes bytes (each with its NUL; the last one kept may be
-// cut), and whether it cut. What it keeps of a cut list is a copy: the
-// strings of a long list share one allocation, which a substring would keep.
-func capArgs(args []string, maxN, maxBytes int) ([]string, bool) {
-	total := len(args)
+// cut), their bytes (NULs not counted), and whether it cut. What it keeps of
+// a cut list is a copy: the strings of a long list share one allocation,
+// which a substring would keep.
+func capArgs(args []string, maxN, maxBytes int) ([]string, int, bool) {
+	data := 0
 	for _, a := range args {
-		total += len(a)
+		data += len(a)
 	}
-	if len(args) <= maxN && total <= maxBytes {
-		return args, false
+	if len(args) <= maxN && data+len(args) <= maxBytes {
+		return args, data, false
 	}
 	var b strings.Builder
 	left := maxBytes
@@ -795,7 +793,7 @@ func capArgs(args []string, maxN, maxBytes int) ([]string, bool) {
 		out = append(out, s[:i])
 		s = s[i+1:]
 	}
-	return out, true
+	return out, b.Len() - n, true
 }
 
 // setPath sets the executable path of p's last exec.
