@@ -62,7 +62,7 @@ func (r *seqReceiver) run() {
 		since := now.Sub(lastRead)
 		lastRead = now
 		n, st := r.read(false)
-		if r.recs.Len() >= r.cfg.MaxBatch || !r.batchStart.IsZero() && time.Since(r.batchStart) >= flushAfter {
+		if r.recs.Len() >= r.cfg.MaxBatch || !r.batchStart.IsZero() && time.Since(r.batchStart) >= flushAfter || r.spansDue() {
 			r.flush(ctx)
 		}
 		switch st {
@@ -101,7 +101,7 @@ func (r *seqReceiver) run() {
 			} else {
 				r.flush(ctx)
 			}
-		} else if r.model.Stats().Pending > 0 {
+		} else if r.model.Pending() > 0 {
 			r.flush(ctx) // spans left by a refused batch
 		}
 		woke, err := ring.Park(r.rd, r.rd.Wait, timeout)
@@ -214,6 +214,14 @@ func (r *seqReceiver) flush(ctx context.Context) {
 	r.modelStats.Store(new(r.model.Stats()))
 }
 
+// spansDue reports whether finished spans should go now rather than with
+// the next batch of log records: a batch's worth waits, or no log record
+// waits for a flush (a traces-only receiver never has one).
+func (r *seqReceiver) spansDue() bool {
+	p := r.model.Pending()
+	return p >= r.cfg.MaxBatch || p > 0 && r.recs.Len() == 0 && !r.backoff.due
+}
+
 // flushSpans hands the spans of the processes that ended to the traces
 // pipeline, in batches of at most max_batch spans (and the model's bytes per
 // build), each handed on before the next is built: a burst of exits is never
@@ -225,7 +233,7 @@ func (r *seqReceiver) flushSpans(ctx context.Context) {
 		return
 	}
 	// Most batches end no process: build nothing.
-	for r.model.Stats().Pending > 0 {
+	for r.model.Pending() > 0 {
 		if !r.flushSpanBatch(ctx) {
 			return
 		}

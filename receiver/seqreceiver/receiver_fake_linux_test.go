@@ -472,3 +472,20 @@ func TestFakeProcessBudgetTelemetry(t *testing.T) {
 	f.stop(t)
 	require.Equal(t, procs, traces.SpanCount())
 }
+
+// A burst of exits is built and handed on max_batch spans at a time, each
+// batch consumed before the next is built, and without waiting for a batch
+// of log records: here there is no logs pipeline (on main the spans of a
+// traces-only receiver waited for shutdown, all built at once).
+func TestFakeSpansInBatches(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.MaxBatch = 16
+	traces := &consumertest.TracesSink{}
+	f := startFake(t, cfg, 4096, nil, traces, lifecycle(100)...)
+	require.Eventually(t, func() bool { return traces.SpanCount() == 100 }, 5*time.Second, time.Millisecond, "spans handed on while running")
+	f.stop(t)
+	for _, td := range traces.AllTraces() {
+		assert.LessOrEqual(t, td.SpanCount(), 16)
+	}
+	assert.GreaterOrEqual(t, len(traces.AllTraces()), 100/16)
+}

@@ -231,6 +231,9 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 	// Processes still running: their spans end now, marked as still running.
 	r.model.CloseAll(bootclock.Now())
 	r.flushSpans(context.Background())
+	if n := r.model.DiscardFinished(); n > 0 { // the pipeline refused a batch of them
+		r.set.Logger.Warn("seq receiver: process spans not handed on at shutdown: the traces pipeline refused them", zap.Int("spans", n))
+	}
 	r.set.Logger.Info("seq receiver stopped",
 		zap.Uint64("tickets_issued", r.final.Issued),
 		zap.Uint64("tickets_delivered", r.final.Stats.Tickets),

@@ -263,3 +263,6 @@ func (s *stripQ) compact() {
 
 // Config returns the Model's configuration, its defaults filled in.
 func (m *Model) Config() Config { return m.cfg }
+
+// Pending returns how many finished spans wait for AppendFinished.
+func (m *Model) Pending() int { return len(m.finished) - m.fhead }
