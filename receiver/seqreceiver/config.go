@@ -11,6 +11,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
 )
 
 // Event names accepted in `events`.
@@ -30,6 +31,11 @@ const (
 	maxMaxBatch  = 65536
 	minProcesses = 64
 	maxProcesses = 1 << 22
+	maxMaxArgs   = maxArgsBytes / 2 // one byte and a NUL each
+	minMemory    = 1 << 20
+	maxMemory    = 1 << 34
+	minEventArgs = 1 << 10
+	maxEventArgs = 1 << 20
 	commLen      = 15 // TASK_COMM_LEN - 1
 )
 
@@ -59,6 +65,12 @@ type Config struct {
 	// MaxArgsBytes bounds the argv bytes copied per exec (0 disables argv).
 	// Longer command lines are cut and flagged `seq.args.truncated`.
 	MaxArgsBytes int `mapstructure:"max_args_bytes"`
+
+	// MaxArgs bounds the arguments kept of one exec (and of a process seen
+	// at start) in its log record, its span and its span event; the rest
+	// are cut, flagged `seq.args.truncated`, and counted
+	// (otelcol_receiver_seq_args_truncated).
+	MaxArgs int `mapstructure:"max_args"`
 
 	// MaxBatch is the most log records handed to the pipeline in one call.
 	MaxBatch int `mapstructure:"max_batch"`
@@ -152,6 +164,18 @@ type TracesConfig struct {
 	// evicted (its span exported early, marked seq.process.evicted), counted.
 	MaxProcesses int `mapstructure:"max_processes"`
 
+	// MaxMemory is the byte budget of the process model: live processes,
+	// their names, paths and argv, their span events, and the spans waiting
+	// for the pipeline. Over it the argv of the oldest exec span events is
+	// dropped, then span events, then waiting spans, then the oldest live
+	// processes are evicted, each counted by reason.
+	MaxMemory int `mapstructure:"max_memory"`
+
+	// MaxEventArgsBytes bounds the argv bytes (16 per argument plus its
+	// length) that the process.exec span events of one process keep; older
+	// events give theirs up first, marked `seq.args.dropped`, counted.
+	MaxEventArgsBytes int `mapstructure:"max_event_args_bytes"`
+
 	_ struct{}
 }
 
@@ -167,6 +191,7 @@ func createDefaultConfig() *Config {
 		RingSlots:    65536,
 		Events:       []string{EventFork, EventExec, EventExit},
 		MaxArgsBytes: 1024,
+		MaxArgs:      process.DefaultMaxArgs,
 		MaxBatch:     1024,
 		Pressure:     PressureConfig{Above: 0.75},
 		Traces: TracesConfig{
@@ -174,6 +199,10 @@ func createDefaultConfig() *Config {
 			RootParents:    DefaultRootParents,
 			SessionLeaders: true,
 			MaxProcesses:   65536,
+			// A host's real processes take a few MiB; 32 MiB leaves the
+			// agent's 240 MiB memory_limiter the rest for the pipeline.
+			MaxMemory:         process.DefaultMaxMemory,
+			MaxEventArgsBytes: process.DefaultMaxEventArgsBytes,
 		},
 		Redaction: RedactionConfig{Enabled: true},
 	}
@@ -206,6 +235,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxArgsBytes < 0 || c.MaxArgsBytes > maxArgsBytes {
 		errs = append(errs, fmt.Errorf("max_args_bytes: %d is out of range; use 0 to %d", c.MaxArgsBytes, maxArgsBytes))
+	}
+	if c.MaxArgs < 1 || c.MaxArgs > maxMaxArgs {
+		errs = append(errs, fmt.Errorf("max_args: %d is out of range; use 1 to %d (max_args_bytes: 0 turns argv off)", c.MaxArgs, maxMaxArgs))
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > maxMaxBatch {
 		errs = append(errs, fmt.Errorf("max_batch: %d is out of range; use 1 to %d", c.MaxBatch, maxMaxBatch))
@@ -244,6 +276,12 @@ func (c *TracesConfig) Validate() error {
 	}
 	if c.MaxProcesses < minProcesses || c.MaxProcesses > maxProcesses {
 		errs = append(errs, fmt.Errorf("max_processes: %d is out of range; use %d to %d", c.MaxProcesses, minProcesses, maxProcesses))
+	}
+	if c.MaxMemory < minMemory || c.MaxMemory > maxMemory {
+		errs = append(errs, fmt.Errorf("max_memory: %d is out of range; use %d (1 MiB) to %d (16 GiB) bytes", c.MaxMemory, minMemory, maxMemory))
+	}
+	if c.MaxEventArgsBytes < minEventArgs || c.MaxEventArgsBytes > maxEventArgs {
+		errs = append(errs, fmt.Errorf("max_event_args_bytes: %d is out of range; use %d to %d", c.MaxEventArgsBytes, minEventArgs, maxEventArgs))
 	}
 	for _, name := range c.RootParents {
 		if name == "" || len(name) > commLen {

@@ -33,9 +33,10 @@ func TestConfigCustom(t *testing.T) {
 	cfg := loadConfig(t, "custom")
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, &Config{
-		Transport: "sequencer", RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxBatch: 64,
-		Pressure:  PressureConfig{Shed: []string{"fork", "exec"}, Above: 0.5},
-		Traces:    TracesConfig{ServiceName: "build-farm", RootParents: []string{"cron", "make"}, MaxProcesses: 1024},
+		Transport: "sequencer", RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxArgs: 100, MaxBatch: 64,
+		Pressure: PressureConfig{Shed: []string{"fork", "exec"}, Above: 0.5},
+		Traces: TracesConfig{ServiceName: "build-farm", RootParents: []string{"cron", "make"}, MaxProcesses: 1024,
+			MaxMemory: 8 << 20, MaxEventArgsBytes: 4096},
 		Redaction: RedactionConfig{Enabled: true},
 	}, cfg)
 }
@@ -73,9 +74,10 @@ func TestConfigInvalid(t *testing.T) {
 		"bad_ring":      "ring_slots: 1000 is not allowed; use a power of two from 256 to 4194304",
 		"bad_transport": `transport: "bpf" is not a transport; use one of sequencer, ringbuf, perfbuf, auto`,
 		"bad_event":     `events: "spawn" is not an event; use fork, exec, exit`,
-		"bad_args":      "max_args_bytes: 5000 is out of range; use 0 to 4096",
-		"bad_batch":     "max_batch: 0 is out of range; use 1 to 65536",
-		"no_events":     "events: empty; list one or more of fork, exec, exit",
+		"bad_args": "max_args_bytes: 5000 is out of range; use 0 to 4096\n" +
+			"max_args: 0 is out of range; use 1 to 2048 (max_args_bytes: 0 turns argv off)",
+		"bad_batch": "max_batch: 0 is out of range; use 1 to 65536",
+		"no_events": "events: empty; list one or more of fork, exec, exit",
 		// A nested config's errors come after confmap's path to it
 		// ("pressure: "); the setting that depends on transport is
 		// checked at the top, naming both.
@@ -90,6 +92,8 @@ func TestConfigInvalid(t *testing.T) {
 			`extra_keys: "a=b" is not a key name; use letters, digits and - _ . only`,
 		"bad_traces": "traces: service_name: empty; give the service.name for the process spans\n" +
 			"max_processes: 10 is out of range; use 64 to 4194304\n" +
+			"max_memory: 1000 is out of range; use 1048576 (1 MiB) to 17179869184 (16 GiB) bytes\n" +
+			"max_event_args_bytes: 0 is out of range; use 1024 to 1048576\n" +
 			`root_parents: "containerd-shim-runc-v2" is not an executable name as the kernel keeps it; use its first 1 to 15 characters`,
 	} {
 		t.Run(name, func(t *testing.T) {

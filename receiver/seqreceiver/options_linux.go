@@ -5,12 +5,57 @@
 
 package seqreceiver
 
-import "github.com/otelcol-seq/otelcol-seq/internal/event"
+import (
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
+)
+
+// settings are what the configuration sets in the parts the receiver
+// drives, built from it here alone (TestSettingsFromConfig sets every field
+// and checks it arrives). The receiver's own fields (max_batch,
+// traces::service_name, ring_slots for the gauges) it reads from the Config.
+type settings struct {
+	seq    sequencer.Options
+	model  process.Config  // BootID, BootOffset and Cgroups are filled at Start
+	mapper pdatamap.Mapper // BootOffset and Cgroups are filled at Start
+	// snapshotArgs bounds the bytes of /proc/PID/cmdline read per process
+	// running at start (max_args_bytes, as the kernel's cut at an exec).
+	snapshotArgs int
+}
+
+func (c *Config) settings() (settings, error) {
+	red, err := c.Redaction.redactor()
+	if err != nil {
+		return settings{}, err
+	}
+	return settings{
+		seq: sequencer.Options{
+			Transport: c.Transport, RingSlots: c.RingSlots, Events: c.bpfEvents(), MaxArgs: c.MaxArgsBytes,
+			Shed: c.shedEvents(), ShedAbove: uint64(c.Pressure.Above * float64(c.RingSlots)),
+		},
+		model: process.Config{
+			MaxProcesses:      c.Traces.MaxProcesses,
+			RootParents:       c.Traces.RootParents,
+			SessionLeaders:    c.Traces.SessionLeaders,
+			ThreadEvents:      c.ThreadEvents,
+			Redact:            red,
+			MaxMemory:         c.Traces.MaxMemory,
+			MaxArgs:           c.MaxArgs,
+			MaxArgsBytes:      max(c.MaxArgsBytes, 1), // 0: the kernel and the snapshot read none
+			MaxEventArgsBytes: c.Traces.MaxEventArgsBytes,
+			BuildSpans:        c.MaxBatch,
+		},
+		mapper:       pdatamap.Mapper{IncludeThreads: c.ThreadEvents, Redact: red, MaxArgs: c.MaxArgs},
+		snapshotArgs: c.MaxArgsBytes,
+	}, nil
+}
 
 // shedEvents maps pressure::shed to event types.
-func (r *seqReceiver) shedEvents() []event.Type {
+func (c *Config) shedEvents() []event.Type {
 	var evs []event.Type
-	for _, e := range r.cfg.Pressure.Shed {
+	for _, e := range c.Pressure.Shed {
 		switch e {
 		case EventFork:
 			evs = append(evs, event.Fork)
@@ -23,9 +68,9 @@ func (r *seqReceiver) shedEvents() []event.Type {
 	return evs
 }
 
-func (r *seqReceiver) bpfEvents() []event.Type {
+func (c *Config) bpfEvents() []event.Type {
 	var evs []event.Type
-	for _, e := range r.cfg.Events {
+	for _, e := range c.Events {
 		switch e {
 		case EventFork:
 			evs = append(evs, event.Fork)
@@ -35,7 +80,7 @@ func (r *seqReceiver) bpfEvents() []event.Type {
 			evs = append(evs, event.Exit)
 		}
 	}
-	if r.cfg.ThreadEvents {
+	if c.ThreadEvents {
 		evs = append(evs, event.ThreadStart, event.ThreadExit)
 	}
 	return evs

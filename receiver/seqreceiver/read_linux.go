@@ -62,7 +62,7 @@ func (r *seqReceiver) run() {
 		since := now.Sub(lastRead)
 		lastRead = now
 		n, st := r.read(false)
-		if r.recs.Len() >= r.cfg.MaxBatch || !r.batchStart.IsZero() && time.Since(r.batchStart) >= flushAfter {
+		if r.recs.Len() >= r.cfg.MaxBatch || !r.batchStart.IsZero() && time.Since(r.batchStart) >= flushAfter || r.spansDue() {
 			r.flush(ctx)
 		}
 		switch st {
@@ -101,6 +101,8 @@ func (r *seqReceiver) run() {
 			} else {
 				r.flush(ctx)
 			}
+		} else if r.model.Pending() > 0 {
+			r.flush(ctx) // spans left by a refused batch
 		}
 		woke, err := ring.Park(r.rd, r.rd.Wait, timeout)
 		if woke {
@@ -212,15 +214,35 @@ func (r *seqReceiver) flush(ctx context.Context) {
 	r.modelStats.Store(new(r.model.Stats()))
 }
 
-// flushSpans hands the spans of the processes that ended to the traces pipeline.
+// spansDue reports whether finished spans should go now rather than with
+// the next batch of log records: a batch's worth waits, or no log record
+// waits for a flush (a traces-only receiver never has one).
+func (r *seqReceiver) spansDue() bool {
+	p := r.model.Pending()
+	return p >= r.cfg.MaxBatch || p > 0 && r.recs.Len() == 0 && !r.backoff.due
+}
+
+// flushSpans hands the spans of the processes that ended to the traces
+// pipeline, in batches of at most max_batch spans (and the model's bytes per
+// build), each handed on before the next is built: a burst of exits is never
+// built at once. A refused batch leaves the rest waiting for the next flush,
+// after the back-off.
 func (r *seqReceiver) flushSpans(ctx context.Context) {
 	if r.traces == nil {
 		r.model.DiscardFinished() // no traces pipeline: never build them
 		return
 	}
-	if r.model.Stats().Pending == 0 {
-		return // most batches end no process: build nothing
+	// Most batches end no process: build nothing.
+	for r.model.Pending() > 0 {
+		if !r.flushSpanBatch(ctx) {
+			return
+		}
 	}
+}
+
+// flushSpanBatch builds and hands on one batch of spans, and reports
+// whether the pipeline took it.
+func (r *seqReceiver) flushSpanBatch(ctx context.Context) bool {
 	traces := ptrace.NewTraces()
 	rs := traces.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr(pdatamap.AttrServiceName, r.cfg.Traces.ServiceName)
@@ -228,7 +250,7 @@ func (r *seqReceiver) flushSpans(ctx context.Context) {
 	ss.Scope().SetName(metadata.ScopeName)
 	ss.Scope().SetVersion(r.set.BuildInfo.Version)
 	if r.model.AppendFinished(ss.Spans()) == 0 {
-		return
+		return false
 	}
 	if r.inContainers() {
 		splitSpans(traces)
@@ -244,6 +266,7 @@ func (r *seqReceiver) flushSpans(ctx context.Context) {
 		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of process spans; they are dropped, counted in otelcol_receiver_refused_spans, and the reader backs off",
 			zap.Int("spans", n), zap.Duration("backoff", r.backoff.wait), zap.Error(err))
 	}
+	return err == nil
 }
 
 // consumeLogs hands one batch to the logs pipeline. A refused batch is

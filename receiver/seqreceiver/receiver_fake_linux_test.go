@@ -8,6 +8,7 @@ package seqreceiver
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
@@ -299,7 +301,10 @@ func TestFakeProcessTableTelemetry(t *testing.T) {
 	require.Eventually(t, func() bool { return logs.LogRecordCount() == 100 }, 5*time.Second, time.Millisecond)
 	time.Sleep(2 * flushAfter)
 
-	metadatatest.AssertEqualReceiverSeqProcessesEvicted(t, f.tel, []metricdata.DataPoint[int64]{{Value: 36}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualReceiverSeqProcessesEvicted(t, f.tel, []metricdata.DataPoint[int64]{
+		{Value: 36, Attributes: attribute.NewSet(attribute.String("reason", "max_processes"))},
+		{Value: 0, Attributes: attribute.NewSet(attribute.String("reason", "memory"))},
+	}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualReceiverSeqProcessesLive(t, f.tel, []metricdata.DataPoint[int64]{{Value: 64}}, metricdatatest.IgnoreTimestamp())
 	require.Eventually(t, func() bool { return traces.SpanCount() == 36 }, 5*time.Second, time.Millisecond, "evicted spans exported early")
 	for _, td := range traces.AllTraces() {
@@ -411,4 +416,76 @@ func TestFakeBackoffWhileRefused(t *testing.T) {
 	assert.Equal(t, int64(fin.Stats.Tickets), delivered, "events_delivered = tickets delivered")
 	assert.Equal(t, int64(fin.Stats.Lost), lost, "events_lost = tickets lost")
 	assert.GreaterOrEqual(t, refused+accepted, delivered, "every delivered event went to the pipeline once (plus seq.lost records)")
+}
+
+// The process model's budget reaches the telemetry: execs with more
+// arguments than max_args are cut and counted, the exec events of one
+// process give up their argv at traces::max_event_args_bytes, counted by
+// reason, and the accounted bytes are a gauge within traces::max_memory.
+func TestFakeProcessBudgetTelemetry(t *testing.T) {
+	const procs, execs = 10, 30
+	var evs []event.Event
+	args := make([]string, 300)
+	for i := range args {
+		args[i] = string(rune('a' + i%26))
+	}
+	for i, ev := range lifecycle(procs) {
+		switch ev.Type {
+		case event.Exec:
+			for j := range execs {
+				ev.KTime++
+				ev.Args = append([]string{strconv.Itoa(i*execs + j)}, args...)
+				evs = append(evs, ev)
+			}
+		case event.Fork:
+			evs = append(evs, ev)
+		}
+	}
+	cfg := createDefaultConfig()
+	cfg.MaxArgs = 100
+	cfg.Traces.MaxEventArgsBytes = 4096
+	cfg.Traces.MaxMemory = 1 << 20
+	logs, traces := &consumertest.LogsSink{}, &consumertest.TracesSink{}
+	f := startFake(t, cfg, 1<<15, logs, traces, evs...)
+	require.Eventually(t, func() bool { return logs.LogRecordCount() == len(evs) }, 5*time.Second, time.Millisecond)
+	time.Sleep(2 * flushAfter)
+
+	st := f.r.modelStats.Load()
+	assert.Positive(t, st.Memory)
+	assert.LessOrEqual(t, st.Memory, cfg.Traces.MaxMemory)
+	metadatatest.AssertEqualReceiverSeqProcessMemory(t, f.tel, []metricdata.DataPoint[int64]{{Value: int64(st.Memory)}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualReceiverSeqArgsTruncated(t, f.tel, []metricdata.DataPoint[int64]{{Value: procs * execs}}, metricdatatest.IgnoreTimestamp())
+	// Each exec event keeps 100 one-byte arguments, 1700 bytes: two fit in 4096.
+	metadatatest.AssertEqualReceiverSeqSpanEventArgsDropped(t, f.tel, []metricdata.DataPoint[int64]{
+		{Value: procs * (execs - 2), Attributes: attribute.NewSet(attribute.String("reason", "process_limit"))},
+		{Value: 0, Attributes: attribute.NewSet(attribute.String("reason", "memory"))},
+	}, metricdatatest.IgnoreTimestamp())
+	lr := logs.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+	for i := range lr.Len() {
+		a := lr.At(i).Attributes()
+		if v, ok := a.Get(pdatamap.AttrProcessCommandArgs); ok {
+			assert.Equal(t, 100, v.Slice().Len(), "one record's argv is cut at max_args")
+			tr, ok := a.Get(pdatamap.AttrArgsTruncated)
+			assert.True(t, ok && tr.Bool())
+		}
+	}
+	f.stop(t)
+	require.Equal(t, procs, traces.SpanCount())
+}
+
+// A burst of exits is built and handed on max_batch spans at a time, each
+// batch consumed before the next is built, and without waiting for a batch
+// of log records: here there is no logs pipeline (on main the spans of a
+// traces-only receiver waited for shutdown, all built at once).
+func TestFakeSpansInBatches(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.MaxBatch = 16
+	traces := &consumertest.TracesSink{}
+	f := startFake(t, cfg, 4096, nil, traces, lifecycle(100)...)
+	require.Eventually(t, func() bool { return traces.SpanCount() == 100 }, 5*time.Second, time.Millisecond, "spans handed on while running")
+	f.stop(t)
+	for _, td := range traces.AllTraces() {
+		assert.LessOrEqual(t, td.SpanCount(), 16)
+	}
+	assert.GreaterOrEqual(t, len(traces.AllTraces()), 100/16)
 }

@@ -64,6 +64,7 @@ type seqReceiver struct {
 	seq    kernel
 	rd     sequencer.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
 	tb     *metadata.TelemetryBuilder
+	inner  settings // built from cfg (options_linux.go)
 	mapper mapper
 	model  *process.Model
 	intern event.Interner // the reader's
@@ -133,10 +134,10 @@ func newReceiver(set receiver.Settings, c *Config) (*seqReceiver, error) {
 	}
 	r := &seqReceiver{cfg: c, set: set, obs: obs, open: openSequencer, lost: map[string]int64{}}
 	r.newBatch()
-	r.mapper.IncludeThreads = c.ThreadEvents
-	if r.mapper.Redact, err = c.Redaction.redactor(); err != nil {
+	if r.inner, err = c.settings(); err != nil {
 		return nil, err
 	}
+	r.mapper.Mapper = r.inner.mapper
 	r.mapper.workers = mapWorkers()
 	for t := range r.typeAttrs {
 		r.typeAttrs[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("event", event.Type(t).String())))
@@ -150,10 +151,7 @@ func (r *seqReceiver) Start(context.Context, component.Host) error {
 }
 
 func (r *seqReceiver) startSequencer() (err error) {
-	r.seq, err = r.open(sequencer.Options{
-		Transport: r.cfg.Transport, RingSlots: r.cfg.RingSlots, Events: r.bpfEvents(), MaxArgs: r.cfg.MaxArgsBytes,
-		Shed: r.shedEvents(), ShedAbove: uint64(r.cfg.Pressure.Above * float64(r.cfg.RingSlots)),
-	})
+	r.seq, err = r.open(r.inner.seq)
 	if err != nil {
 		return fmt.Errorf("seq receiver: %w", err)
 	}
@@ -181,16 +179,9 @@ func (r *seqReceiver) startSequencer() (err error) {
 	r.startCgroups()
 	// The boot id names this boot: with a pid and a start time it names a process.
 	boot, _ := bootclock.ID()
-	r.model = process.New(process.Config{
-		BootID:         boot,
-		MaxProcesses:   r.cfg.Traces.MaxProcesses,
-		RootParents:    r.cfg.Traces.RootParents,
-		SessionLeaders: r.cfg.Traces.SessionLeaders,
-		ThreadEvents:   r.cfg.ThreadEvents,
-		BootOffset:     r.mapper.BootOffset,
-		Redact:         r.mapper.Redact,
-		Cgroups:        r.cgroupsOf(),
-	})
+	mc := r.inner.model
+	mc.BootID, mc.BootOffset, mc.Cgroups = boot, r.mapper.BootOffset, r.cgroupsOf()
+	r.model = process.New(mc)
 	// The tracepoints are attached: every process started from now on is
 	// seen by them, and the ones already running come from the snapshot.
 	r.addRunning()
@@ -240,6 +231,9 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 	// Processes still running: their spans end now, marked as still running.
 	r.model.CloseAll(bootclock.Now())
 	r.flushSpans(context.Background())
+	if n := r.model.DiscardFinished(); n > 0 { // the pipeline refused a batch of them
+		r.set.Logger.Warn("seq receiver: process spans not handed on at shutdown: the traces pipeline refused them", zap.Int("spans", n))
+	}
 	r.set.Logger.Info("seq receiver stopped",
 		zap.Uint64("tickets_issued", r.final.Issued),
 		zap.Uint64("tickets_delivered", r.final.Stats.Tickets),

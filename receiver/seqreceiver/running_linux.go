@@ -7,6 +7,7 @@ package seqreceiver
 
 import (
 	"cmp"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -29,7 +30,9 @@ func (r *seqReceiver) addRunning() {
 	for _, b := range recs {
 		var ev event.Event
 		if event.Decode(0, b, &ev) == nil {
-			ev.Filename, ev.Args = procCmdline(ev.PID)
+			var cut event.Flags
+			ev.Filename, ev.Args, cut = procCmdline(ev.PID, r.inner.snapshotArgs)
+			ev.Flags |= cut
 			evs = append(evs, ev)
 		}
 	}
@@ -43,13 +46,26 @@ func (r *seqReceiver) addRunning() {
 }
 
 // procCmdline reads a running process's executable and argv from /proc
-// (best effort: a process may be gone, or a kernel thread has none).
-func procCmdline(pid uint32) (exe string, args []string) {
+// (best effort: a process may be gone, or a kernel thread has none), at most
+// maxBytes of argv, as the kernel cuts an exec's: a process chooses its own
+// command line, up to a quarter of its stack limit.
+func procCmdline(pid uint32, maxBytes int) (exe string, args []string, flags event.Flags) {
 	p := "/proc/" + strconv.FormatUint(uint64(pid), 10)
 	exe, _ = os.Readlink(p + "/exe")
-	b, _ := os.ReadFile(p + "/cmdline")
-	if s := strings.TrimRight(string(b), "\x00"); s != "" {
+	if maxBytes <= 0 {
+		return exe, nil, 0
+	}
+	f, err := os.Open(p + "/cmdline")
+	if err != nil {
+		return exe, nil, 0
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, int64(maxBytes)+1))
+	if len(b) > maxBytes {
+		b, flags = b[:maxBytes], event.FlagArgsTruncated
+	}
+	if s := strings.TrimRight(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00"); s != "" {
 		args = strings.Split(s, "\x00")
 	}
-	return exe, args
+	return exe, args, flags
 }

@@ -51,7 +51,23 @@ func (r *seqReceiver) startTelemetry() (err error) {
 			return nil
 		}),
 		r.tb.RegisterReceiverSeqProcessesEvictedCallback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(r.modelStats.Load().Evicted))
+			st := r.modelStats.Load()
+			o.Observe(int64(st.Evicted-st.EvictedMem), reasonMaxProcesses)
+			o.Observe(int64(st.EvictedMem), reasonMemory)
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqProcessMemoryCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.modelStats.Load().Memory))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqArgsTruncatedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(r.modelStats.Load().ArgsTruncated))
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqSpanEventArgsDroppedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			st := r.modelStats.Load()
+			o.Observe(int64(st.EventArgsDropped), reasonProcessLimit)
+			o.Observe(int64(st.EventArgsDroppedMem), reasonMemory)
 			return nil
 		}),
 		r.tb.RegisterReceiverSeqProcessesExitMissedCallback(func(_ context.Context, o metric.Int64Observer) error {
@@ -65,11 +81,15 @@ func (r *seqReceiver) startTelemetry() (err error) {
 			return nil
 		}),
 		r.tb.RegisterReceiverSeqSpansDroppedCallback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(r.modelStats.Load().DroppedSpans))
+			st := r.modelStats.Load()
+			o.Observe(int64(st.DroppedSpans), reasonQueueFull)
+			o.Observe(int64(st.DroppedSpansMem), reasonMemory)
 			return nil
 		}),
 		r.tb.RegisterReceiverSeqSpanEventsDroppedCallback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(r.modelStats.Load().DroppedEvents))
+			st := r.modelStats.Load()
+			o.Observe(int64(st.DroppedEvents), reasonSpanLimit)
+			o.Observe(int64(st.DroppedEventsMem), reasonMemory)
 			return nil
 		}),
 		r.tb.RegisterReceiverSeqKernelEventsCallback(func(_ context.Context, o metric.Int64Observer) error {
@@ -90,6 +110,13 @@ func (r *seqReceiver) startTelemetry() (err error) {
 var (
 	unknownNeverSeen = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "never_seen")))
 	unknownEvicted   = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "evicted")))
+
+	// The limits of the process model (traces::, max_args*).
+	reasonMaxProcesses = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "max_processes")))
+	reasonMemory       = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "memory")))
+	reasonProcessLimit = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "process_limit")))
+	reasonSpanLimit    = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "span_limit")))
+	reasonQueueFull    = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "queue_full")))
 )
 
 func (r *seqReceiver) flushTallies(ctx context.Context) {

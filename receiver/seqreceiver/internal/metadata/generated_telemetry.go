@@ -25,27 +25,30 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                          metric.Meter
-	mu                             sync.Mutex
-	registrations                  []metric.Registration
-	ReceiverSeqArgsRedacted        metric.Int64ObservableCounter
-	ReceiverSeqCgroupMisses        metric.Int64ObservableCounter
-	ReceiverSeqCgroupsCached       metric.Int64ObservableGauge
-	ReceiverSeqEventsDelivered     metric.Int64Counter
-	ReceiverSeqEventsLost          metric.Int64Counter
-	ReceiverSeqEventsShed          metric.Int64ObservableCounter
-	ReceiverSeqKernelEvents        metric.Int64ObservableCounter
-	ReceiverSeqProcessesEvicted    metric.Int64ObservableCounter
-	ReceiverSeqProcessesExitMissed metric.Int64ObservableCounter
-	ReceiverSeqProcessesLive       metric.Int64ObservableGauge
-	ReceiverSeqProcessesUnknown    metric.Int64ObservableCounter
-	ReceiverSeqReaderBackoff       metric.Float64Counter
-	ReceiverSeqRingCapacity        metric.Int64ObservableGauge
-	ReceiverSeqRingOccupancy       metric.Int64ObservableGauge
-	ReceiverSeqSpanEventsDropped   metric.Int64ObservableCounter
-	ReceiverSeqSpansDropped        metric.Int64ObservableCounter
-	ReceiverSeqTicketsIssued       metric.Int64ObservableCounter
-	ReceiverSeqWakeups             metric.Int64Counter
+	meter                           metric.Meter
+	mu                              sync.Mutex
+	registrations                   []metric.Registration
+	ReceiverSeqArgsRedacted         metric.Int64ObservableCounter
+	ReceiverSeqArgsTruncated        metric.Int64ObservableCounter
+	ReceiverSeqCgroupMisses         metric.Int64ObservableCounter
+	ReceiverSeqCgroupsCached        metric.Int64ObservableGauge
+	ReceiverSeqEventsDelivered      metric.Int64Counter
+	ReceiverSeqEventsLost           metric.Int64Counter
+	ReceiverSeqEventsShed           metric.Int64ObservableCounter
+	ReceiverSeqKernelEvents         metric.Int64ObservableCounter
+	ReceiverSeqProcessMemory        metric.Int64ObservableGauge
+	ReceiverSeqProcessesEvicted     metric.Int64ObservableCounter
+	ReceiverSeqProcessesExitMissed  metric.Int64ObservableCounter
+	ReceiverSeqProcessesLive        metric.Int64ObservableGauge
+	ReceiverSeqProcessesUnknown     metric.Int64ObservableCounter
+	ReceiverSeqReaderBackoff        metric.Float64Counter
+	ReceiverSeqRingCapacity         metric.Int64ObservableGauge
+	ReceiverSeqRingOccupancy        metric.Int64ObservableGauge
+	ReceiverSeqSpanEventArgsDropped metric.Int64ObservableCounter
+	ReceiverSeqSpanEventsDropped    metric.Int64ObservableCounter
+	ReceiverSeqSpansDropped         metric.Int64ObservableCounter
+	ReceiverSeqTicketsIssued        metric.Int64ObservableCounter
+	ReceiverSeqWakeups              metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -65,6 +68,21 @@ func (builder *TelemetryBuilder) RegisterReceiverSeqArgsRedactedCallback(cb metr
 		cb(ctx, &observerInt64{inst: builder.ReceiverSeqArgsRedacted, obs: o})
 		return nil
 	}, builder.ReceiverSeqArgsRedacted)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqArgsTruncatedCallback sets callback for observable ReceiverSeqArgsTruncated metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqArgsTruncatedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqArgsTruncated, obs: o})
+		return nil
+	}, builder.ReceiverSeqArgsTruncated)
 	if err != nil {
 		return err
 	}
@@ -125,6 +143,21 @@ func (builder *TelemetryBuilder) RegisterReceiverSeqKernelEventsCallback(cb metr
 		cb(ctx, &observerInt64{inst: builder.ReceiverSeqKernelEvents, obs: o})
 		return nil
 	}, builder.ReceiverSeqKernelEvents)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqProcessMemoryCallback sets callback for observable ReceiverSeqProcessMemory metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqProcessMemoryCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqProcessMemory, obs: o})
+		return nil
+	}, builder.ReceiverSeqProcessMemory)
 	if err != nil {
 		return err
 	}
@@ -224,6 +257,21 @@ func (builder *TelemetryBuilder) RegisterReceiverSeqRingOccupancyCallback(cb met
 	return nil
 }
 
+// RegisterReceiverSeqSpanEventArgsDroppedCallback sets callback for observable ReceiverSeqSpanEventArgsDropped metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqSpanEventArgsDroppedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqSpanEventArgsDropped, obs: o})
+		return nil
+	}, builder.ReceiverSeqSpanEventArgsDropped)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 // RegisterReceiverSeqSpanEventsDroppedCallback sets callback for observable ReceiverSeqSpanEventsDropped metric.
 func (builder *TelemetryBuilder) RegisterReceiverSeqSpanEventsDroppedCallback(cb metric.Int64Callback) error {
 	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -303,6 +351,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ReceiverSeqArgsTruncated, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_args_truncated",
+		metric.WithDescription("Execs, and processes running at start, whose argv the receiver cut at max_args or max_args_bytes (their log records, spans and exec span events have seq.args.truncated; the kernel's own cut at max_args_bytes is flagged, not counted here). [Development]"),
+		metric.WithUnit("{exec}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverSeqCgroupMisses, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_seq_cgroup_misses",
 		metric.WithDescription("Lookups of an event's cgroup id that found no cgroup (removed before it was resolved, or created after the last walk of the hierarchy); those records have seq.cgroup.id only. [Development]"),
@@ -339,9 +393,15 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{event}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ReceiverSeqProcessMemory, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_seq_process_memory",
+		metric.WithDescription("Bytes the process model accounts for its live processes, their names, paths and argv, their span events and the spans waiting for the traces pipeline (traces::max_memory bounds it). [Development]"),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverSeqProcessesEvicted, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_seq_processes_evicted",
-		metric.WithDescription("Live processes evicted from the full process table (traces::max_processes); their spans were exported early with seq.process.evicted. [Development]"),
+		metric.WithDescription("Live processes evicted from the process table, by reason (attribute `reason`, max_processes, whose spans are exported early with seq.process.evicted, or memory, over traces::max_memory, whose spans are dropped and counted in spans_dropped). [Development]"),
 		metric.WithUnit("{process}"),
 	)
 	errs = errors.Join(errs, err)
@@ -381,15 +441,21 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{slot}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ReceiverSeqSpanEventArgsDropped, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_span_event_args_dropped",
+		metric.WithDescription("Exec span events whose argv was dropped (the event and its path kept, marked seq.args.dropped), by reason (attribute `reason`, process_limit for traces::max_event_args_bytes, memory for traces::max_memory). [Development]"),
+		metric.WithUnit("{event}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverSeqSpanEventsDropped, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_seq_span_events_dropped",
-		metric.WithDescription("Span events (execs, thread events) dropped beyond the per-span limit. [Development]"),
+		metric.WithDescription("Span events (execs, thread events) dropped, by reason (attribute `reason`, span_limit beyond the per-span limit, memory over traces::max_memory); the spans' dropped events count says how many. [Development]"),
 		metric.WithUnit("{event}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverSeqSpansDropped, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_seq_spans_dropped",
-		metric.WithDescription("Finished process spans dropped because too many waited for the traces pipeline. [Development]"),
+		metric.WithDescription("Finished process spans dropped, by reason (attribute `reason`, queue_full when too many waited for the traces pipeline, memory over traces::max_memory). [Development]"),
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)

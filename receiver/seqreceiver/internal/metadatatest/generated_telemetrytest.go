@@ -37,6 +37,22 @@ func AssertEqualReceiverSeqArgsRedacted(t *testing.T, tt *componenttest.Telemetr
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverSeqArgsTruncated(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_seq_args_truncated",
+		Description: "Execs, and processes running at start, whose argv the receiver cut at max_args or max_args_bytes (their log records, spans and exec span events have seq.args.truncated; the kernel's own cut at max_args_bytes is flagged, not counted here). [Development]",
+		Unit:        "{exec}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_seq_args_truncated")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverSeqCgroupMisses(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_seq_cgroup_misses",
@@ -131,10 +147,24 @@ func AssertEqualReceiverSeqKernelEvents(t *testing.T, tt *componenttest.Telemetr
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverSeqProcessMemory(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_seq_process_memory",
+		Description: "Bytes the process model accounts for its live processes, their names, paths and argv, their span events and the spans waiting for the traces pipeline (traces::max_memory bounds it). [Development]",
+		Unit:        "By",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_seq_process_memory")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverSeqProcessesEvicted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_seq_processes_evicted",
-		Description: "Live processes evicted from the full process table (traces::max_processes); their spans were exported early with seq.process.evicted. [Development]",
+		Description: "Live processes evicted from the process table, by reason (attribute `reason`, max_processes, whose spans are exported early with seq.process.evicted, or memory, over traces::max_memory, whose spans are dropped and counted in spans_dropped). [Development]",
 		Unit:        "{process}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -237,10 +267,26 @@ func AssertEqualReceiverSeqRingOccupancy(t *testing.T, tt *componenttest.Telemet
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverSeqSpanEventArgsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_seq_span_event_args_dropped",
+		Description: "Exec span events whose argv was dropped (the event and its path kept, marked seq.args.dropped), by reason (attribute `reason`, process_limit for traces::max_event_args_bytes, memory for traces::max_memory). [Development]",
+		Unit:        "{event}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_seq_span_event_args_dropped")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverSeqSpanEventsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_seq_span_events_dropped",
-		Description: "Span events (execs, thread events) dropped beyond the per-span limit. [Development]",
+		Description: "Span events (execs, thread events) dropped, by reason (attribute `reason`, span_limit beyond the per-span limit, memory over traces::max_memory); the spans' dropped events count says how many. [Development]",
 		Unit:        "{event}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -256,7 +302,7 @@ func AssertEqualReceiverSeqSpanEventsDropped(t *testing.T, tt *componenttest.Tel
 func AssertEqualReceiverSeqSpansDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_seq_spans_dropped",
-		Description: "Finished process spans dropped because too many waited for the traces pipeline. [Development]",
+		Description: "Finished process spans dropped, by reason (attribute `reason`, queue_full when too many waited for the traces pipeline, memory over traces::max_memory). [Development]",
 		Unit:        "{span}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -55,6 +55,7 @@ const (
 	AttrExitSignal         = "seq.exit.signal"          // string, e.g. SIGKILL; only when killed by a signal
 	AttrExitCoreDumped     = "seq.exit.core_dumped"     // bool; only when true
 	AttrArgsTruncated      = "seq.args.truncated"       // bool; only when true
+	AttrArgsDropped        = "seq.args.dropped"         // bool; only when true: a span's exec event lost its argv (per-process or memory limit)
 	AttrArgsUnreadable     = "seq.args.unreadable"      // bool; only when true
 	AttrArgsRedacted       = "seq.args.redacted"        // bool; only when true: a secret in argv was replaced by REDACTED
 	AttrFilenameTruncated  = "seq.filename.truncated"   // bool; only when true

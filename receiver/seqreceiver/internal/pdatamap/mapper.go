@@ -54,6 +54,10 @@ type Mapper struct {
 	// (nil, or a nil result: the record has seq.cgroup.id only). It is
 	// called at the event: the cgroup may be gone soon after.
 	Cgroups func(id uint64) *cgroups.Info
+	// MaxArgs bounds the arguments of an exec's process.command_args; the
+	// rest are cut and the record marked seq.args.truncated (0: no bound
+	// beyond the kernel's max_args_bytes).
+	MaxArgs int
 }
 
 func (m *Mapper) wall(bootNs uint64) pcommon.Timestamp {
@@ -149,6 +153,12 @@ func (m *Mapper) AppendEventSlots(dst plog.LogRecordSlice, ev *event.Event, obse
 	args, redacted := ev.Args, 0
 	if ev.Type == event.Exec {
 		args, redacted = m.Redact.Args(ev.Args)
+		if m.MaxArgs > 0 && len(args) > m.MaxArgs {
+			args = args[:m.MaxArgs]
+			cut := *ev // rare: a copy, so that ev stays as it was
+			cut.Flags |= event.FlagArgsTruncated
+			ev = &cut
+		}
 	}
 	var buf [512]byte
 	lr.Body().SetStr(s.str(body(buf[:0], ev, args)))

@@ -495,3 +495,20 @@ func BenchmarkAttrsCopyTo(b *testing.B) {
 	b.ReportMetric(float64(cp.Nanoseconds())/recs, "copyto-ns/rec")
 	b.ReportMetric(float64(cp)/float64(put), "copyto/put")
 }
+
+// TestMaxArgs: one record's argv is cut at MaxArgs, marked truncated; the
+// event is left as it was.
+func TestMaxArgs(t *testing.T) {
+	m := Mapper{MaxArgs: 3}
+	ev := event.Event{Type: event.Exec, PID: 10, Filename: "/bin/x", Args: []string{"x", "a", "b", "c", "d"}}
+	recs := plog.NewLogRecordSlice()
+	require.True(t, m.AppendEvent(recs, &ev, time.Unix(1, 0)))
+	attrs := recs.At(0).Attributes()
+	v, ok := attrs.Get(AttrProcessCommandArgs)
+	require.True(t, ok)
+	assert.Equal(t, []any{"x", "a", "b"}, v.Slice().AsRaw())
+	tr, ok := attrs.Get(AttrArgsTruncated)
+	assert.True(t, ok && tr.Bool())
+	assert.False(t, ev.ArgsTruncated())
+	assert.Len(t, ev.Args, 5)
+}

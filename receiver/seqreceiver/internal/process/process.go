@@ -20,12 +20,17 @@
 // Apply is meant for the hot path: it allocates nothing for a fork or an exit
 // in the steady state (entries are recycled) and builds no pdata; the spans
 // are built by AppendFinished. Memory is bounded by Config.MaxProcesses (live
-// entries), Config.MaxFinished (spans waiting for AppendFinished) and
-// Config.MaxSpanEvents (span events per span).
+// entries), Config.MaxFinished (spans waiting for AppendFinished),
+// Config.MaxSpanEvents (span events per span), Config.MaxArgs and
+// Config.MaxArgsBytes (argv kept per exec), Config.MaxEventArgsBytes (the
+// exec span events' argv per process) and, over all of them, Config.MaxMemory:
+// a byte budget charged with every entry, its strings and its span events
+// while it lives and while its span waits for AppendFinished (see budget.go).
 package process
 
 import (
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -45,6 +50,22 @@ const (
 	maxFree              = 1024    // recycled entries kept
 	minGhosts            = 256
 	maxTombstones        = 4096
+
+	// DefaultMaxMemory is the budget of the process model: the agent's
+	// memory_limiter allows 240 MiB for the whole collector, and a host's
+	// real processes take a few MiB (a few thousand entries of 1-3 KiB).
+	DefaultMaxMemory = 32 << 20
+	// DefaultMaxArgs and DefaultMaxArgsBytes bound the argv kept of one
+	// exec (and of one process seen at start, whose argv is read from /proc).
+	DefaultMaxArgs      = 256
+	DefaultMaxArgsBytes = 4096
+	// DefaultMaxEventArgsBytes bounds the argv bytes kept by the exec span
+	// events of one process (16 bytes per argument plus its length).
+	DefaultMaxEventArgsBytes = 16 << 10
+	// DefaultBuildSpans and DefaultBuildBytes bound what one AppendFinished
+	// builds: spans, and accounted bytes of the entries built.
+	DefaultBuildSpans = 4096
+	DefaultBuildBytes = 8 << 20
 )
 
 // Config configures a Model.
@@ -84,6 +105,31 @@ type Config struct {
 	// Cgroups resolves a cgroup id, at the event, to what the spans say
 	// of it (process.linux.cgroup); nil, or a nil result, says nothing.
 	Cgroups func(id uint64) *cgroups.Info
+
+	// MaxMemory is the byte budget of the model (see budget.go). Over it,
+	// the argv of the oldest exec span events is dropped first (their
+	// paths kept), then span events, then waiting finished spans, then the
+	// oldest live processes are evicted, each counted. Zero or less means
+	// DefaultMaxMemory.
+	MaxMemory int
+	// MaxArgs and MaxArgsBytes bound the arguments, and their bytes (each
+	// with its NUL), kept of one exec or process seen at start; the rest is
+	// cut, the span and its exec event carry seq.args.truncated, and the
+	// cut is counted (Stats.ArgsTruncated). Zero or less means
+	// DefaultMaxArgs, DefaultMaxArgsBytes.
+	MaxArgs      int
+	MaxArgsBytes int
+	// MaxEventArgsBytes bounds the argv bytes (16 per argument plus its
+	// length) the exec span events of one process keep: an exec beyond it
+	// drops the argv of the process's oldest exec events, which carry
+	// seq.args.dropped (Stats.EventArgsDropped). Zero or less means
+	// DefaultMaxEventArgsBytes.
+	MaxEventArgsBytes int
+	// BuildSpans and BuildBytes bound the spans, and the accounted bytes of
+	// their entries, one AppendFinished builds (at least one span). Zero or
+	// less means DefaultBuildSpans, DefaultBuildBytes.
+	BuildSpans int
+	BuildBytes int
 }
 
 // Stats are a Model's counters.
@@ -92,7 +138,7 @@ type Stats struct {
 	Pending       int    // finished spans waiting for AppendFinished
 	Started       uint64 // spans opened: forks, snapshot processes, processes first seen at an exec or an exit
 	Finished      uint64 // spans ended: exits, evictions, CloseAll (DroppedSpans included)
-	Evicted       uint64 // live processes evicted at MaxProcesses
+	Evicted       uint64 // live processes evicted, at MaxProcesses and over MaxMemory (EvictedMem)
 	Unknown       uint64 // exec and exit events of processes never seen
 	SeenAtStart   uint64 // processes added by AddRunning
 	Deduplicated  uint64 // snapshots and forks of processes already known, or already exited
@@ -101,6 +147,14 @@ type Stats struct {
 	DroppedEvents uint64 // span events dropped: MaxSpanEvents were kept
 	ExitMissed    uint64 // live processes finished because a newer one took their pid
 	Redacted      uint64 // argv values replaced by REDACTED (Config.Redact), execs and snapshot processes
+
+	Memory              int    // bytes accounted now (Config.MaxMemory bounds it)
+	ArgsTruncated       uint64 // execs and snapshot processes whose argv was cut at MaxArgs or MaxArgsBytes
+	EventArgsDropped    uint64 // exec span events whose argv was dropped at MaxEventArgsBytes
+	EventArgsDroppedMem uint64 // exec span events whose argv was dropped over MaxMemory
+	DroppedEventsMem    uint64 // span events dropped over MaxMemory
+	DroppedSpansMem     uint64 // waiting finished spans dropped over MaxMemory
+	EvictedMem          uint64 // live processes evicted over MaxMemory (their spans dropped)
 }
 
 // key is a process identity within one boot.
@@ -121,6 +175,9 @@ const (
 	flagRootParent // the process's name is one of Config.RootParents
 	flagExitMissed // a newer process took its pid: its exit was lost
 	flagRedacted   // a secret of the last exec's argv was replaced
+	flagTruncated  // the last exec's argv was cut (by the kernel or MaxArgs*)
+	flagInArgsQ    // queued in Model.argsQ
+	flagInEventsQ  // queued in Model.eventsQ
 )
 
 // Span event kinds.
@@ -140,6 +197,8 @@ type spanEvent struct {
 	argHi  int32
 	// redacted: a secret of the exec's argv was replaced
 	redacted bool
+	// truncated: the exec's argv was cut; argsDropped: its argv was dropped
+	truncated, argsDropped bool
 }
 
 // proc is one process: a table entry while it lives, then a finished span.
@@ -170,6 +229,14 @@ type proc struct {
 
 	events []spanEvent
 	arena  []string // args of the exec span events
+
+	// Accounting (budget.go).
+	gen       uint32 // incremented when the entry is recycled
+	argsFrom  int32  // events before it have no argv left
+	data      int    // bytes of the strings held (name, paths, argv)
+	argsData  int    // bytes of the strings in args
+	arenaData int    // bytes of the strings in arena
+	bytes     int    // charged to Model.bytes
 }
 
 // ghost is what is kept of an evicted process: enough to name it.
@@ -211,8 +278,13 @@ type Model struct {
 
 	procs    map[uint32]*proc // by pid, newest first along proc.next
 	heap     []*proc          // live processes, oldest start first
-	finished []*proc
+	finished []*proc          // waiting for AppendFinished from fhead on
+	fhead    int
 	free     []*proc
+
+	bytes   int    // accounted (budget.go)
+	argsQ   stripQ // entries holding exec span events' argv, oldest first
+	eventsQ stripQ // entries holding span events, oldest first
 
 	ghosts       fifoSet[ghost]
 	tombstones   fifoSet[ghost] // processes that exited while snapshotting
@@ -235,6 +307,12 @@ func New(cfg Config) *Model {
 	if cfg.MaxSpanEvents <= 0 {
 		cfg.MaxSpanEvents = DefaultMaxSpanEvents
 	}
+	cfg.MaxMemory = orDefault(cfg.MaxMemory, DefaultMaxMemory)
+	cfg.MaxArgs = orDefault(cfg.MaxArgs, DefaultMaxArgs)
+	cfg.MaxArgsBytes = orDefault(cfg.MaxArgsBytes, DefaultMaxArgsBytes)
+	cfg.MaxEventArgsBytes = orDefault(cfg.MaxEventArgsBytes, DefaultMaxEventArgsBytes)
+	cfg.BuildSpans = orDefault(cfg.BuildSpans, DefaultBuildSpans)
+	cfg.BuildBytes = orDefault(cfg.BuildBytes, DefaultBuildBytes)
 	m := &Model{
 		cfg:          cfg,
 		ids:          procid.New(cfg.BootID),
@@ -270,7 +348,8 @@ func (m *Model) EndSnapshot() {
 func (m *Model) Stats() Stats {
 	s := m.stats
 	s.Live = len(m.heap)
-	s.Pending = len(m.finished)
+	s.Pending = len(m.finished) - m.fhead
+	s.Memory = m.bytes
 	return s
 }
 
@@ -295,7 +374,7 @@ func (m *Model) TraceID(pid uint32, startNs uint64) pcommon.TraceID {
 // the event's process (for a fork, the child). They are empty for an event
 // of no known process (a thread event of an unknown process, a Synth event).
 // A Snapshot event is handed to AddRunning. Apply keeps no reference to ev.
-func (m *Model) Apply(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
+func (m *Model) Apply(ev *event.Event) (tr pcommon.TraceID, sp pcommon.SpanID) {
 	if ev.KTime > m.lastKTime {
 		m.lastKTime = ev.KTime
 	}
@@ -304,27 +383,29 @@ func (m *Model) Apply(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 	case event.Fork:
 		p = m.fork(ev)
 	case event.Exec:
-		return m.exec(ev)
+		tr, sp = m.exec(ev)
 	case event.Exit:
-		return m.exit(ev)
+		tr, sp = m.exit(ev)
 	case event.ThreadStart, event.ThreadExit:
 		p = m.thread(ev)
 	case event.Snapshot:
-		m.AddRunning(ev)
+		m.addRunning(ev)
 		if p = m.lookup(ev.PID, ev.StartNs); p == nil {
 			k := key{ev.PID, ev.StartNs}
 			if g, ok := m.ghosts.m[k]; ok {
-				return g.traceID, g.spanID
-			}
-			if g, ok := m.tombstones.m[k]; ok {
-				return g.traceID, g.spanID
+				tr, sp = g.traceID, g.spanID
+			} else if g, ok := m.tombstones.m[k]; ok {
+				tr, sp = g.traceID, g.spanID
 			}
 		}
 	}
-	if p == nil {
-		return pcommon.TraceID{}, pcommon.SpanID{}
+	if p != nil {
+		tr, sp = p.traceID, p.spanID
 	}
-	return p.traceID, p.spanID
+	if m.bytes > m.cfg.MaxMemory {
+		m.relieve() // after the ids are read: it may recycle p
+	}
+	return tr, sp
 }
 
 // AddRunning adds the process of ev, a Snapshot event (a process alive when
@@ -336,6 +417,14 @@ func (m *Model) Apply(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 // time order (parents before children) to give children their parent's
 // trace.
 func (m *Model) AddRunning(ev *event.Event) bool {
+	ok := m.addRunning(ev)
+	if m.bytes > m.cfg.MaxMemory {
+		m.relieve()
+	}
+	return ok
+}
+
+func (m *Model) addRunning(ev *event.Event) bool {
 	if ev.KTime > m.lastKTime {
 		m.lastKTime = ev.KTime
 	}
@@ -355,8 +444,8 @@ func (m *Model) AddRunning(ev *event.Event) bool {
 	p := m.newProc(ev, startOf(ev))
 	p.flags |= flagSeenAtStart
 	if ev.Filename != "" {
-		p.execPath = ev.Filename
-		m.setArgs(p, ev.Args)
+		m.setPath(p, ev.Filename)
+		m.setArgs(p, ev)
 		p.flags |= flagExec
 	}
 	m.insert(p)
@@ -395,18 +484,19 @@ func (m *Model) exec(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 		m.insert(p)
 	}
 	m.setName(p, ev.Comm)
-	p.execPath = ev.Filename
-	args := m.setArgs(p, ev.Args)
+	m.setPath(p, ev.Filename)
+	args, data := m.setArgs(p, ev)
 	p.flags |= flagExec
 	p.uid, p.gid, p.sid = ev.UID, ev.GID, ev.SID
 	m.setCgroup(p, ev.CgroupID)
 	if e := m.addEvent(p, kindExec, ev); e != nil {
 		e.path = ev.Filename
-		e.argLo = int32(len(p.arena))
-		p.arena = append(p.arena, args...)
-		e.argHi = int32(len(p.arena))
+		p.data += len(e.path)
 		e.redacted = p.flags&flagRedacted != 0
+		e.truncated = p.flags&flagTruncated != 0
+		m.addEventArgs(p, len(p.events)-1, args, data)
 	}
+	m.recharge(p)
 	return p.traceID, p.spanID
 }
 
@@ -458,7 +548,9 @@ func (m *Model) thread(ev *event.Event) *proc {
 	if ev.Type == event.ThreadExit {
 		kind = kindThreadExit
 	}
-	m.addEvent(p, kind, ev)
+	if m.addEvent(p, kind, ev) != nil {
+		m.recharge(p)
+	}
 	return p
 }
 
@@ -471,6 +563,10 @@ func (m *Model) addEvent(p *proc, kind uint8, ev *event.Event) *spanEvent {
 		return nil
 	}
 	p.events = append(p.events, spanEvent{kind: kind, tid: ev.TID, time: m.wall(ev.KTime), ticket: ev.Ticket})
+	if p.flags&flagInEventsQ == 0 {
+		p.flags |= flagInEventsQ
+		m.eventsQ.push(p, m.live())
+	}
 	return &p.events[len(p.events)-1]
 }
 
@@ -528,6 +624,7 @@ func (m *Model) newProc(ev *event.Event, start uint64) *proc {
 }
 
 func (m *Model) setName(p *proc, name string) {
+	p.data += len(name) - len(p.name)
 	p.name = name
 	if len(m.rootParents) == 0 {
 		return
@@ -576,6 +673,7 @@ func (m *Model) insert(p *proc) {
 	m.heap = append(m.heap, p)
 	m.up(p.heapIdx)
 	m.stats.Started++
+	m.recharge(p)
 }
 
 // remove takes p out of the table.
@@ -610,7 +708,7 @@ func (m *Model) remove(p *proc) {
 	p.heapIdx = -1
 }
 
-func (m *Model) evict() {
+func (m *Model) evict() *proc {
 	p := m.heap[0]
 	m.remove(p)
 	m.ghosts.put(key{p.pid, p.start}, ghost{p.traceID, p.spanID, p.flags&flagRootParent != 0})
@@ -618,6 +716,7 @@ func (m *Model) evict() {
 	p.flags |= flagEvicted
 	m.stats.Evicted++
 	m.finish(p, false)
+	return p
 }
 
 // finish queues p for AppendFinished; force ignores MaxFinished.
@@ -626,7 +725,7 @@ func (m *Model) finish(p *proc, force bool) {
 		p.endTime = p.startTime
 	}
 	m.stats.Finished++
-	if !force && len(m.finished) >= m.cfg.MaxFinished {
+	if !force && len(m.finished)-m.fhead >= m.cfg.MaxFinished {
 		m.stats.DroppedSpans++
 		m.recycle(p)
 		return
@@ -634,17 +733,73 @@ func (m *Model) finish(p *proc, force bool) {
 	m.finished = append(m.finished, p)
 }
 
-// setArgs keeps argv, its secrets replaced, as the process's last exec, and
-// returns what it kept.
-func (m *Model) setArgs(p *proc, args []string) []string {
-	args, n := m.cfg.Redact.Args(args)
+// setArgs keeps the argv of ev, its secrets replaced, cut at MaxArgs and
+// MaxArgsBytes, as the process's last exec, and returns what it kept.
+func (m *Model) setArgs(p *proc, ev *event.Event) ([]string, int) {
+	args, n := m.cfg.Redact.Args(ev.Args)
+	args, data, cut := capArgs(args, m.cfg.MaxArgs, m.cfg.MaxArgsBytes)
+	if len(args) < len(p.args) {
+		clear(p.args[len(args):])
+	}
 	p.args = append(p.args[:0], args...)
-	p.flags &^= flagRedacted
+	p.data += data - p.argsData
+	p.argsData = data
+	p.flags &^= flagRedacted | flagTruncated
 	if n > 0 {
 		p.flags |= flagRedacted
 		m.stats.Redacted += uint64(n)
 	}
-	return args
+	if cut {
+		m.stats.ArgsTruncated++
+	}
+	if cut || ev.ArgsTruncated() {
+		p.flags |= flagTruncated
+	}
+	return args, data
+}
+
+// capArgs returns the first arguments of args that hold at most maxN
+// arguments and maxBytes bytes (each with its NUL; the last one kept may be
+// cut), their bytes (NULs not counted), and whether it cut. What it keeps of
+// a cut list is a copy: the strings of a long list share one allocation,
+// which a substring would keep.
+func capArgs(args []string, maxN, maxBytes int) ([]string, int, bool) {
+	data := 0
+	for _, a := range args {
+		data += len(a)
+	}
+	if len(args) <= maxN && data+len(args) <= maxBytes {
+		return args, data, false
+	}
+	var b strings.Builder
+	left := maxBytes
+	n := 0
+	for _, a := range args[:min(len(args), maxN)] {
+		if left <= 0 {
+			break
+		}
+		if len(a) >= left {
+			a = strings.ToValidUTF8(a[:left-1], "")
+		}
+		b.WriteString(a)
+		b.WriteByte(0)
+		left -= len(a) + 1
+		n++
+	}
+	out := make([]string, 0, n)
+	s := b.String()
+	for range n {
+		i := strings.IndexByte(s, 0)
+		out = append(out, s[:i])
+		s = s[i+1:]
+	}
+	return out, b.Len() - n, true
+}
+
+// setPath sets the executable path of p's last exec.
+func (m *Model) setPath(p *proc, path string) {
+	p.data += len(path) - len(p.execPath)
+	p.execPath = path
 }
 
 // setCgroup records the process's cgroup, resolved now: it may be gone by
@@ -659,14 +814,36 @@ func (m *Model) setCgroup(p *proc, id uint64) {
 	}
 }
 
+// Recycled entries keep their slices up to these capacities: a free list of
+// maxFree entries holds at most ~2.5 KiB each, outside the budget.
+const (
+	maxFreeArgs   = 32
+	maxFreeArena  = 64
+	maxFreeEvents = 8
+)
+
 func (m *Model) recycle(p *proc) {
+	m.bytes -= p.bytes
+	p.bytes = 0
+	p.gen++ // its queue entries are stale now
 	if len(m.free) >= maxFree {
+		*p = proc{gen: p.gen, heapIdx: -1} // a stale queue entry may keep it a while
 		return
 	}
 	clear(p.args)
 	clear(p.arena)
 	clear(p.events)
-	*p = proc{args: p.args[:0], arena: p.arena[:0], events: p.events[:0], heapIdx: -1}
+	q := proc{args: p.args[:0], arena: p.arena[:0], events: p.events[:0], heapIdx: -1, gen: p.gen}
+	if cap(q.args) > maxFreeArgs {
+		q.args = nil
+	}
+	if cap(q.arena) > maxFreeArena {
+		q.arena = nil
+	}
+	if cap(q.events) > maxFreeEvents {
+		q.events = nil
+	}
+	*p = q
 	m.free = append(m.free, p)
 }
 

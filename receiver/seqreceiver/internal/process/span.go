@@ -46,33 +46,41 @@ const (
 )
 
 // AppendFinished moves the spans finished since the last call into dst, in
-// the order they finished, and returns how many. The caller owns the Traces,
+// the order they finished, and returns how many: at most Config.BuildSpans,
+// and no more once the entries built reach Config.BuildBytes (one at
+// least), so that a burst of exits is built and handed on in parts; call it
+// again while Stats().Pending is not zero. The caller owns the Traces,
 // ResourceSpans and ScopeSpans dst belongs to.
 func (m *Model) AppendFinished(dst ptrace.SpanSlice) int {
-	n := len(m.finished)
+	n := min(len(m.finished)-m.fhead, m.cfg.BuildSpans)
 	if n == 0 {
 		return 0
 	}
 	dst.EnsureCapacity(dst.Len() + n)
 	var buf [64]byte
-	for i, p := range m.finished {
+	built, bytes := 0, 0
+	for built < n && (built == 0 || bytes < m.cfg.BuildBytes) {
+		p := m.finished[m.fhead]
+		bytes += p.bytes
 		p.build(dst.AppendEmpty(), buf[:0])
-		m.finished[i] = nil
+		m.finished[m.fhead] = nil
+		m.fhead++
 		m.recycle(p)
+		built++
 	}
-	m.finished = m.finished[:0]
-	return n
+	m.compactFinished()
+	return built
 }
 
 // DiscardFinished drops the spans finished since the last call without
 // building them (no traces pipeline), and returns how many.
 func (m *Model) DiscardFinished() int {
-	n := len(m.finished)
-	for i, p := range m.finished {
-		m.finished[i] = nil
+	n := len(m.finished) - m.fhead
+	for i, p := range m.finished[m.fhead:] {
+		m.finished[m.fhead+i] = nil
 		m.recycle(p)
 	}
-	m.finished = m.finished[:0]
+	m.finished, m.fhead = m.finished[:0], 0
 	return n
 }
 
@@ -89,7 +97,7 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 	s.SetEndTimestamp(p.endTime)
 
 	attrs := s.Attributes()
-	attrs.EnsureCapacity(18)
+	attrs.EnsureCapacity(19)
 	attrs.PutInt(pdatamap.AttrProcessPID, int64(p.pid))
 	attrs.PutInt(pdatamap.AttrProcessParentPID, int64(p.ppid))
 	attrs.PutStr(pdatamap.AttrProcessExecutableName, p.name)
@@ -99,6 +107,7 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 			putStrs(attrs.PutEmptySlice(pdatamap.AttrProcessCommandArgs), p.args)
 		}
 		putFlag(attrs, pdatamap.AttrArgsRedacted, p.flags&flagRedacted != 0)
+		putFlag(attrs, pdatamap.AttrArgsTruncated, p.flags&flagTruncated != 0)
 	}
 	if p.start != 0 {
 		attrs.PutStr(pdatamap.AttrProcessCreationTime, string(appendRFC3339(buf, p.creation)))
@@ -161,12 +170,14 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 			switch e.kind {
 			case kindExec:
 				se.SetName(EventNameExec)
-				a.EnsureCapacity(3)
+				a.EnsureCapacity(3 + b2i(e.redacted) + b2i(e.truncated) + b2i(e.argsDropped))
 				a.PutStr(pdatamap.AttrProcessExecutablePath, e.path)
 				if e.argHi > e.argLo {
 					putStrs(a.PutEmptySlice(pdatamap.AttrProcessCommandArgs), p.arena[e.argLo:e.argHi])
 				}
 				putFlag(a, pdatamap.AttrArgsRedacted, e.redacted)
+				putFlag(a, pdatamap.AttrArgsTruncated, e.truncated)
+				putFlag(a, pdatamap.AttrArgsDropped, e.argsDropped)
 			case kindThreadStart:
 				se.SetName(EventNameThreadStart)
 				a.EnsureCapacity(2)
@@ -187,6 +198,13 @@ func putStrs(dst pcommon.Slice, ss []string) {
 	for _, v := range ss {
 		dst.AppendEmpty().SetStr(v)
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func putFlag(attrs pcommon.Map, k string, set bool) {
