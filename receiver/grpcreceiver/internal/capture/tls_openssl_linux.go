@@ -85,11 +85,7 @@ func (c *Capture) attachLibSSL(f *os.File, name string) (err error) {
 			err = fmt.Errorf("tls: %s: %w: parser panic: %v", name, gotls.ErrMalformed, v)
 		}
 	}()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("tls: %s: %w", name, err)
-	}
-	if err := gotls.CheckELF(f, st.Size()); err != nil {
+	if err := gotls.CheckLibrary(f); err != nil {
 		return fmt.Errorf("tls: %s: %w", name, err)
 	}
 	ex, err := openExecutable(f)
