@@ -36,12 +36,18 @@ type Counters struct {
 	GoTLSErrors      uint64 // Reads that returned an error
 	TLSAfterClose    uint64 // TLS calls on a closed session, not a new one's start: skipped
 	TLSFilesFailed   uint64 // executables and libssl files that could not be parsed or probed (tls; counted in user space)
-	NotH2Calls       uint64 // calls on connections known not HTTP/2: skipped after one lookup
-	PromoteFailed    uint64 // HTTP/2 connections not moved into the HTTP/2 map (never expected)
-	Throttled        uint64 // calls not walked: their connection had copied its share of the ring (Options.Rate)
-	ThrottledBytes   uint64 // their bytes
-	TLSSock          uint64 // TLS sessions opened with their TCP socket found (ids across hosts)
-	TLSNoSock        uint64 // ... without (ids local to the host)
+	// Of TLSFilesFailed: files whose tables declare bytes the file does not
+	// hold (sparse, or past its end), and tables over their caps.
+	TLSFilesNotHeld, TLSFilesTooLarge uint64
+	TLSFailedUnlisted                 uint64 // failed files not listed (the lists of why hold 256)
+	TLSProcsRelooked                  uint64 // processes looked at again: their pid reused, or an exec of another file
+	TLSProcsUnremembered              uint64 // processes not remembered (more live than the set holds): looked at again next time
+	NotH2Calls                        uint64 // calls on connections known not HTTP/2: skipped after one lookup
+	PromoteFailed                     uint64 // HTTP/2 connections not moved into the HTTP/2 map (never expected)
+	Throttled                         uint64 // calls not walked: their connection had copied its share of the ring (Options.Rate)
+	ThrottledBytes                    uint64 // their bytes
+	TLSSock                           uint64 // TLS sessions opened with their TCP socket found (ids across hosts)
+	TLSNoSock                         uint64 // ... without (ids local to the host)
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -107,7 +113,9 @@ func (c Counters) Named() []NamedCounter {
 		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
 		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS}, {"go_tls_calls", c.GoTLSCalls},
 		{"go_tls_errors", c.GoTLSErrors}, {"tls_after_close", c.TLSAfterClose},
-		{"tls_files_failed", c.TLSFilesFailed},
+		{"tls_files_failed", c.TLSFilesFailed}, {"tls_files_not_held", c.TLSFilesNotHeld},
+		{"tls_files_too_large", c.TLSFilesTooLarge}, {"tls_failed_unlisted", c.TLSFailedUnlisted},
+		{"tls_procs_relooked", c.TLSProcsRelooked}, {"tls_procs_unremembered", c.TLSProcsUnremembered},
 		{"not_http2_calls", c.NotH2Calls}, {"promote_failed", c.PromoteFailed},
 		{"throttled", c.Throttled}, {"throttled_bytes", c.ThrottledBytes},
 		{"tls_sock", c.TLSSock}, {"tls_no_sock", c.TLSNoSock},

@@ -53,9 +53,9 @@ func (c *Capture) attachTLS(extra []string) error {
 
 // skipLibSSL records a libssl file that could not be probed.
 func (c *Capture) skipLibSSL(err error) {
-	c.tlsFailed.Add(1)
+	c.failed(err)
 	c.tlsMu.Lock()
-	c.sslSkip = append(c.sslSkip, err.Error())
+	c.sslSkip = c.listed(c.sslSkip, err.Error())
 	c.tlsMu.Unlock()
 }
 
