@@ -36,7 +36,19 @@ const maxProcs = 1 << 16
 type procSeen struct {
 	start uint64
 	exe   fileID
+	// vsize is its virtual memory size (the 23rd field): a dlopen changes
+	// it, so a change is a cue to read its maps again for a libssl (at
+	// most maxMapsRelooks processes a rescan).
+	vsize uint64
 }
+
+// same says whether p is the process (and executable) q was.
+func (p procSeen) same(q procSeen) bool { return p.start == q.start && p.exe == q.exe }
+
+// maxMapsRelooks bounds the processes whose maps a rescan reads again
+// because their size changed (the others keep their old size, and are
+// read at a later rescan).
+const maxMapsRelooks = 256
 
 // procOf reads process pid's start time and executable (zero for a kernel
 // thread); false when it is gone.
@@ -59,7 +71,8 @@ func procOf(pid string) (procSeen, bool) {
 	if err != nil {
 		return procSeen{}, false
 	}
-	p := procSeen{start: start}
+	vsize, _ := strconv.ParseUint(f[20], 10, 64)
+	p := procSeen{start: start, vsize: vsize}
 	var st unix.Stat_t
 	if unix.Stat(filepath.Join("/proc", pid, "exe"), &st) == nil {
 		p.exe = fileID{st.Dev, st.Ino}
@@ -87,8 +100,9 @@ func (c *Capture) remember(procs map[int]procSeen, pid string, p procSeen) {
 // executable: a pid reused or an exec is a new look), and probes the
 // libssl files they map and their executables (Go crypto/tls) not probed
 // yet. The processes gone are forgotten. A uprobe is on the file, so every
-// later process of a probed file is covered already; a process that loads
-// libssl (dlopen) only after it was looked at is not, until it execs. Safe
+// later process of a probed file is covered already. A process that loads
+// libssl (dlopen) after it was looked at has its maps read again when its
+// size changed (maxMapsRelooks a rescan; the rest at later ones). Safe
 // beside the reader; not before Open with TLS. It stops between two
 // processes when ctx is done or the capture is detached (the rest is
 // looked at next time), and holds no lock while it parses files.
@@ -101,6 +115,7 @@ func (c *Capture) RescanTLS(ctx context.Context) Rescanned {
 	}
 	pids := procPIDs()
 	next := make(map[int]procSeen, min(len(pids), c.maxProcs))
+	relooks := 0
 	for i, pid := range pids {
 		if ctx.Err() != nil || c.closing.Load() {
 			// The rest keep what was known of them.
@@ -119,11 +134,17 @@ func (c *Capture) RescanTLS(ctx context.Context) Rescanned {
 		}
 		n, _ := strconv.Atoi(pid)
 		prev, known := c.procs[n]
-		c.remember(next, pid, seen)
-		if known && prev == seen {
+		mapsOnly := known && prev.same(seen)
+		if mapsOnly && (prev.vsize == seen.vsize || relooks == maxMapsRelooks) {
+			seen.vsize = prev.vsize // unchanged, or left for a later rescan
+			c.remember(next, pid, seen)
 			continue
 		}
-		if known {
+		c.remember(next, pid, seen)
+		switch {
+		case mapsOnly:
+			relooks++
+		case known:
 			c.tlsRelooked.Add(1)
 		}
 		if !c.wanted(pid) {
@@ -142,6 +163,9 @@ func (c *Capture) RescanTLS(ctx context.Context) Rescanned {
 			case isNew:
 				out.LibSSL = append(out.LibSSL, m.name())
 			}
+		}
+		if mapsOnly {
+			continue // the same executable, looked at already
 		}
 		b, why := c.attachGoProcess(pid)
 		if b != nil {

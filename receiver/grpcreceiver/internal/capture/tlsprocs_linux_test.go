@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/internal/multiarch"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls/elftest"
 )
@@ -181,9 +182,15 @@ func heapWatch(limit uint64) (peak func() uint64, stop func()) {
 
 // mapAsNobody maps path read-only from an unprivileged process (a copy of
 // this test binary run as nobody, in TestHelperMapFile) until the test ends.
-func mapAsNobody(t *testing.T, self, path string) {
+func mapAsNobody(t *testing.T, self, path string) int {
+	return mapAsNobodyAfter(t, self, path, "")
+}
+
+// mapAsNobodyAfter is mapAsNobody that maps path only once the file
+// trigger exists (a dlopen after the process was looked at).
+func mapAsNobodyAfter(t *testing.T, self, path, trigger string) int {
 	cmd := exec.Command(self, "-test.run=^TestHelperMapFile$")
-	cmd.Env = append(os.Environ(), "CAPTURE_MAP_FILE="+path)
+	cmd.Env = append(os.Environ(), "CAPTURE_MAP_FILE="+path, "CAPTURE_MAP_AFTER="+trigger)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -193,6 +200,7 @@ func mapAsNobody(t *testing.T, self, path string) {
 	_, err = out.Read(b)
 	require.NoError(t, err)
 	require.Equal(t, "mapped", string(b))
+	return cmd.Process.Pid
 }
 
 // TestHelperMapFile is mapAsNobody's process.
@@ -201,6 +209,13 @@ func TestHelperMapFile(t *testing.T) {
 	if path == "" {
 		t.Skip("the process of mapAsNobody")
 	}
+	trigger := os.Getenv("CAPTURE_MAP_AFTER")
+	if trigger != "" {
+		fmt.Print("mapped") // to be
+		for _, err := os.Stat(trigger); err != nil; _, err = os.Stat(trigger) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		os.Exit(2)
@@ -208,7 +223,9 @@ func TestHelperMapFile(t *testing.T) {
 	if _, err := syscall.Mmap(int(f.Fd()), 0, 1<<20, syscall.PROT_READ, syscall.MAP_SHARED); err != nil {
 		os.Exit(3)
 	}
-	fmt.Print("mapped")
+	if trigger == "" {
+		fmt.Print("mapped")
+	}
 	time.Sleep(time.Hour)
 }
 
@@ -266,4 +283,38 @@ func TestTLSSparseLibSSL(t *testing.T) {
 	cnt, err := c.Counters()
 	require.NoError(t, err)
 	assert.Contains(t, cnt.Named(), NamedCounter{"tls_files_too_large", c.tlsTooLarge.Load()})
+}
+
+// A process that maps a libssl (dlopen) after a rescan looked at it gets
+// it probed at a later rescan: its size changed, its maps are read again.
+func TestRescanTLSDlopenLater(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir, err := os.MkdirTemp("", "dlopen-libssl")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	self := filepath.Join(dir, "helper")
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	testutil.CopyFile(t, exe, self, 0o755)
+	system := "/usr/lib/" + multiarch.Tuple() + "/libssl.so.3"
+	if _, err := os.Stat(system); err != nil {
+		t.Skip("no libssl 3 here:", err)
+	}
+	lib := filepath.Join(dir, "lib", "libssl.so.3") // a file no capture has seen
+	require.NoError(t, os.MkdirAll(filepath.Dir(lib), 0o755))
+	testutil.CopyFile(t, system, lib, 0o644)
+	trigger := filepath.Join(dir, "dlopen")
+	pid := mapAsNobodyAfter(t, self, lib, trigger)
+
+	c := mustOpen(t, Options{Hook: HookAuto, RingSlots: 1 << 12, MaxConns: 1024, HeaderCap: 16384, TLS: true})
+	defer c.Close()
+	c.RescanTLS(context.Background()) // looks at it, no libssl yet
+	require.NoError(t, os.WriteFile(trigger, nil, 0o644))
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		return strings.Contains(string(b), lib)
+	}, 10*time.Second, 10*time.Millisecond)
+	got := c.RescanTLS(context.Background())
+	assert.Contains(t, strings.Join(got.LibSSL, "\n"), lib, "%+v", got)
 }
