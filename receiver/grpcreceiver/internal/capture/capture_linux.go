@@ -62,6 +62,7 @@ type Capture struct {
 	// rescan (the gone ones pruned), at most maxProcs of them (procsCap).
 	procs    map[int]procSeen
 	maxProcs int
+	maxFiles int // of sslSeen and goSeen each (0: maxFiles)
 	// closing stops a scan between two processes (Detach).
 	closing   atomic.Bool
 	tlsFailed atomic.Uint64
@@ -71,7 +72,9 @@ type Capture struct {
 	// Failures not listed (the lists hold maxListed); processes looked at
 	// again (pid reused or exec); processes not remembered (maxProcs).
 	tlsUnlisted, tlsRelooked, tlsUnremembered atomic.Uint64
-	filter                                    ProcFilter
+	// Files seen only, forgotten (maxFiles).
+	tlsForgotten atomic.Uint64
+	filter       ProcFilter
 	// multi: the TLS programs are loaded for uprobe_multi links (Linux
 	// 6.6+): one link per program and file, whose close waits for one RCU
 	// grace period for all its probe points. A perf-event uprobe's close
@@ -135,6 +138,7 @@ func (c *Capture) Counters() (Counters, error) {
 	out.TLSFailedUnlisted = c.tlsUnlisted.Load()
 	out.TLSProcsRelooked = c.tlsRelooked.Load()
 	out.TLSProcsUnremembered = c.tlsUnremembered.Load()
+	out.TLSFilesForgotten = c.tlsForgotten.Load()
 	for _, p := range seq {
 		out.Overrun += p.Overrun
 		out.NoSlot += p.NoSlot

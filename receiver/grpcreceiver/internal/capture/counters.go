@@ -42,6 +42,7 @@ type Counters struct {
 	TLSFailedUnlisted                 uint64 // failed files not listed (the lists of why hold 256)
 	TLSProcsRelooked                  uint64 // processes looked at again: their pid reused, or an exec of another file
 	TLSProcsUnremembered              uint64 // processes not remembered (more live than the set holds): looked at again next time
+	TLSFilesForgotten                 uint64 // files seen but not probed, forgotten (more than the set holds): parsed again if seen again
 	NotH2Calls                        uint64 // calls on connections known not HTTP/2: skipped after one lookup
 	PromoteFailed                     uint64 // HTTP/2 connections not moved into the HTTP/2 map (never expected)
 	Throttled                         uint64 // calls not walked: their connection had copied its share of the ring (Options.Rate)
@@ -116,6 +117,7 @@ func (c Counters) Named() []NamedCounter {
 		{"tls_files_failed", c.TLSFilesFailed}, {"tls_files_not_held", c.TLSFilesNotHeld},
 		{"tls_files_too_large", c.TLSFilesTooLarge}, {"tls_failed_unlisted", c.TLSFailedUnlisted},
 		{"tls_procs_relooked", c.TLSProcsRelooked}, {"tls_procs_unremembered", c.TLSProcsUnremembered},
+		{"tls_files_forgotten", c.TLSFilesForgotten},
 		{"not_http2_calls", c.NotH2Calls}, {"promote_failed", c.PromoteFailed},
 		{"throttled", c.Throttled}, {"throttled_bytes", c.ThrottledBytes},
 		{"tls_sock", c.TLSSock}, {"tls_no_sock", c.TLSNoSock},

@@ -54,7 +54,7 @@ func (c *Capture) attachGoTLS(configured []string) error {
 		c.maxProcs = maxProcs
 	}
 	if !c.probeSelf {
-		c.goSeen.add(c.self)
+		c.goSeen[c.self] = true
 	}
 	for _, p := range configured {
 		f, err := os.Open(p)
@@ -62,8 +62,9 @@ func (c *Capture) attachGoTLS(configured []string) error {
 			return fmt.Errorf("tls: go_binaries: %w", err)
 		}
 		id, err := idOf(f)
-		if err == nil && c.goSeen.add(id) {
+		if err == nil && c.seen(c.goSeen, id) {
 			err = c.attachGoBinary(f, id, p)
+			c.goSeen[id] = err == nil
 		}
 		_ = f.Close()
 		if err != nil {
@@ -92,7 +93,7 @@ func (c *Capture) attachGoProcess(pid string) (*GoBinary, string) {
 	}
 	defer f.Close()
 	id, err := idOf(f)
-	if err != nil || !c.goSeen.add(id) {
+	if err != nil || !c.seen(c.goSeen, id) {
 		return nil, "" // a file seen already (the collector's own among them)
 	}
 	name, err := os.Readlink(e)
@@ -100,6 +101,7 @@ func (c *Capture) attachGoProcess(pid string) (*GoBinary, string) {
 		name = e
 	}
 	err = c.attachGoBinary(f, id, name)
+	c.goSeen[id] = err == nil
 	if err != nil && !errors.Is(err, gotls.ErrNotGo) && !errors.Is(err, gotls.ErrNoTLS) && !errors.Is(err, errDetached) {
 		c.failed(err)
 		why := fmt.Sprintf("%s: %v", name, err)

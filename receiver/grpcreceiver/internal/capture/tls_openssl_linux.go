@@ -71,10 +71,12 @@ func (c *Capture) probeLibSSL(name string, open func() (*os.File, error)) (isNew
 	if err != nil {
 		return false, fmt.Errorf("tls: %s: %w", name, err)
 	}
-	if !c.sslSeen.add(id) {
+	if !c.seen(c.sslSeen, id) {
 		return false, nil
 	}
-	return true, c.attachLibSSL(f, name)
+	err = c.attachLibSSL(f, name)
+	c.sslSeen[id] = err == nil
+	return true, err
 }
 
 // attachLibSSL attaches the OpenSSL probes to the libssl open as f (name:
