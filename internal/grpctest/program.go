@@ -97,6 +97,9 @@ func (p *TLSProgram) Result() (TLSResult, error) {
 	return res, nil
 }
 
+// PID is its process id.
+func (p *TLSProgram) PID() int { return p.cmd.Process.Pid }
+
 // Kill ends it (after a failure).
 func (p *TLSProgram) Kill() {
 	_ = p.cmd.Process.Kill()

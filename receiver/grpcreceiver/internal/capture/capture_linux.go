@@ -48,7 +48,7 @@ type Capture struct {
 	tlsMu    sync.Mutex
 	libssl   []string
 	goBins   []GoBinary
-	goSkip   []string
+	goSkip   []string // at most maxListed, then counted in tlsUnlisted
 	sslSkip  []string
 	detached bool
 	// scanMu serializes the scans (Open's, RescanTLS) and guards what only
@@ -56,11 +56,25 @@ type Capture struct {
 	scanMu  sync.Mutex
 	sslSeen files
 	goSeen  files
-	pids    map[string]bool
+	// procs are the processes looked at, by pid, with their start time
+	// and executable: one whose start time (a pid reused) or executable
+	// (an exec) changed is looked at again; rebuilt from /proc at each
+	// rescan (the gone ones pruned), at most maxProcs of them (procsCap).
+	procs    map[int]procSeen
+	maxProcs int
+	maxFiles int // of sslSeen and goSeen each (0: maxFiles)
 	// closing stops a scan between two processes (Detach).
 	closing   atomic.Bool
 	tlsFailed atomic.Uint64
-	filter    ProcFilter
+	// Of tlsFailed: files refused for declaring bytes they do not hold
+	// (sparse, or past their end) or more than the parsers read of one.
+	tlsNotHeld, tlsTooLarge atomic.Uint64
+	// Failures not listed (the lists hold maxListed); processes looked at
+	// again (pid reused or exec); processes not remembered (maxProcs).
+	tlsUnlisted, tlsRelooked, tlsUnremembered atomic.Uint64
+	// Files seen only, forgotten (maxFiles).
+	tlsForgotten atomic.Uint64
+	filter       ProcFilter
 	// multi: the TLS programs are loaded for uprobe_multi links (Linux
 	// 6.6+): one link per program and file, whose close waits for one RCU
 	// grace period for all its probe points. A perf-event uprobe's close
@@ -119,6 +133,12 @@ func (c *Capture) Counters() (Counters, error) {
 		return out, fmt.Errorf("read seq_counters: %w", err)
 	}
 	out.TLSFilesFailed = c.tlsFailed.Load()
+	out.TLSFilesNotHeld = c.tlsNotHeld.Load()
+	out.TLSFilesTooLarge = c.tlsTooLarge.Load()
+	out.TLSFailedUnlisted = c.tlsUnlisted.Load()
+	out.TLSProcsRelooked = c.tlsRelooked.Load()
+	out.TLSProcsUnremembered = c.tlsUnremembered.Load()
+	out.TLSFilesForgotten = c.tlsForgotten.Load()
 	for _, p := range seq {
 		out.Overrun += p.Overrun
 		out.NoSlot += p.NoSlot

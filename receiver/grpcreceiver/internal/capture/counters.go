@@ -6,46 +6,53 @@ package capture
 // Counters are the programs' own counts (struct h2_stats, summed over CPUs)
 // and the ring producers' (struct seq_stats).
 type Counters struct {
-	SockCalls          uint64 // socket send/recv calls seen
-	NotTCP             uint64 // ... on sockets that are not TCP over IPv4/IPv6
-	NotSocket          uint64 // hook syscalls: read/write calls on other fds
-	FdUnreadable       uint64 // hook syscalls: the fd table walk failed
-	Unsupported        uint64 // calls on tracked connections from sendmmsg, sendfile, splice, io_uring, the kernel
-	Peek               uint64 // MSG_PEEK reads skipped
-	ConnsEstablished   uint64
-	ConnsPredating     uint64 // first seen mid-stream (established before the capture, or evicted)
-	ConnsH2            uint64
-	ConnsNotH2         uint64
-	ConnsClosed        uint64
-	Frames             uint64
-	BytesCopied        uint64
-	BytesSkipped       uint64 // payloads not copied (DATA, PING, WINDOW_UPDATE)
-	HeadersCut         uint64 // frames cut at the header cap
-	BytesCut           uint64
-	Desync             uint64 // a direction lost its frame boundaries
-	Resync             uint64 // ... and found them again
-	DesyncBytes        uint64 // bytes skipped out of sync
-	LoopBound          uint64 // calls with more frames than the walk's bound
-	ReadFault          uint64 // user memory unreadable
-	Busy               uint64 // calls skipped: the CPU's staging buffer in use
-	Records            uint64 // records committed
-	IovCut             uint64 // iovec arrays longer than the bound
-	TLSCalls           uint64 // OpenSSL SSL_write / SSL_read (and _ex) calls that moved bytes (tls)
-	ConnsTLS           uint64 // TLS sessions (SSL objects, Go *tls.Conn) seen
-	GoTLSCalls         uint64 // Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls)
-	GoTLSErrors        uint64 // Reads that returned an error
-	TLSAfterClose      uint64 // TLS calls on a closed session, not a new one's start: skipped
-	TLSFilesFailed     uint64 // executables and libssl files that could not be parsed or probed (tls; counted in user space)
-	NotH2Calls         uint64 // calls on connections known not HTTP/2: skipped after one lookup
-	PromoteFailed      uint64 // HTTP/2 connections not moved into the HTTP/2 map (never expected)
-	Throttled          uint64 // calls not walked: their connection had copied its share of the ring (Options.Rate)
-	ThrottledBytes     uint64 // their bytes
-	TLSSock            uint64 // TLS sessions opened with their TCP socket found (ids across hosts)
-	TLSNoSock          uint64 // ... without (ids local to the host)
-	ThrottledUser      uint64 // calls not walked: their user (uid) had spent its share of the ring (Options.UserRate)
-	ThrottledUserBytes uint64 // their bytes
-	FrameTokens        uint64 // tokens the shares charged for frames (frames walked x Options.FrameCost)
-	ConnsConfirmed     uint64 // HTTP/2 connections admitted into the kernel's HTTP/2 map: a call (HEADERS frame) seen
+	SockCalls        uint64 // socket send/recv calls seen
+	NotTCP           uint64 // ... on sockets that are not TCP over IPv4/IPv6
+	NotSocket        uint64 // hook syscalls: read/write calls on other fds
+	FdUnreadable     uint64 // hook syscalls: the fd table walk failed
+	Unsupported      uint64 // calls on tracked connections from sendmmsg, sendfile, splice, io_uring, the kernel
+	Peek             uint64 // MSG_PEEK reads skipped
+	ConnsEstablished uint64
+	ConnsPredating   uint64 // first seen mid-stream (established before the capture, or evicted)
+	ConnsH2          uint64
+	ConnsNotH2       uint64
+	ConnsClosed      uint64
+	Frames           uint64
+	BytesCopied      uint64
+	BytesSkipped     uint64 // payloads not copied (DATA, PING, WINDOW_UPDATE)
+	HeadersCut       uint64 // frames cut at the header cap
+	BytesCut         uint64
+	Desync           uint64 // a direction lost its frame boundaries
+	Resync           uint64 // ... and found them again
+	DesyncBytes      uint64 // bytes skipped out of sync
+	LoopBound        uint64 // calls with more frames than the walk's bound
+	ReadFault        uint64 // user memory unreadable
+	Busy             uint64 // calls skipped: the CPU's staging buffer in use
+	Records          uint64 // records committed
+	IovCut           uint64 // iovec arrays longer than the bound
+	TLSCalls         uint64 // OpenSSL SSL_write / SSL_read (and _ex) calls that moved bytes (tls)
+	ConnsTLS         uint64 // TLS sessions (SSL objects, Go *tls.Conn) seen
+	GoTLSCalls       uint64 // Go crypto/tls (*Conn).Write / Read calls that moved bytes (tls)
+	GoTLSErrors      uint64 // Reads that returned an error
+	TLSAfterClose    uint64 // TLS calls on a closed session, not a new one's start: skipped
+	TLSFilesFailed   uint64 // executables and libssl files that could not be parsed or probed (tls; counted in user space)
+	// Of TLSFilesFailed: files whose tables declare bytes the file does not
+	// hold (sparse, or past its end), and tables over their caps.
+	TLSFilesNotHeld, TLSFilesTooLarge uint64
+	TLSFailedUnlisted                 uint64 // failed files not listed (the lists of why hold 256)
+	TLSProcsRelooked                  uint64 // processes looked at again: their pid reused, or an exec of another file
+	TLSProcsUnremembered              uint64 // processes not remembered (more live than the set holds): looked at again next time
+	TLSFilesForgotten                 uint64 // files seen but not probed, forgotten (more than the set holds): parsed again if seen again
+	NotH2Calls                        uint64 // calls on connections known not HTTP/2: skipped after one lookup
+	PromoteFailed                     uint64 // HTTP/2 connections not moved into the HTTP/2 map (never expected)
+	Throttled                         uint64 // calls not walked: their connection had copied its share of the ring (Options.Rate)
+	ThrottledBytes                    uint64 // their bytes
+	TLSSock                           uint64 // TLS sessions opened with their TCP socket found (ids across hosts)
+	TLSNoSock                         uint64 // ... without (ids local to the host)
+	ThrottledUser                     uint64 // calls not walked: their user (uid) had spent its share of the ring (Options.UserRate)
+	ThrottledUserBytes                uint64 // their bytes
+	FrameTokens                       uint64 // tokens the shares charged for frames (frames walked x Options.FrameCost)
+	ConnsConfirmed                    uint64 // HTTP/2 connections admitted into the kernel's HTTP/2 map: a call (HEADERS frame) seen
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -115,7 +122,10 @@ func (c Counters) Named() []NamedCounter {
 		{"read_fault", c.ReadFault}, {"busy", c.Busy}, {"records", c.Records}, {"iov_cut", c.IovCut},
 		{"tls_calls", c.TLSCalls}, {"conns_tls", c.ConnsTLS}, {"go_tls_calls", c.GoTLSCalls},
 		{"go_tls_errors", c.GoTLSErrors}, {"tls_after_close", c.TLSAfterClose},
-		{"tls_files_failed", c.TLSFilesFailed},
+		{"tls_files_failed", c.TLSFilesFailed}, {"tls_files_not_held", c.TLSFilesNotHeld},
+		{"tls_files_too_large", c.TLSFilesTooLarge}, {"tls_failed_unlisted", c.TLSFailedUnlisted},
+		{"tls_procs_relooked", c.TLSProcsRelooked}, {"tls_procs_unremembered", c.TLSProcsUnremembered},
+		{"tls_files_forgotten", c.TLSFilesForgotten},
 		{"not_http2_calls", c.NotH2Calls}, {"promote_failed", c.PromoteFailed},
 		{"throttled", c.Throttled}, {"throttled_bytes", c.ThrottledBytes},
 		{"tls_sock", c.TLSSock}, {"tls_no_sock", c.TLSNoSock},

@@ -49,9 +49,12 @@ func (c *Capture) GoSkipped() []string {
 // processes started from it later are covered too. The collector's own
 // executable is never probed.
 func (c *Capture) attachGoTLS(configured []string) error {
-	c.goSeen, c.pids = files{}, map[string]bool{}
+	c.goSeen, c.procs = files{}, map[int]procSeen{}
+	if c.maxProcs == 0 {
+		c.maxProcs = maxProcs
+	}
 	if !c.probeSelf {
-		c.goSeen.add(c.self)
+		c.goSeen[c.self] = true
 	}
 	for _, p := range configured {
 		f, err := os.Open(p)
@@ -59,8 +62,9 @@ func (c *Capture) attachGoTLS(configured []string) error {
 			return fmt.Errorf("tls: go_binaries: %w", err)
 		}
 		id, err := idOf(f)
-		if err == nil && c.goSeen.add(id) {
+		if err == nil && c.seen(c.goSeen, id) {
 			err = c.attachGoBinary(f, id, p)
+			c.goSeen[id] = err == nil
 		}
 		_ = f.Close()
 		if err != nil {
@@ -68,7 +72,9 @@ func (c *Capture) attachGoTLS(configured []string) error {
 		}
 	}
 	for _, pid := range procPIDs() {
-		c.pids[pid] = true
+		if seen, ok := procOf(pid); ok {
+			c.remember(c.procs, pid, seen)
+		}
 		if c.wanted(pid) {
 			c.attachGoProcess(pid)
 		}
@@ -78,36 +84,39 @@ func (c *Capture) attachGoTLS(configured []string) error {
 
 // attachGoProcess probes the executable of process pid (one wanted) if it is a Go
 // program with crypto/tls not seen yet; one that cannot be probed is listed
-// in GoSkipped and counted in TLSFilesFailed.
-func (c *Capture) attachGoProcess(pid string) *GoBinary {
+// in GoSkipped and counted in TLSFilesFailed, and why is returned.
+func (c *Capture) attachGoProcess(pid string) (*GoBinary, string) {
 	e := filepath.Join("/proc", pid, "exe")
 	f, err := os.Open(e)
 	if err != nil {
-		return nil // a kernel thread, or gone
+		return nil, "" // a kernel thread, or gone
 	}
 	defer f.Close()
 	id, err := idOf(f)
-	if err != nil || !c.goSeen.add(id) {
-		return nil // a file seen already (the collector's own among them)
+	if err != nil || !c.seen(c.goSeen, id) {
+		return nil, "" // a file seen already (the collector's own among them)
 	}
 	name, err := os.Readlink(e)
 	if err != nil {
 		name = e
 	}
 	err = c.attachGoBinary(f, id, name)
+	c.goSeen[id] = err == nil
 	if err != nil && !errors.Is(err, gotls.ErrNotGo) && !errors.Is(err, gotls.ErrNoTLS) && !errors.Is(err, errDetached) {
-		c.tlsFailed.Add(1)
+		c.failed(err)
+		why := fmt.Sprintf("%s: %v", name, err)
 		c.tlsMu.Lock()
-		c.goSkip = append(c.goSkip, fmt.Sprintf("%s: %v", name, err))
+		c.goSkip = c.listed(c.goSkip, why)
 		c.tlsMu.Unlock()
+		return nil, why
 	}
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	c.tlsMu.Lock()
 	defer c.tlsMu.Unlock()
 	b := c.goBins[len(c.goBins)-1]
-	return &b
+	return &b, ""
 }
 
 // attachGoBinary attaches the Go TLS programs to the executable open as f

@@ -10,6 +10,8 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf/link"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls"
 )
 
 var tlsPrograms = []string{
@@ -75,6 +77,31 @@ func (c *Capture) keep(links []link.Link, record func()) error {
 	c.links = append(c.links, links...)
 	record()
 	return nil
+}
+
+// maxListed bounds the lists of files not probed (LibSSLSkipped,
+// GoSkipped): the later ones are counted (tls_failed_unlisted).
+const maxListed = 256
+
+// listed appends why to list unless it holds maxListed already (then
+// counted); under tlsMu.
+func (c *Capture) listed(list []string, why string) []string {
+	if len(list) >= maxListed {
+		c.tlsUnlisted.Add(1)
+		return list
+	}
+	return append(list, why)
+}
+
+// failed counts a file that could not be parsed or probed, by reason.
+func (c *Capture) failed(err error) {
+	c.tlsFailed.Add(1)
+	switch {
+	case errors.Is(err, gotls.ErrNotHeld):
+		c.tlsNotHeld.Add(1)
+	case errors.Is(err, gotls.ErrTooLarge):
+		c.tlsTooLarge.Add(1)
+	}
 }
 
 // TLSFilesFailed counts the files (executables, libssl) whose parsing or

@@ -53,9 +53,9 @@ func (c *Capture) attachTLS(extra []string) error {
 
 // skipLibSSL records a libssl file that could not be probed.
 func (c *Capture) skipLibSSL(err error) {
-	c.tlsFailed.Add(1)
+	c.failed(err)
 	c.tlsMu.Lock()
-	c.sslSkip = append(c.sslSkip, err.Error())
+	c.sslSkip = c.listed(c.sslSkip, err.Error())
 	c.tlsMu.Unlock()
 }
 
@@ -71,10 +71,12 @@ func (c *Capture) probeLibSSL(name string, open func() (*os.File, error)) (isNew
 	if err != nil {
 		return false, fmt.Errorf("tls: %s: %w", name, err)
 	}
-	if !c.sslSeen.add(id) {
+	if !c.seen(c.sslSeen, id) {
 		return false, nil
 	}
-	return true, c.attachLibSSL(f, name)
+	err = c.attachLibSSL(f, name)
+	c.sslSeen[id] = err == nil
+	return true, err
 }
 
 // attachLibSSL attaches the OpenSSL probes to the libssl open as f (name:
@@ -85,11 +87,7 @@ func (c *Capture) attachLibSSL(f *os.File, name string) (err error) {
 			err = fmt.Errorf("tls: %s: %w: parser panic: %v", name, gotls.ErrMalformed, v)
 		}
 	}()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("tls: %s: %w", name, err)
-	}
-	if err := gotls.CheckELF(f, st.Size()); err != nil {
+	if err := gotls.CheckLibrary(f); err != nil {
 		return fmt.Errorf("tls: %s: %w", name, err)
 	}
 	ex, err := openExecutable(f)

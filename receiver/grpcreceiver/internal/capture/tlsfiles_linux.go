@@ -222,14 +222,33 @@ func procPIDs() []string {
 }
 
 // files is a set of files by device and inode: one file reached by
-// several paths (links, /proc/<pid>/root, /proc/<pid>/exe) is one.
+// several paths (links, /proc/<pid>/root, /proc/<pid>/exe) is one. True:
+// the file is probed (kept for good), false: seen only (not Go, no TLS, or
+// failed: forgotten when the set is full).
 type files map[fileID]bool
 
-// add adds the file id and says whether it is new.
-func (f files) add(id fileID) bool {
-	if f[id] {
+// maxFiles bounds each set of files seen: past it, those seen only are
+// forgotten (counted in tls_files_forgotten) and parsed again if seen again.
+const maxFiles = 1 << 16
+
+// seen adds file id to set and says whether it is new; the files seen
+// only are forgotten first when the set holds maxFiles (c.maxFiles).
+func (c *Capture) seen(set files, id fileID) bool {
+	if _, ok := set[id]; ok {
 		return false
 	}
-	f[id] = true
+	limit := c.maxFiles
+	if limit == 0 {
+		limit = maxFiles
+	}
+	if len(set) >= limit {
+		for k, probed := range set {
+			if !probed {
+				delete(set, k)
+				c.tlsForgotten.Add(1)
+			}
+		}
+	}
+	set[id] = false
 	return true
 }

@@ -140,3 +140,25 @@ func TestTLSSelfAndFilters(t *testing.T) {
 	got = probed(Options{Filter: ProcFilter{ExcludeCgroups: []string{cgroupOf("self")}}})
 	assert.False(t, got[paths[0]] || got[paths[1]], "the test's cgroup excluded: %v", got)
 }
+
+// The files seen but not probed are bounded: past maxFiles they are
+// forgotten (counted); the probed ones are kept (their uprobes are on them:
+// a file probed twice would fire twice).
+func TestSeenFilesBounded(t *testing.T) {
+	c := &Capture{maxFiles: 100}
+	set := files{}
+	for i := range 10 {
+		require.True(t, c.seen(set, fileID{1, uint64(i)}))
+		set[fileID{1, uint64(i)}] = true // probed
+	}
+	for i := range 10_000 {
+		c.seen(set, fileID{2, uint64(i)})
+		require.LessOrEqual(t, len(set), 100)
+	}
+	for i := range 10 {
+		assert.True(t, set[fileID{1, uint64(i)}], "probed file %d kept", i)
+		assert.False(t, c.seen(set, fileID{1, uint64(i)}), "probed file %d not new", i)
+	}
+	assert.Greater(t, c.tlsForgotten.Load(), uint64(9_000))
+	assert.False(t, c.seen(set, fileID{2, 9_999}), "the last seen is remembered")
+}

@@ -14,8 +14,11 @@
 //
 // Every file is untrusted input (any local user can run a program, and the
 // collector runs as root): sizes and offsets read from it are checked
-// against the file before anything is allocated or read, and a panic in the
-// parsers becomes an error wrapping ErrMalformed.
+// against what the file really holds (Held: not its apparent size, which a
+// sparse file makes anything) and against a cap per table before anything
+// is allocated or read; every read goes through a budget (MaxRead,
+// MaxFileRead); and a panic in the parsers becomes an error wrapping
+// ErrMalformed.
 package gotls
 
 import (
@@ -29,6 +32,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
@@ -105,12 +109,17 @@ func FindFile(f *os.File) (*Probes, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: not a regular file", ErrNotGo)
 	}
-	return FindReader(f, st.Size())
+	size, held, err := HeldFile(f)
+	if err != nil {
+		return nil, err
+	}
+	return FindReaderHeld(f, size, held, runtime.GOARCH)
 }
 
-// FindReader reads an executable of size bytes from r; as Find. Nothing is
-// allocated beyond a small multiple of size, and a panic of the parsers on
-// a hostile file is returned as an error wrapping ErrMalformed.
+// FindReader reads an executable of size bytes from r, all of them held
+// (in memory); as Find. Nothing is allocated beyond a small multiple of
+// size, and a panic of the parsers on a hostile file is returned as an
+// error wrapping ErrMalformed.
 func FindReader(r io.ReaderAt, size int64) (*Probes, error) {
 	return FindReaderFor(r, size, runtime.GOARCH)
 }
@@ -133,6 +142,15 @@ var archs = map[elf.Machine]archCode{
 // FindReaderFor is FindReader for an executable of the architecture goarch
 // (amd64 or arm64) whatever the collector's: errors wrap ErrArch for any other.
 func FindReaderFor(r io.ReaderAt, size int64, goarch string) (p *Probes, err error) {
+	return FindReaderHeld(r, size, Dense(size), goarch)
+}
+
+// FindReaderHeld is FindReaderFor for a file of size bytes that holds the
+// bytes held says (a sparse file holds fewer than its size): a table in a
+// hole is refused (ErrNotHeld) before anything is allocated for it, and
+// no read goes past MaxRead, MaxFileRead or a hole. Nothing is allocated
+// beyond a small multiple of the bytes held, and at most the caps.
+func FindReaderHeld(r io.ReaderAt, size int64, held Held, goarch string) (p *Probes, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p, err = nil, fmt.Errorf("%w: parser panic: %v", ErrMalformed, v)
@@ -141,10 +159,11 @@ func FindReaderFor(r io.ReaderAt, size int64, goarch string) (p *Probes, err err
 	if size < 0 {
 		return nil, fmt.Errorf("%w: negative size", ErrMalformed)
 	}
-	if err := CheckELF(r, size); err != nil {
+	if err := CheckELF(r, size, held, 0); err != nil {
 		return nil, err
 	}
-	sr := io.NewSectionReader(r, 0, size)
+	br := newBudgetReader(r, size, held)
+	sr := io.NewSectionReader(br, 0, size)
 	f, err := elf.NewFile(sr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
@@ -159,9 +178,9 @@ func FindReaderFor(r io.ReaderAt, size int64, goarch string) (p *Probes, err err
 	}
 	p = &Probes{Arch: arch.goarch}
 	names := []string{WriteSym, ReadSym, CloseSym}
-	found, err := fromSymtab(f, size, names)
+	found, err := fromSymtab(f, held, names)
 	if errors.Is(err, elf.ErrNoSymbols) {
-		found, err = fromPclntab(f, size, names)
+		found, err = fromPclntab(f, held, names)
 		p.Pclntab = true
 	}
 	if err != nil {
@@ -200,7 +219,7 @@ func FindReaderFor(r io.ReaderAt, size int64, goarch string) (p *Probes, err err
 	p.Write, p.Read, p.Close = found[0], found[1], found[2]
 	for _, fn := range []*Func{&p.Write, &p.Read, &p.Close} {
 		code := make([]byte, fn.Size)
-		if _, err := r.ReadAt(code, int64(fn.Entry)); err != nil {
+		if _, err := br.ReadAt(code, int64(fn.Entry)); err != nil {
 			return nil, fmt.Errorf("read %s: %w", fn.Name, err)
 		}
 		fn.Body = fn.Entry + arch.body(code)
@@ -218,17 +237,29 @@ func FindReaderFor(r io.ReaderAt, size int64, goarch string) (p *Probes, err err
 	return p, nil
 }
 
-// sectionData reads a section after checking that its declared size is
-// within the file (debug/elf allocates the declared size).
-func sectionData(s *elf.Section, size int64) ([]byte, error) {
+// checkSection checks that a section's declared bytes are in the file,
+// held (no hole) and at most maxN, before they are read.
+func checkSection(s *elf.Section, held Held, maxN uint64) error {
 	if s.Type == elf.SHT_NOBITS {
-		return nil, fmt.Errorf("%w: section %s has no bytes in the file", ErrMalformed, s.Name)
+		return fmt.Errorf("%w: section %s has no bytes in the file", ErrMalformed, s.Name)
 	}
 	if s.Flags&elf.SHF_COMPRESSED != 0 {
-		return nil, fmt.Errorf("%w: section %s is compressed", ErrMalformed, s.Name)
+		return fmt.Errorf("%w: section %s is compressed", ErrMalformed, s.Name)
 	}
-	if s.Offset > uint64(size) || s.Size > uint64(size)-s.Offset {
-		return nil, fmt.Errorf("%w: section %s (file offset %#x, %d bytes) is past the end of the file (%d bytes)", ErrMalformed, s.Name, s.Offset, s.Size, size)
+	if s.Size > maxN {
+		return tooLarge("section "+s.Name, s.Size, maxN)
+	}
+	if !held(s.Offset, s.Size) {
+		return notHeld("section "+s.Name, s.Offset, s.Size)
+	}
+	return nil
+}
+
+// sectionData reads a section whole after checkSection (debug/elf
+// allocates the declared size).
+func sectionData(s *elf.Section, held Held, maxN uint64) ([]byte, error) {
+	if err := checkSection(s, held, maxN); err != nil {
+		return nil, err
 	}
 	return s.Data()
 }
@@ -336,52 +367,90 @@ func ReturnsARM64(code []byte) ([]uint64, error) {
 	return rets, nil
 }
 
-// fromSymtab finds the functions in .symtab, reading its entries and names
-// in place (a large Go executable has hundreds of thousands of symbols).
-func fromSymtab(f *elf.File, size int64, names []string) ([]Func, error) {
+// maxNameCopies bounds how many times one probed function's name may be
+// in .strtab (once in any real file).
+const maxNameCopies = 16
+
+// fromSymtab finds the functions in .symtab: where their names are in
+// .strtab first, then the symbols that name them, both tables read in
+// chunks of maxChunk (a large Go executable has hundreds of thousands of
+// symbols; a hostile one declares what it likes, MaxSymtab at most).
+func fromSymtab(f *elf.File, held Held, names []string) ([]Func, error) {
 	symtab := f.SectionByType(elf.SHT_SYMTAB)
 	if symtab == nil || symtab.Link == 0 || int(symtab.Link) >= len(f.Sections) {
 		return nil, elf.ErrNoSymbols
 	}
-	syms, err := sectionData(symtab, size)
-	if err != nil {
-		return nil, err
-	}
-	strs, err := sectionData(f.Sections[symtab.Link], size)
-	if err != nil {
-		return nil, err
+	strtab := f.Sections[symtab.Link]
+	for _, s := range []*elf.Section{symtab, strtab} {
+		if err := checkSection(s, held, MaxSymtab); err != nil {
+			return nil, err
+		}
 	}
 	want := make([][]byte, len(names))
+	longest := 0
 	for i, n := range names {
 		want[i] = append([]byte(n), 0)
+		longest = max(longest, len(want[i]))
 	}
-	out := make([]Func, len(names))
-	n := 0
-	for off := 0; off+elf.Sym64Size <= len(syms) && n < len(names); off += elf.Sym64Size {
-		e := syms[off : off+elf.Sym64Size]
-		if elf.ST_TYPE(e[4]) != elf.STT_FUNC {
-			continue
+	// at[i]: the offsets in .strtab where names[i] is (a symbol's name is
+	// an offset there). A match that starts in a chunk's overlap is found
+	// in the next chunk.
+	at := make([][]uint64, len(names))
+	buf := make([]byte, min(maxChunk, max(strtab.Size, symtab.Size))+uint64(longest))
+	for base := uint64(0); base < strtab.Size; base += maxChunk {
+		n := min(maxChunk, strtab.Size-base)
+		m := min(n+uint64(longest), strtab.Size-base)
+		if _, err := strtab.ReadAt(buf[:m], int64(base)); err != nil {
+			return nil, fmt.Errorf("read %s: %w", strtab.Name, err)
 		}
-		name := int(f.ByteOrder.Uint32(e[0:4]))
 		for i, w := range want {
-			if out[i].Name == "" && name+len(w) <= len(strs) && bytes.Equal(strs[name:name+len(w)], w) {
-				out[i] = Func{Name: names[i], Addr: f.ByteOrder.Uint64(e[8:16]), Size: f.ByteOrder.Uint64(e[16:24])}
-				n++
+			for j := 0; ; {
+				k := bytes.Index(buf[j:m], w)
+				if k < 0 || uint64(j+k) >= n {
+					break
+				}
+				if len(at[i]) == maxNameCopies {
+					return nil, fmt.Errorf("%w: %s is in %s more than %d times", ErrMalformed, names[i], strtab.Name, maxNameCopies)
+				}
+				at[i] = append(at[i], base+uint64(j+k))
+				j += k + 1
 			}
 		}
 	}
-	if n < len(names) {
+	out := make([]Func, len(names))
+	found := 0
+	const chunk = maxChunk / elf.Sym64Size * elf.Sym64Size
+	for base := uint64(0); base+elf.Sym64Size <= symtab.Size && found < len(names); base += chunk {
+		m := min(chunk, (symtab.Size-base)/elf.Sym64Size*elf.Sym64Size)
+		if _, err := symtab.ReadAt(buf[:m], int64(base)); err != nil {
+			return nil, fmt.Errorf("read %s: %w", symtab.Name, err)
+		}
+		for off := uint64(0); off+elf.Sym64Size <= m && found < len(names); off += elf.Sym64Size {
+			e := buf[off : off+elf.Sym64Size]
+			if elf.ST_TYPE(e[4]) != elf.STT_FUNC {
+				continue
+			}
+			name := uint64(f.ByteOrder.Uint32(e[0:4]))
+			for i := range names {
+				if out[i].Name == "" && slices.Contains(at[i], name) {
+					out[i] = Func{Name: names[i], Addr: f.ByteOrder.Uint64(e[8:16]), Size: f.ByteOrder.Uint64(e[16:24])}
+					found++
+				}
+			}
+		}
+	}
+	if found < len(names) {
 		return nil, ErrNoTLS
 	}
 	return out, nil
 }
 
-func fromPclntab(f *elf.File, size int64, names []string) ([]Func, error) {
+func fromPclntab(f *elf.File, held Held, names []string) ([]Func, error) {
 	pcln, text := f.Section(".gopclntab"), f.Section(".text")
 	if pcln == nil || text == nil {
 		return nil, ErrNoTable
 	}
-	data, err := sectionData(pcln, size)
+	data, err := sectionData(pcln, held, MaxPclntab)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoTable, err)
 	}
@@ -390,8 +459,8 @@ func fromPclntab(f *elf.File, size int64, names []string) ([]Func, error) {
 	if len(data) < 16 || data[7] != 8 {
 		return nil, fmt.Errorf("%w: .gopclntab header: not a 64-bit table", ErrNoTable)
 	}
-	if nfunc := binary.LittleEndian.Uint64(data[8:16]); nfunc > uint64(len(data))/8 {
-		return nil, fmt.Errorf("%w: .gopclntab declares %d functions in %d bytes", ErrMalformed, nfunc, len(data))
+	if nfunc := binary.LittleEndian.Uint64(data[8:16]); nfunc > uint64(len(data))/8 || nfunc > MaxPclnFuncs {
+		return nil, fmt.Errorf("%w: .gopclntab declares %d functions in %d bytes (at most one per 8 bytes, and %d)", ErrMalformed, nfunc, len(data), MaxPclnFuncs)
 	}
 	// The function name table is in there: no name, no need to decode it all.
 	for _, n := range names {
@@ -505,15 +574,37 @@ func fileOffset(f *elf.File, addr uint64) (uint64, error) {
 	return addr - p.Vaddr + p.Off, nil
 }
 
+// CheckLibrary is CheckELF for the shared library open as f, as
+// cilium/ebpf reads it to find its symbols (its symbol, string and version
+// tables whole): each of those at most MaxLibTable.
+func CheckLibrary(f *os.File) error {
+	size, held, err := HeldFile(f)
+	if err != nil {
+		return err
+	}
+	return CheckELF(f, size, held, MaxLibTable)
+}
+
+// symbolTables are the sections debug/elf reads whole for Symbols and
+// DynamicSymbols (with the string tables they link to).
+var symbolTables = []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_DYNSYM, elf.SHT_GNU_VERSYM, elf.SHT_GNU_VERNEED, elf.SHT_GNU_VERDEF}
+
 // CheckELF checks, before debug/elf reads anything, that the ELF file of
 // size bytes in r has its program and section header tables, and every
 // segment's and section's bytes, inside the file (debug/elf allocates what
-// a header declares, in chunks of up to 10 MiB). Errors wrap ErrMalformed,
-// or ErrNotGo when r is no ELF file at all.
-func CheckELF(r io.ReaderAt, size int64) error {
+// a header declares, in chunks of up to 10 MiB); that the tables read
+// whole are held (held: no hole, a sparse file's table refused before it is
+// allocated) and at most their caps (MaxHeaderTable, MaxSectionNames and,
+// when tableCap is not 0, tableCap for the symbol tables, their string
+// tables and the version tables). Errors wrap ErrMalformed (with
+// ErrNotHeld or ErrTooLarge), or ErrNotGo when r is no ELF file at all.
+func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 	var h [64]byte
 	if size < 52 {
 		return fmt.Errorf("%w: %d bytes, too short for an ELF header", ErrNotGo, size)
+	}
+	if !held(0, uint64(min(int64(len(h)), size))) {
+		return notHeld("the ELF header", 0, uint64(min(int64(len(h)), size)))
 	}
 	n, _ := r.ReadAt(h[:min(int64(len(h)), size)], 0)
 	if n < 52 || string(h[:4]) != elf.ELFMAG {
@@ -555,6 +646,12 @@ func CheckELF(r io.ReaderAt, size int64) error {
 		if entsize < min || !within(off, entsize*num) { // entsize and num are 16-bit: no overflow
 			return nil, fmt.Errorf("%w: %s table (offset %#x, %d entries of %d bytes) outside the file (%d bytes)", ErrMalformed, what, off, num, entsize, size)
 		}
+		if entsize*num > MaxHeaderTable {
+			return nil, tooLarge(what+" table", entsize*num, MaxHeaderTable)
+		}
+		if !held(off, entsize*num) {
+			return nil, notHeld(what+" table", off, entsize*num)
+		}
 		b := make([]byte, entsize*num)
 		if _, err := r.ReadAt(b, int64(off)); err != nil {
 			return nil, fmt.Errorf("%w: %s table: %w", ErrMalformed, what, err)
@@ -589,25 +686,58 @@ func CheckELF(r io.ReaderAt, size int64) error {
 	if err != nil {
 		return err
 	}
+	type section struct {
+		typ       elf.SectionType
+		flags     elf.SectionFlag
+		off, n    uint64
+		link      uint64
+		wholeRead bool
+	}
+	secs := make([]section, shnum)
 	for i := range shnum {
 		e := sh[i*shentsize:]
-		typ := elf.SectionType(bo.Uint32(e[4:]))
-		off, n := uint64(bo.Uint32(e[16:])), uint64(bo.Uint32(e[20:]))
+		s := &secs[i]
+		s.typ = elf.SectionType(bo.Uint32(e[4:]))
+		s.flags = elf.SectionFlag(bo.Uint32(e[8:]))
+		s.off, s.n, s.link = uint64(bo.Uint32(e[16:])), uint64(bo.Uint32(e[20:])), uint64(bo.Uint32(e[24:]))
 		if is64 {
-			off, n = bo.Uint64(e[24:]), bo.Uint64(e[32:])
+			s.flags = elf.SectionFlag(bo.Uint64(e[8:]))
+			s.off, s.n, s.link = bo.Uint64(e[24:]), bo.Uint64(e[32:]), uint64(bo.Uint32(e[40:]))
 		}
 		// debug/elf reads the section names whatever their type says (a
 		// NOBITS one reads as zeros, of the declared size).
-		if (typ != elf.SHT_NOBITS || i == shstrndx) && !within(off, n) {
-			return fmt.Errorf("%w: section %d (file offset %#x, %d bytes) outside the file (%d bytes)", ErrMalformed, i, off, n, size)
+		if (s.typ != elf.SHT_NOBITS || i == shstrndx) && !within(s.off, s.n) {
+			return fmt.Errorf("%w: section %d (file offset %#x, %d bytes) outside the file (%d bytes)", ErrMalformed, i, s.off, s.n, size)
 		}
 		// ... and decompress them to the size their header declares.
-		flags := uint64(bo.Uint32(e[8:]))
-		if is64 {
-			flags = bo.Uint64(e[8:])
-		}
-		if i == shstrndx && elf.SectionFlag(flags)&elf.SHF_COMPRESSED != 0 {
+		if i == shstrndx && s.flags&elf.SHF_COMPRESSED != 0 {
 			return fmt.Errorf("%w: compressed section name table", ErrMalformed)
+		}
+	}
+	for i := range secs {
+		s := &secs[i]
+		if tableCap != 0 && slices.Contains(symbolTables, s.typ) {
+			s.wholeRead = true
+			if s.link < shnum {
+				secs[s.link].wholeRead = true
+			}
+		}
+	}
+	for i, s := range secs {
+		switch {
+		case uint64(i) == shstrndx:
+			if s.n > MaxSectionNames {
+				return tooLarge("the section name table", s.n, MaxSectionNames)
+			}
+		case s.wholeRead: // a NOBITS one too: read as zeros of its declared size
+			if s.n > tableCap {
+				return tooLarge(fmt.Sprintf("section %d (%s)", i, s.typ), s.n, tableCap)
+			}
+		default:
+			continue
+		}
+		if !held(s.off, s.n) {
+			return notHeld(fmt.Sprintf("section %d (%s)", i, s.typ), s.off, s.n)
 		}
 	}
 	return nil

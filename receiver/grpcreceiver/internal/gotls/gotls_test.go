@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -404,8 +405,11 @@ func TestFindHostileSizes(t *testing.T) {
 
 // FuzzFind feeds mutated executables to FindReader: it must not panic (the
 // parsers' panics are recovered, and counted as ErrMalformed), allocate more
-// than a small multiple of the input, nor take long. Seeds in
-// testdata/fuzz/FuzzFind (TestFuzzSeeds writes them).
+// than a small multiple of the input, nor take long. Each is read twice:
+// as it is, and as the start of a sparse file of 16 GiB (the input, then a
+// hole: zeros that the file does not hold), where what is allocated must
+// still be bounded by the bytes held, whatever the headers say of the
+// rest. Seeds in testdata/fuzz/FuzzFind (TestFuzzSeeds writes them).
 func FuzzFind(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s)
@@ -414,23 +418,52 @@ func FuzzFind(f *testing.F) {
 		// Both architectures' paths, whatever the collector's: an arm64
 		// executable is read by FindReaderFor(…, "arm64") on an amd64 host.
 		for _, goarch := range []string{"amd64", "arm64"} {
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			start := time.Now()
-			_, err := FindReaderFor(bytes.NewReader(b), int64(len(b)), goarch)
-			took := time.Since(start)
-			runtime.ReadMemStats(&after)
-			if err != nil && strings.Contains(err.Error(), "parser panic") {
-				t.Logf("%s: recovered: %v", goarch, err) // allowed, but worth seeing
-			}
-			if d := after.TotalAlloc - before.TotalAlloc; d > 64*uint64(len(b))+4<<20 {
-				t.Fatalf("%s: %d bytes allocated for an input of %d", goarch, d, len(b))
-			}
-			if took > 5*time.Second {
-				t.Fatalf("%s: took %s for an input of %d bytes", goarch, took, len(b))
+			for _, sparse := range []bool{false, true} {
+				var r io.ReaderAt = bytes.NewReader(b)
+				size := int64(len(b))
+				if sparse {
+					r, size = sparseFile{b}, 16<<30
+				}
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				start := time.Now()
+				_, err := FindReaderHeld(r, size, Dense(int64(len(b))), goarch)
+				took := time.Since(start)
+				runtime.ReadMemStats(&after)
+				if err != nil && strings.Contains(err.Error(), "parser panic") {
+					t.Logf("%s: recovered: %v", goarch, err) // allowed, but worth seeing
+				}
+				if d := after.TotalAlloc - before.TotalAlloc; d > 64*uint64(len(b))+4<<20 {
+					t.Fatalf("%s (sparse %v): %d bytes allocated for %d bytes held", goarch, sparse, d, len(b))
+				}
+				if took > 5*time.Second {
+					t.Fatalf("%s (sparse %v): took %s for %d bytes held", goarch, sparse, took, len(b))
+				}
 			}
 		}
 	})
+}
+
+// sparseFile is a file of 16 GiB that holds b at its start: a hole after
+// (reads as zeros).
+type sparseFile struct{ b []byte }
+
+func (s sparseFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= 16<<30 {
+		return 0, io.EOF
+	}
+	n := len(p)
+	if rest := 16<<30 - off; int64(n) > rest {
+		n = int(rest)
+	}
+	clear(p[:n])
+	if off < int64(len(s.b)) {
+		copy(p[:n], s.b[off:])
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // fuzzSeeds are the synthetic executable, one built by an old Go, one
