@@ -201,7 +201,7 @@ func (r *seqReceiver) flush(ctx context.Context) {
 	if r.recs.Len() > 0 {
 		if r.logs != nil {
 			if r.inContainers() {
-				splitLogs(r.out)
+				splitLogs(r.out, r.cgroups.Parse)
 			}
 			r.consumeLogs(ctx, r.out)
 		}
@@ -231,7 +231,7 @@ func (r *seqReceiver) flushSpans(ctx context.Context) {
 		return
 	}
 	if r.inContainers() {
-		splitSpans(traces)
+		splitSpans(traces, r.cgroups.Parse)
 	}
 	n := traces.SpanCount()
 	octx := r.obs.StartTracesOp(ctx)
