@@ -561,13 +561,17 @@ func (h *runHandler) readStderr(f io.Reader) {
 	br := bufio.NewReaderSize(f, 4<<10)
 	name := h.s.spec.name
 	for {
+		// A line is read up to its bound (and its line end), then cut
+		// where naming the script instead of the temporary file made it
+		// longer; counted once.
 		raw, cut, err := readLineCharged(br, min(maxStderrBytes, h.s.r.maxLine+2), nil)
-		if cut != "" {
-			h.s.cutLine.Add(1)
-		}
 		line := strings.TrimRight(string(raw), "\r\n")
 		if strings.TrimSpace(line) != "" {
 			line = strings.ReplaceAll(line, h.tmpPath, h.display)
+			if kept := cutUTF8(line, h.s.r.maxLine); cut != "" || len(kept) < len(line) {
+				h.s.cutLine.Add(1)
+				line = kept
+			}
 			now := time.Now()
 			h.s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
 				appendLineLog(lrs, name, streamStderr, line, plog.SeverityNumberWarn, now, now)

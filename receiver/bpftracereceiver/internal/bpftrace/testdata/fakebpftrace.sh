@@ -93,6 +93,17 @@ huge)
 	: > "$FAKE_DIR/huge.done"
 	while :; do sleep 0.05; done
 	;;
+config)
+	# For the test that every config field arrives: the environment, a
+	# keyed map, a long line and a long stderr line.
+	env > "$FAKE_DIR/$mode.env"
+	rec '{"type": "attached_probes", "data": {"probes": 1}}'
+	rec '{"type": "map", "data": {"@k": {"x,y": 5}}}'
+	long=$(head -c 300 /dev/zero | tr '\0' 'l')
+	rec '{"type": "printf", "data": "'"$long"'\n"}'
+	echo "WARNING: $long" >&2
+	while :; do sleep 0.05; done
+	;;
 stubborn)
 	# Ignores SIGINT, and leaves a child that ignores it too.
 	trap '' INT
