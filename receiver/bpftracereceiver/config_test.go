@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/bpftracereceiver/internal/bpftrace"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,4 +84,36 @@ func TestShippedConfigRedactsExecsnoop(t *testing.T) {
 		}
 	}
 	assert.True(t, found, "the shipped config runs execsnoop.bt")
+}
+
+// Every field of the configuration, set to a value that is not its
+// default, arrives in the Config the runner gets (a field without its
+// mapstructure tag, or squashed away, would not); nonZeroFields fails when
+// a field is added to the Config without being set here.
+// internal/bpftrace's TestConfigFieldsReachRunner takes the same values
+// on to the code each configures.
+func TestConfigEveryField(t *testing.T) {
+	cfg := loadConfig(t, "every_field")
+	monotonic := false
+	assert.Equal(t, &Config{Config: bpftrace.Config{
+		Binary:           "/opt/bpftrace/bin/bpftrace",
+		Env:              map[string]string{"BPFTRACE_STRLEN": "200"},
+		MaxBufferedBytes: 8 << 20,
+		MaxLineBytes:     128,
+		Scripts: []bpftrace.ScriptConfig{{
+			Name:         "fields",
+			Path:         "/etc/otelcol/fields.bt",
+			Args:         []string{"7", "-x"},
+			PullInterval: 250 * time.Millisecond,
+			Redact:       "argv",
+			Maps: map[string]bpftrace.MapConfig{"@k": {
+				Type: bpftrace.MapTypeSum, Name: "custom.k", Attributes: []string{"first", "second"},
+				Monotonic: &monotonic, Unit: "{call}", Description: "keyed calls",
+			}},
+		}, {Program: "BEGIN { exit(); }"}},
+	}}, cfg)
+	testutil.AssertEveryFieldSet(t, cfg.Config)
+	testutil.AssertEveryFieldSet(t, cfg.Scripts[0], "Program") // Path, or Program:
+	assert.NotEmpty(t, cfg.Scripts[1].Program)
+	testutil.AssertEveryFieldSet(t, cfg.Scripts[0].Maps["@k"])
 }

@@ -60,3 +60,18 @@ func TestConfigNegativeTimeout(t *testing.T) {
 	// names a "controllerconfig" key no YAML has; this one names the fix.
 	assert.ErrorContains(t, confmap.Validate(cfg), "timeout: -1s is negative; use 0 or a positive duration")
 }
+
+// Every field, set to a value that is not its default, arrives in the
+// Config (TestConfigFieldsArrive takes them on to the code they
+// configure); AssertEveryFieldSet fails when a field is added without
+// being set here.
+func TestConfigEveryField(t *testing.T) {
+	cfg := loadConfig(t, "every_field")
+	require.NoError(t, confmap.Validate(cfg))
+	want := createDefaultConfig()
+	want.ConfigDir, want.Names, want.Strict = "/etc/ebpf_exporter", []string{"biolatency"}, true
+	want.CollectionInterval, want.InitialDelay, want.Timeout = 150*time.Millisecond, 10*time.Millisecond, 5*time.Second
+	want.MaxSeries, want.MaxMemory, want.MaxQueuedSpans = 7, 12345, 3 // TestConfigLimitsArrive: they reach the exporter
+	assert.Equal(t, want, cfg)
+	testutil.AssertEveryFieldSet(t, cfg)
+}

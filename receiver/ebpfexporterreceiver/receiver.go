@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/collector/scraper/scrapererror"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
@@ -168,8 +169,15 @@ func (r *ebpfReceiver) Start(ctx context.Context, _ component.Host) (err error) 
 
 // scrape reads every running config's maps (the scraper controller calls
 // it every collection_interval).
-func (r *ebpfReceiver) scrape(context.Context) (pmetric.Metrics, error) {
-	return r.ee.Collect(), nil
+// scrape reads the maps within the scraper's timeout (ctx): what was read
+// before it ran out is delivered, as a partial scrape naming the configs
+// skipped.
+func (r *ebpfReceiver) scrape(ctx context.Context) (pmetric.Metrics, error) {
+	md, skipped, err := r.ee.CollectContext(ctx)
+	if err != nil {
+		return md, scrapererror.NewPartialScrapeError(err, skipped)
+	}
+	return md, nil
 }
 
 // Shutdown closes every link, reader, program and map, once for all the

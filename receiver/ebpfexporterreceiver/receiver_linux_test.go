@@ -77,3 +77,56 @@ func TestReceiverPullsEveryInterval(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	assert.Len(t, sink.AllMetrics(), n, "no collection after Shutdown")
 }
+
+// Every field reaches the code it configures: config_dir and names load
+// the fixtures, strict fails the config whose kprobe cannot attach (where
+// kprobes are missing), collection_interval and initial_delay pace the
+// collections, and timeout bounds each: with 1ns every collection is cut
+// before the first config and only the receiver's own series arrive,
+// delivered as a partial scrape (on main the timeout reached nothing).
+func TestConfigFieldsArrive(t *testing.T) {
+	testutil.RequireRoot(t)
+	run := func(t *testing.T, timeout time.Duration) (*ebpfReceiver, *consumertest.MetricsSink) {
+		cfg := createDefaultConfig()
+		cfg.ConfigDir = testutil.ArchDir("../../testdata/ebpf_exporter")
+		cfg.Names = []string{"ebpfx_counters", "ebpfx_partial"}
+		cfg.Strict = true
+		cfg.CollectionInterval = 150 * time.Millisecond
+		cfg.InitialDelay = 10 * time.Millisecond
+		cfg.Timeout = timeout
+		testutil.AssertEveryFieldSet(t, cfg)
+		require.NoError(t, cfg.Validate())
+		set := metadatatest.NewSettings(componenttest.NewTelemetry())
+		sink := new(consumertest.MetricsSink)
+		rcv, err := NewFactory().CreateMetrics(context.Background(), set, cfg, sink)
+		require.NoError(t, err)
+		shared, err := sharedReceiver(set, cfg)
+		require.NoError(t, err)
+		start := time.Now()
+		require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+		t.Cleanup(func() { assert.NoError(t, rcv.Shutdown(context.Background())) })
+		require.Eventually(t, func() bool { return len(sink.AllMetrics()) >= 6 }, 5*time.Second, 10*time.Millisecond,
+			"six collections, 150ms apart from 10ms on (the defaults: 1s, then every 10s)")
+		assert.Less(t, time.Since(start), 3*time.Second)
+		return shared.C, sink
+	}
+
+	t.Run("loaded", func(t *testing.T) {
+		r, sink := run(t, 5*time.Second)
+		progs := r.ee.Programs()
+		require.Contains(t, progs, "ebpfx_counters", "config_dir and names")
+		require.Contains(t, progs, "ebpfx_partial")
+		if kerr := progs["ebpfx_partial"]["ebpfx_partial_kprobe"]; kerr != nil {
+			assert.Contains(t, r.ee.Failures(), "ebpfx_partial", "strict: a program that cannot attach fails its config (%v)", kerr)
+		} else {
+			t.Log("kprobes attach on this kernel: strict has nothing to fail")
+		}
+		assert.GreaterOrEqual(t, sumOf(sink.AllMetrics()[len(sink.AllMetrics())-1], "ebpfx_getppid_calls_total"), int64(0), "the config's series arrive")
+	})
+	t.Run("timeout", func(t *testing.T) {
+		_, sink := run(t, time.Nanosecond)
+		for _, md := range sink.AllMetrics() {
+			assert.Equal(t, int64(-1), sumOf(md, "ebpfx_getppid_calls_total"), "no config is read within 1ns")
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
@@ -25,7 +26,13 @@ func (r *seqReceiver) startCgroups() {
 	}
 	r.cgroups = res
 	r.mapper.Cgroups = res.Resolve
-	r.set.Logger.Info("seq receiver: resolving cgroup ids", zap.String("cgroup2", res.Mount()))
+	root, anchored := res.Root()
+	if !anchored {
+		r.set.Logger.Warn("seq receiver: no container identity: the cgroup2 mount shows a cgroup namespace's subtree whose place in the hierarchy is unknown, "+
+			"so no path can be trusted to name a container or pod; mount the host's cgroup hierarchy (hostPath /sys/fs/cgroup) or run in the host's cgroup namespace",
+			zap.String("cgroup2", res.Mount()), zap.String("root", root))
+	}
+	r.set.Logger.Info("seq receiver: resolving cgroup ids", zap.String("cgroup2", res.Mount()), zap.String("root", root))
 }
 
 // cgroupsOf is the model's and the mapper's resolver, or nil.
@@ -51,6 +58,15 @@ func (r *seqReceiver) registerContainerTelemetry() error {
 		r.tb.RegisterReceiverSeqCgroupMissesCallback(func(_ context.Context, o metric.Int64Observer) error {
 			if r.cgroups != nil {
 				o.Observe(int64(r.cgroups.Stats().Misses))
+			}
+			return nil
+		}),
+		r.tb.RegisterReceiverSeqCgroupsUntrustedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			if r.cgroups == nil {
+				return nil
+			}
+			for reason, n := range r.cgroups.Stats().Untrusted {
+				o.Observe(int64(n), metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
 			}
 			return nil
 		}),

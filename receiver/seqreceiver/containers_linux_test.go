@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 )
 
@@ -191,4 +192,57 @@ func TestForkStormWithContainerAccounting(t *testing.T) {
 	delivered, lost := checkOrder(t, flatten(sink.AllLogs()))
 	assert.Equal(t, int64(f.Stats.Records), delivered)
 	assert.Equal(t, int64(f.Stats.Lost), lost)
+}
+
+// A user recreates a victim pod's container cgroup in the subtree systemd
+// delegates to them (made here by root at the same path) and runs a
+// program there: its records carry the path, never the victim's
+// container.id or k8s.pod.uid, and the cgroup is counted.
+func TestSpoofedCgroupNoIdentity(t *testing.T) {
+	testutil.RequireRoot(t)
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	mount, _, ok := cgroups.FindCgroup2(b)
+	if !ok {
+		t.Skip("no cgroup v2 hierarchy")
+	}
+	uid, _ := testutil.KubepodsParent(t) // a fresh uid
+	victim := fmt.Sprintf("%064x", rand.Uint64())
+	top := "user.slice/user-4242.slice/user@4242.service"
+	rel := top + "/app.slice/kubepods/burstable/pod" + uid + "/" + victim
+	require.NoError(t, os.MkdirAll(filepath.Join(mount, rel), 0o755))
+	t.Cleanup(func() {
+		for d := rel; d != "." && d != "user.slice"; d = filepath.Dir(d) {
+			_ = os.Remove(filepath.Join(mount, d))
+		}
+	})
+
+	sink := &consumertest.LogsSink{}
+	r := startReceiver(t, createDefaultConfig(), sink)
+	defer func() { assert.NoError(t, r.Shutdown(context.Background())) }()
+	marker := fmt.Sprintf("seq-spoof-%d", rand.Uint32())
+	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && exec /bin/true "$2"`, "sh", filepath.Join(mount, rel), marker)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	var got resourced
+	waitFor(t, "the spoofer's exec of /bin/true", func() bool {
+		for _, ld := range sink.AllLogs() {
+			for i := 0; i < ld.ResourceLogs().Len(); i++ {
+				rl := ld.ResourceLogs().At(i)
+				recs := rl.ScopeLogs().At(0).LogRecords()
+				for j := 0; j < recs.Len(); j++ {
+					a := recs.At(j).Attributes().AsRaw()
+					if args, ok := a["process.command_args"].([]any); ok && len(args) > 1 && args[1] == marker {
+						got = resourced{rl.Resource().Attributes().AsRaw(), a}
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	assert.Equal(t, "0::/"+rel, got.attrs["process.linux.cgroup"])
+	assert.Equal(t, map[string]any{"service.name": "linux-processes"}, got.res, "no container.id, no k8s.pod.uid")
+	assert.Equal(t, uint64(1), r.cgroups.Stats().Untrusted[cgroups.UntrustedDelegated])
 }

@@ -203,7 +203,7 @@ func (r *seqReceiver) flush(ctx context.Context) {
 	if r.recs.Len() > 0 {
 		if r.logs != nil {
 			if r.inContainers() {
-				splitLogs(r.out)
+				splitLogs(r.out, r.cgroups.Parse)
 			}
 			r.consumeLogs(ctx, r.out)
 		}
@@ -253,7 +253,7 @@ func (r *seqReceiver) flushSpanBatch(ctx context.Context) bool {
 		return false
 	}
 	if r.inContainers() {
-		splitSpans(traces)
+		splitSpans(traces, r.cgroups.Parse)
 	}
 	n := traces.SpanCount()
 	octx := r.obs.StartTracesOp(ctx)

@@ -26,21 +26,23 @@ import (
 // resourceKey names a container's resource; the zero key is the host's.
 type resourceKey struct {
 	containerID, podUID, runtime string
+	delegatedID                  string // a container in a user's delegated subtree: never containerID
 }
 
-// resourceOf picks the resource of a record by its process.linux.cgroup.
-// A runtime's monitor (conmon) is not in its container: it goes to the
-// pod's resource, or the host's.
-func resourceOf(cgroup string) resourceKey {
+// resourceOf picks the resource of a record by its process.linux.cgroup,
+// with parse (the resolver's: identity only from paths under the runtimes'
+// roots). A runtime's monitor (conmon) is not in its container: it goes to
+// the pod's resource, or the host's.
+func resourceOf(cgroup string, parse func(string) cgroups.Info) resourceKey {
 	path, ok := strings.CutPrefix(cgroup, "0::")
 	if !ok {
 		return resourceKey{}
 	}
-	info := cgroups.Parse(path)
+	info := parse(path)
 	if info.Monitor {
 		return resourceKey{podUID: info.PodUID}
 	}
-	return resourceKey{containerID: info.ContainerID, podUID: info.PodUID, runtime: info.Runtime}
+	return resourceKey{containerID: info.ContainerID, podUID: info.PodUID, runtime: info.Runtime, delegatedID: info.DelegatedID}
 }
 
 func (k resourceKey) put(attrs pcommon.Map) {
@@ -53,10 +55,16 @@ func (k resourceKey) put(attrs pcommon.Map) {
 	if k.podUID != "" {
 		attrs.PutStr(pdatamap.AttrK8SPodUID, k.podUID)
 	}
+	if k.delegatedID != "" {
+		attrs.PutStr(pdatamap.AttrContainerDelegatedID, k.delegatedID)
+	}
 }
 
 // picker caches resourceOf by process.linux.cgroup for one batch.
-type picker map[string]resourceKey
+type picker struct {
+	parse func(string) cgroups.Info
+	keys  map[string]resourceKey
+}
 
 func (p picker) pick(attrs pcommon.Map) resourceKey {
 	v, ok := attrs.Get(pdatamap.AttrProcessLinuxCgroup)
@@ -64,17 +72,17 @@ func (p picker) pick(attrs pcommon.Map) resourceKey {
 		return resourceKey{}
 	}
 	s := v.Str()
-	k, ok := p[s]
+	k, ok := p.keys[s]
 	if !ok {
-		k = resourceOf(s)
-		p[s] = k
+		k = resourceOf(s, p.parse)
+		p.keys[s] = k
 	}
 	return k
 }
 
 // splitLogs moves the records of containers out of the first (the host's)
-// resource of ld into one resource per container.
-func splitLogs(ld plog.Logs) {
+// resource of ld into one resource per container, by parse.
+func splitLogs(ld plog.Logs, parse func(string) cgroups.Info) {
 	rls := ld.ResourceLogs()
 	if rls.Len() == 0 || rls.At(0).ScopeLogs().Len() == 0 {
 		return
@@ -82,7 +90,7 @@ func splitLogs(ld plog.Logs) {
 	host := rls.At(0)
 	scope := host.ScopeLogs().At(0)
 	recs := scope.LogRecords()
-	p := picker{}
+	p := picker{parse: parse, keys: map[string]resourceKey{}}
 	dsts := map[resourceKey]plog.LogRecordSlice{}
 	moved := false
 	for i := 0; i < recs.Len(); i++ {
@@ -117,8 +125,8 @@ func splitLogs(ld plog.Logs) {
 }
 
 // splitSpans moves the spans of containers out of the first (the host's)
-// resource of td into one resource per container.
-func splitSpans(td ptrace.Traces) {
+// resource of td into one resource per container, by parse.
+func splitSpans(td ptrace.Traces, parse func(string) cgroups.Info) {
 	rss := td.ResourceSpans()
 	if rss.Len() == 0 || rss.At(0).ScopeSpans().Len() == 0 {
 		return
@@ -126,7 +134,7 @@ func splitSpans(td ptrace.Traces) {
 	host := rss.At(0)
 	scope := host.ScopeSpans().At(0)
 	spans := scope.Spans()
-	p := picker{}
+	p := picker{parse: parse, keys: map[string]resourceKey{}}
 	dsts := map[resourceKey]ptrace.SpanSlice{}
 	moved := false
 	for i := 0; i < spans.Len(); i++ {

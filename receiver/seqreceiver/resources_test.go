@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
 )
 
@@ -31,13 +32,30 @@ var testCgroups = []string{
 }
 
 func TestResourceOf(t *testing.T) {
-	assert.Equal(t, resourceKey{}, resourceOf(""))
-	assert.Equal(t, resourceKey{}, resourceOf("0::/"))
-	assert.Equal(t, resourceKey{}, resourceOf("/docker/"+ctrA), "not a process.linux.cgroup value")
-	assert.Equal(t, resourceKey{containerID: ctrA, runtime: "docker"}, resourceOf(testCgroups[2]))
-	assert.Equal(t, resourceKey{containerID: ctrB, runtime: "podman", podUID: pod}, resourceOf(testCgroups[3]))
-	assert.Equal(t, resourceKey{podUID: pod}, resourceOf(testCgroups[4]))
-	assert.Equal(t, resourceKey{podUID: pod}, resourceOf(testCgroups[5]))
+	assert.Equal(t, resourceKey{}, resourceOf("", cgroups.Parse))
+	assert.Equal(t, resourceKey{}, resourceOf("0::/", cgroups.Parse))
+	assert.Equal(t, resourceKey{}, resourceOf("/docker/"+ctrA, cgroups.Parse), "not a process.linux.cgroup value")
+	assert.Equal(t, resourceKey{containerID: ctrA, runtime: "docker"}, resourceOf(testCgroups[2], cgroups.Parse))
+	assert.Equal(t, resourceKey{containerID: ctrB, runtime: "podman", podUID: pod}, resourceOf(testCgroups[3], cgroups.Parse))
+	assert.Equal(t, resourceKey{podUID: pod}, resourceOf(testCgroups[4], cgroups.Parse))
+	assert.Equal(t, resourceKey{podUID: pod}, resourceOf(testCgroups[5], cgroups.Parse))
+	// A user's copy of the pod's path: neither the container's id nor the
+	// pod's; the user's own container, as they named it.
+	assert.Equal(t, resourceKey{delegatedID: ctrB, runtime: "podman"},
+		resourceOf("0::/user.slice/user-1000.slice/user@1000.service/app.slice"+testCgroups[3][3:], cgroups.Parse))
+	assert.Equal(t, resourceKey{}, resourceOf("0::/system.slice/x.service"+testCgroups[3][3:], cgroups.Parse))
+	// Rootless podman: its own resource, its id never container.id.
+	rootless := "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + ctrA + ".scope"
+	assert.Equal(t, resourceKey{delegatedID: ctrA, runtime: "podman"}, resourceOf(rootless, cgroups.Parse))
+	// A hierarchy whose root cannot be placed: nothing is a container.
+	assert.Equal(t, resourceKey{}, resourceOf(testCgroups[3], cgroups.ParseUnanchored))
+}
+
+func TestResourceDelegated(t *testing.T) {
+	k := resourceKey{delegatedID: ctrA, runtime: "podman"}
+	r := pcommon.NewResource()
+	k.put(r.Attributes())
+	assert.Equal(t, map[string]any{pdatamap.AttrContainerDelegatedID: ctrA, pdatamap.AttrContainerRuntimeName: "podman"}, resourceAttrs(r))
 }
 
 func resourceAttrs(r pcommon.Resource) map[string]any { return r.Attributes().AsRaw() }
@@ -56,7 +74,7 @@ func TestSplitLogs(t *testing.T) {
 			lr.Attributes().PutStr(pdatamap.AttrProcessLinuxCgroup, cg)
 		}
 	}
-	splitLogs(ld)
+	splitLogs(ld, cgroups.Parse)
 	require.Equal(t, 12, ld.LogRecordCount())
 	type res struct {
 		attrs   map[string]any
@@ -90,12 +108,12 @@ func TestSplitLogsOnlyContainers(t *testing.T) {
 	lr := sl.LogRecords().AppendEmpty()
 	lr.Attributes().PutInt(pdatamap.AttrSeqNumber, 1)
 	lr.Attributes().PutStr(pdatamap.AttrProcessLinuxCgroup, testCgroups[2])
-	splitLogs(ld)
+	splitLogs(ld, cgroups.Parse)
 	require.Equal(t, 1, ld.ResourceLogs().Len(), "the empty host resource is dropped")
 	assert.Equal(t, ctrA, resourceAttrs(ld.ResourceLogs().At(0).Resource())["container.id"])
 
 	empty := plog.NewLogs()
-	splitLogs(empty)
+	splitLogs(empty, cgroups.Parse)
 	assert.Equal(t, 0, empty.ResourceLogs().Len())
 }
 
@@ -111,7 +129,7 @@ func TestSplitSpans(t *testing.T) {
 			s.Attributes().PutStr(pdatamap.AttrProcessLinuxCgroup, cg)
 		}
 	}
-	splitSpans(td)
+	splitSpans(td, cgroups.Parse)
 	require.Equal(t, 6, td.SpanCount())
 	require.Equal(t, 4, td.ResourceSpans().Len())
 	ids := func(i int) []byte {

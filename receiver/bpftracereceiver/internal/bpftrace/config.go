@@ -28,6 +28,15 @@ const (
 // Config.Binary is empty.
 const DefaultBinary = "bpftrace"
 
+// Defaults of the budget (Config.MaxBufferedBytes, Config.MaxLineBytes).
+const (
+	DefaultMaxBufferedBytes = 16 << 20
+	DefaultMaxLineBytes     = 16 << 10
+	// minBufferedLines: the budget holds at least this many lines of
+	// MaxLineBytes.
+	minBufferedLines = 16
+)
+
 // Config selects the bpftrace scripts to run. The zero value runs nothing.
 type Config struct {
 	// Binary is the bpftrace executable: a name looked up on PATH or a path.
@@ -38,6 +47,16 @@ type Config struct {
 	// BPFTRACE_KERNEL_SOURCE / BPFTRACE_KERNEL_BUILD for scripts that include
 	// kernel headers on a host whose headers are not in /lib/modules.
 	Env map[string]string `mapstructure:"env"`
+	// MaxBufferedBytes is the receiver's budget of bytes for what the
+	// scripts print: the records being read (one stdout record is cut at
+	// this size, or at 16 MiB), partial lines, and the log records and
+	// data points batched or being consumed by the pipeline. While it is
+	// spent, the scripts' output is not read (bpftrace then counts lost
+	// events); a record read meanwhile is cut. Default 16 MiB.
+	MaxBufferedBytes int64 `mapstructure:"max_buffered_bytes"`
+	// MaxLineBytes cuts every log record's body: a printed line, a stderr
+	// line, a record passed on as it is. Default 16 KiB.
+	MaxLineBytes int `mapstructure:"max_line_bytes"`
 }
 
 // ScriptConfig is one bpftrace program, run as its own bpftrace process.
@@ -118,6 +137,18 @@ type scriptSpec struct {
 	redactor *redact.Redactor
 }
 
+// budget returns MaxBufferedBytes and MaxLineBytes with their defaults.
+func (cfg *Config) budget() (maxBuffered int64, maxLine int) {
+	maxBuffered, maxLine = cfg.MaxBufferedBytes, cfg.MaxLineBytes
+	if maxBuffered == 0 {
+		maxBuffered = DefaultMaxBufferedBytes
+	}
+	if maxLine == 0 {
+		maxLine = DefaultMaxLineBytes
+	}
+	return maxBuffered, maxLine
+}
+
 // mapSpec is a validated MapConfig with its defaults applied.
 type mapSpec struct {
 	mapName     string // "@syscall"
@@ -159,6 +190,18 @@ func (cfg *Config) resolve(checkText bool) ([]*scriptSpec, error) {
 	}
 	if strings.TrimSpace(cfg.Binary) != cfg.Binary {
 		fail("binary: %q has leading or trailing spaces; remove them", cfg.Binary)
+	}
+	maxBuf, maxLine := cfg.budget()
+	switch {
+	case cfg.MaxBufferedBytes < 0:
+		fail("max_buffered_bytes: %d is negative; use 0 (the default, %d) or a positive number of bytes", cfg.MaxBufferedBytes, DefaultMaxBufferedBytes)
+	case cfg.MaxLineBytes < 0:
+		fail("max_line_bytes: %d is negative; use 0 (the default, %d) or a positive number of bytes", cfg.MaxLineBytes, DefaultMaxLineBytes)
+	case cfg.MaxLineBytes > 0 && cfg.MaxLineBytes < 64:
+		fail("max_line_bytes: %d is too small to hold a line; use at least 64", cfg.MaxLineBytes)
+	case maxBuf < int64(maxLine)*minBufferedLines:
+		fail("max_buffered_bytes: %d holds fewer than %d lines of max_line_bytes (%d); raise max_buffered_bytes to at least %d or lower max_line_bytes",
+			maxBuf, minBufferedLines, maxLine, int64(maxLine)*minBufferedLines)
 	}
 	specs := make([]*scriptSpec, 0, len(cfg.Scripts))
 	names := map[string]int{}

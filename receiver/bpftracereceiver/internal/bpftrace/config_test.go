@@ -102,6 +102,14 @@ func TestValidateErrors(t *testing.T) {
 		{"map not in inline program", Config{Scripts: []ScriptConfig{{Program: "BEGIN { @ab = 1; @b_c = 2 }", PullInterval: time.Second, Maps: map[string]MapConfig{
 			"@a": sum, "@b": sum}}}},
 			[]string{"scripts[0].maps: maps @a, @b are not used by the script", "Undefined map"}},
+		{"negative budget", Config{MaxBufferedBytes: -1, Scripts: []ScriptConfig{{Program: "BEGIN {}"}}},
+			[]string{"max_buffered_bytes: -1 is negative; use 0 (the default, 16777216)"}},
+		{"negative line", Config{MaxLineBytes: -1, Scripts: []ScriptConfig{{Program: "BEGIN {}"}}},
+			[]string{"max_line_bytes: -1 is negative"}},
+		{"tiny line", Config{MaxLineBytes: 10, Scripts: []ScriptConfig{{Program: "BEGIN {}"}}},
+			[]string{"max_line_bytes: 10 is too small to hold a line; use at least 64"}},
+		{"budget below lines", Config{MaxBufferedBytes: 100000, MaxLineBytes: 10000, Scripts: []ScriptConfig{{Program: "BEGIN {}"}}},
+			[]string{"max_buffered_bytes: 100000 holds fewer than 16 lines of max_line_bytes (10000); raise max_buffered_bytes to at least 160000"}},
 		{"map only in comment or string", Config{Scripts: []ScriptConfig{{Path: script, Maps: map[string]MapConfig{
 			"@commented": sum, "@quoted": sum, "@real": sum}}}},
 			[]string{"maps @commented, @quoted are not used by the script"}},

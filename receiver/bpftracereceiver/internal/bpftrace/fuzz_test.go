@@ -50,8 +50,11 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var a lineAssembler
-		a.add(rec.text, rec.endsLine, time.Unix(0, 0))
+		a := lineAssembler{max: 64}
+		pl, _, cut := a.add(rec.text, rec.endsLine, time.Unix(0, 0))
+		if len(pl.text) > 64 || a.len() > 64 || cut > len(rec.text) {
+			t.Fatalf("line %d bytes, pending %d, cut %d of %d", len(pl.text), a.len(), cut, len(rec.text))
+		}
 		a.flush()
 		for _, md := range rec.maps {
 			// As a listed map of each type, and as a map no MapConfig names.

@@ -6,11 +6,12 @@ package bpftrace
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
-// maxLineBytes bounds a printed line being assembled; a longer one is
-// emitted as it is.
-const maxLineBytes = 64 << 10
+// maxLineBytes bounds a printed line being assembled when the assembler
+// is given no bound (Config.MaxLineBytes sets it).
+const maxLineBytes = DefaultMaxLineBytes
 
 // printedLine is one reassembled printed line: the body of one log record.
 type printedLine struct {
@@ -28,21 +29,60 @@ type printedLine struct {
 // and trailing newlines, so one printf of "\nTop 10:\n" is "Top 10:", and a
 // printf of several lines (a stack) stays one record; blank lines are
 // dropped.
+//
+// A line is at most max bytes (maxLineBytes when 0): what a record brings
+// beyond them is cut (add returns how many bytes), and the line emitted
+// at once; the rest of the printed line, in later records, starts a new
+// one.
 type lineAssembler struct {
 	buf   strings.Builder
 	since time.Time
+	max   int
 }
 
-// add appends a text record and returns the line it completes, if any.
-func (a *lineAssembler) add(text string, endsLine bool, now time.Time) (printedLine, bool) {
+// add appends a text record and returns the line it completes, if any,
+// and how many bytes of text it cut.
+func (a *lineAssembler) add(text string, endsLine bool, now time.Time) (pl printedLine, ok bool, cut int) {
+	limit := a.max
+	if limit <= 0 {
+		limit = maxLineBytes
+	}
 	if a.buf.Len() == 0 {
 		a.since = now
 	}
-	a.buf.WriteString(text)
-	if endsLine || strings.HasSuffix(text, "\n") || a.buf.Len() >= maxLineBytes {
-		return a.flush()
+	if room := limit - a.buf.Len(); len(text) > room {
+		kept := cutUTF8(text, room)
+		cut = len(text) - len(kept)
+		text = kept
 	}
-	return printedLine{}, false
+	a.buf.WriteString(text)
+	if endsLine || cut > 0 || strings.HasSuffix(text, "\n") || a.buf.Len() >= limit {
+		pl, ok = a.flush()
+		return pl, ok, cut
+	}
+	return printedLine{}, false, 0
+}
+
+// len is how many bytes wait in the partial line.
+func (a *lineAssembler) len() int { return a.buf.Len() }
+
+// cutUTF8 returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	i := n
+	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	if !utf8.RuneStart(s[i]) {
+		i = n // not UTF-8 anyway
+	}
+	return s[:i]
 }
 
 // flush returns the pending partial line, if any.

@@ -46,7 +46,7 @@ func assemble(recs []record) []string {
 		if r.kind != kindText {
 			continue
 		}
-		if pl, ok := a.add(r.text, r.endsLine, now); ok {
+		if pl, ok, _ := a.add(r.text, r.endsLine, now); ok {
 			lines = append(lines, pl.text)
 		}
 	}
@@ -268,34 +268,50 @@ func TestParseRejects(t *testing.T) {
 func TestLineAssembler(t *testing.T) {
 	var a lineAssembler
 	t0 := time.Unix(100, 0)
-	_, ok := a.add("abc ", false, t0)
+	add := func(text string, endsLine bool, now time.Time) (printedLine, bool) {
+		pl, ok, cut := a.add(text, endsLine, now)
+		assert.Zero(t, cut)
+		return pl, ok
+	}
+	_, ok := add("abc ", false, t0)
 	assert.False(t, ok)
 	since, pending := a.pending()
 	assert.True(t, pending)
 	assert.Equal(t, t0, since)
-	_, ok = a.add("def", false, t0.Add(time.Second))
+	_, ok = add("def", false, t0.Add(time.Second))
 	assert.False(t, ok)
-	pl, ok := a.add(" ghi\r\n", false, t0.Add(2*time.Second))
+	pl, ok := add(" ghi\r\n", false, t0.Add(2*time.Second))
 	require.True(t, ok)
 	assert.Equal(t, printedLine{text: "abc def ghi", at: t0}, pl, "the time of the first part")
 	_, pending = a.pending()
 	assert.False(t, pending)
 
-	pl, ok = a.add("joined", true, t0)
+	pl, ok = add("joined", true, t0)
 	require.True(t, ok)
 	assert.Equal(t, "joined", pl.text)
-	_, ok = a.add("\n\n", false, t0)
+	_, ok = add("\n\n", false, t0)
 	assert.False(t, ok, "blank lines are dropped")
-	_, ok = a.add("   ", true, t0)
+	_, ok = add("   ", true, t0)
 	assert.False(t, ok)
-	pl, ok = a.add("\nTop 10:\n", false, t0)
+	pl, ok = add("\nTop 10:\n", false, t0)
 	require.True(t, ok)
 	assert.Equal(t, "Top 10:", pl.text)
 
 	long := strings.Repeat("x", maxLineBytes)
-	pl, ok = a.add(long, false, t0)
-	require.True(t, ok, "an overlong partial line is emitted")
+	pl, ok = add(long, false, t0)
+	require.True(t, ok, "a partial line of the most bytes is emitted")
 	assert.Len(t, pl.text, maxLineBytes)
+
+	// Beyond the bound: cut, counted, and emitted at once; a UTF-8
+	// sequence is not split.
+	a = lineAssembler{max: 64}
+	_, ok = add(strings.Repeat("y", 60), false, t0)
+	require.False(t, ok)
+	pl, ok, cut := a.add("ééé and more", false, t0)
+	require.True(t, ok)
+	assert.Equal(t, strings.Repeat("y", 60)+"éé", pl.text)
+	assert.Equal(t, len("ééé and more")-4, cut)
+	assert.Zero(t, a.len())
 }
 
 func TestParseVersion(t *testing.T) {

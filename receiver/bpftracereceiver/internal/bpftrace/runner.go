@@ -42,6 +42,12 @@ type Counters struct {
 	// ParseErrors: stdout lines that were not bpftrace JSON records, or
 	// whose data had no shape this package knows.
 	ParseErrors uint64
+	// Cut: lines and records cut, by reason: CutLineTooLong (a log
+	// record's body beyond Config.MaxLineBytes), CutRecordTooLong (a
+	// stdout record beyond the record limit), CutBudget (a stdout record
+	// read while the budget was spent). A cut record is no JSON any more:
+	// it is passed on as a WARN log record and counted in ParseErrors too.
+	Cut map[string]uint64
 	// Unmapped: records that could not be mapped to logs or metrics, by
 	// record type (a type this package does not know, such as test_result
 	// or benchmark_result; a map with values that are not numbers). Each is
@@ -66,6 +72,13 @@ const (
 	defaultStartupWindow = 5 * time.Second
 )
 
+// Reasons of Counters.Cut.
+const (
+	CutLineTooLong   = "line_too_long"
+	CutRecordTooLong = "record_too_long"
+	CutBudget        = "budget"
+)
+
 // Runner runs the configured bpftrace scripts, each as its own supervised
 // bpftrace process, and feeds their output to an Output.
 type Runner struct {
@@ -74,6 +87,8 @@ type Runner struct {
 	binary  string
 	scripts []*script
 	batch   *batcher
+	maxLine int // Config.MaxLineBytes with its default
+	maxRec  int // the most bytes of one stdout record
 
 	// Timing; tests shorten them.
 	backoffMin, backoffMax time.Duration
@@ -107,11 +122,14 @@ func New(cfg Config, logger *zap.Logger, out Output) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxBuf, maxLine := cfg.budget()
 	r := &Runner{
 		logger:        logger,
 		out:           out,
 		binary:        cfg.Binary,
-		batch:         newBatcher(out, flushInterval),
+		batch:         newBatcher(out, flushInterval, maxBuf),
+		maxLine:       maxLine,
+		maxRec:        int(min(maxRecordBytes, maxBuf)),
 		backoffMin:    defaultBackoffMin,
 		backoffMax:    defaultBackoffMax,
 		grace:         defaultGrace,
@@ -211,12 +229,17 @@ func (r *Runner) Counters() map[string]Counters {
 			StartFailures: s.startFailures.Load(),
 			LostEvents:    s.lostEvents.Load(),
 			ParseErrors:   s.parseErrors.Load(),
+			Cut:           s.cutCounts(),
 			Unmapped:      s.unmappedCounts(),
 			Redacted:      s.redacted.Load(),
 		}
 	}
 	return out
 }
+
+// BufferedBytes returns the bytes charged to the budget now
+// (Config.MaxBufferedBytes), and the most charged at once.
+func (r *Runner) BufferedBytes() (now, peak int64) { return r.batch.bytes() }
 
 // binaryPath resolves and version-checks the bpftrace binary, once it
 // succeeds.

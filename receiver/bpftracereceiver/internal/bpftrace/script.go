@@ -53,6 +53,7 @@ type script struct {
 	log  *zap.Logger
 
 	restarts, startFailures, lostEvents, parseErrors atomic.Uint64
+	cutLine, cutRecord, cutBudget                    atomic.Uint64
 	redacted                                         atomic.Uint64 // values replaced (spec.redactor)
 
 	unmappedMu sync.Mutex
@@ -101,6 +102,31 @@ func (s *script) countUnmapped(typ string) {
 		typ = "other"
 	}
 	s.unmapped[typ]++
+}
+
+// cutCounts returns Counters.Cut.
+func (s *script) cutCounts() map[string]uint64 {
+	var out map[string]uint64
+	for reason, n := range map[string]uint64{
+		CutLineTooLong: s.cutLine.Load(), CutRecordTooLong: s.cutRecord.Load(), CutBudget: s.cutBudget.Load(),
+	} {
+		if n > 0 {
+			if out == nil {
+				out = map[string]uint64{}
+			}
+			out[reason] = n
+		}
+	}
+	return out
+}
+
+// body cuts a log record's body at Config.MaxLineBytes, counting it.
+func (s *script) body(text string) string {
+	kept := cutUTF8(text, s.r.maxLine)
+	if len(kept) < len(text) {
+		s.cutLine.Add(1)
+	}
+	return kept
 }
 
 // unmappedCounts copies the unmapped counts.
@@ -208,6 +234,7 @@ func (s *script) runOnce() runResult {
 		tmpPath: tmp,
 		display: display,
 		fns:     mapFunctions(text),
+		asm:     lineAssembler{max: s.r.maxLine},
 	}
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -345,13 +372,35 @@ type runHandler struct {
 	tail   []string // the last stderr lines, noise left out
 }
 
+// readStdout reads bpftrace's records, each charged to the budget while
+// it is handled; a record beyond the record limit, or beyond the room left
+// in the budget, is cut (and counted).
 func (h *runHandler) readStdout(f io.Reader) {
-	br := bufio.NewReaderSize(f, 64<<10)
+	const chunk = 64 << 10
+	br := bufio.NewReaderSize(f, chunk)
+	b := h.s.r.batch
 	for {
-		line, err := readLine(br, maxRecordBytes)
+		// While the budget is spent, stop reading: bpftrace's output
+		// waits in the pipe, and bpftrace counts the events it loses.
+		b.waitRoom(min(chunk, b.maxBytes/4))
+		var charged int64
+		line, cut, err := readLineCharged(br, h.s.r.maxRec, func(n int) bool {
+			if !b.tryCharge(int64(n)) {
+				return false
+			}
+			charged += int64(n)
+			return true
+		})
+		switch cut {
+		case CutRecordTooLong:
+			h.s.cutRecord.Add(1)
+		case CutBudget:
+			h.s.cutBudget.Add(1)
+		}
 		if len(line) > 0 {
 			h.handleRecord(line, time.Now())
 		}
+		b.adjust(-charged)
 		if err != nil {
 			return
 		}
@@ -369,7 +418,7 @@ func (h *runHandler) handleRecord(line []byte, now time.Time) {
 		s.parseErrors.Add(1)
 		s.warnOnce("parse", "bpftrace printed a line that is not a record this receiver knows; it is passed on as a WARN log record (counted in ParseErrors, logged once)",
 			zap.Error(err), zap.ByteString("line", truncate(line, 512)))
-		body := s.redact(string(truncate(line, 64<<10)))
+		body := s.body(s.redact(string(line))) // redacted whole, then cut: no secret split at the cut
 		s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
 			appendLineLog(lrs, s.spec.name, streamStdout, body, plog.SeverityNumberWarn, now, now)
 			return 1
@@ -379,7 +428,13 @@ func (h *runHandler) handleRecord(line []byte, now time.Time) {
 	switch rec.kind {
 	case kindText:
 		h.lineMu.Lock()
-		if pl, ok := h.asm.add(rec.text, rec.endsLine, now); ok {
+		before := h.asm.len()
+		pl, ok, cut := h.asm.add(rec.text, rec.endsLine, now)
+		s.r.batch.adjust(int64(h.asm.len() - before))
+		if cut > 0 {
+			s.cutLine.Add(1)
+		}
+		if ok {
 			h.emitLine(pl, now)
 		}
 		h.lineMu.Unlock()
@@ -462,7 +517,7 @@ func (h *runHandler) autoSpec(recType string, md mapData) *mapSpec {
 // output is lost.
 func (h *runHandler) passOn(typ string, line []byte, now time.Time) {
 	h.s.countUnmapped(typ)
-	body := h.s.redact(strings.ReplaceAll(string(truncate(line, 64<<10)), h.tmpPath, h.display))
+	body := h.s.body(h.s.redact(strings.ReplaceAll(string(line), h.tmpPath, h.display)))
 	name := h.s.spec.name
 	h.s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
 		appendEventLog(lrs, name, "bpftrace."+typ, body, plog.SeverityNumberInfo, now)
@@ -493,9 +548,7 @@ func (h *runHandler) flushIdleLines(done <-chan struct{}) {
 		case now := <-t.C:
 			h.lineMu.Lock()
 			if since, ok := h.asm.pending(); ok && now.Sub(since) >= partialLineIdle {
-				if pl, ok := h.asm.flush(); ok {
-					h.emitLine(pl, now)
-				}
+				h.flushLineLocked(now)
 			}
 			h.lineMu.Unlock()
 		}
@@ -506,8 +559,16 @@ func (h *runHandler) flushIdleLines(done <-chan struct{}) {
 func (h *runHandler) flushLine() {
 	h.lineMu.Lock()
 	defer h.lineMu.Unlock()
-	if pl, ok := h.asm.flush(); ok {
-		h.emitLine(pl, time.Now())
+	h.flushLineLocked(time.Now())
+}
+
+// flushLineLocked emits the partial line, crediting its bytes (lineMu held).
+func (h *runHandler) flushLineLocked(now time.Time) {
+	n := h.asm.len()
+	pl, ok := h.asm.flush()
+	h.s.r.batch.adjust(-int64(n))
+	if ok {
+		h.emitLine(pl, now)
 	}
 }
 
@@ -515,10 +576,17 @@ func (h *runHandler) readStderr(f io.Reader) {
 	br := bufio.NewReaderSize(f, 4<<10)
 	name := h.s.spec.name
 	for {
-		raw, err := readLine(br, maxStderrBytes)
+		// A line is read up to its bound (and its line end), then cut
+		// where naming the script instead of the temporary file made it
+		// longer; counted once.
+		raw, cut, err := readLineCharged(br, min(maxStderrBytes, h.s.r.maxLine+2), nil)
 		line := strings.TrimRight(string(raw), "\r\n")
 		if strings.TrimSpace(line) != "" {
 			line = strings.ReplaceAll(line, h.tmpPath, h.display)
+			if kept := cutUTF8(line, h.s.r.maxLine); cut != "" || len(kept) < len(line) {
+				h.s.cutLine.Add(1)
+				line = kept
+			}
 			now := time.Now()
 			h.s.r.batch.addLogs(func(lrs plog.LogRecordSlice) int {
 				appendLineLog(lrs, name, streamStderr, line, plog.SeverityNumberWarn, now, now)
@@ -552,14 +620,30 @@ func (h *runHandler) stderrSummary() string {
 // readLine reads one line (newline included) of at most max bytes; the rest
 // of a longer line is dropped.
 func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	line, _, err := readLineCharged(br, max, nil)
+	return line, err
+}
+
+// readLineCharged is readLine that asks charge (when not nil) for every
+// fragment's bytes before it keeps them: once charge refuses, the rest of
+// the line is dropped. cut says why a line was cut: CutRecordTooLong (over
+// limit), CutBudget (charge refused), or "".
+func readLineCharged(br *bufio.Reader, limit int, charge func(n int) bool) (line []byte, cut string, err error) {
 	var buf []byte
 	for {
 		frag, err := br.ReadSlice('\n')
-		if room := max - len(buf); room > 0 {
-			buf = append(buf, frag[:min(len(frag), room)]...)
+		if cut == "" {
+			keep := frag
+			if room := limit - len(buf); len(keep) > room {
+				keep, cut = keep[:max(room, 0)], CutRecordTooLong
+			}
+			if len(keep) > 0 && charge != nil && !charge(len(keep)) {
+				keep, cut = nil, CutBudget
+			}
+			buf = append(buf, keep...)
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return buf, err
+			return buf, cut, err
 		}
 	}
 }

@@ -28,6 +28,8 @@ type TelemetryBuilder struct {
 	meter                         metric.Meter
 	mu                            sync.Mutex
 	registrations                 []metric.Registration
+	ReceiverBpftraceBufferedBytes metric.Int64ObservableGauge
+	ReceiverBpftraceCut           metric.Int64ObservableCounter
 	ReceiverBpftraceLostEvents    metric.Int64ObservableCounter
 	ReceiverBpftraceParseErrors   metric.Int64ObservableCounter
 	ReceiverBpftraceRedacted      metric.Int64ObservableCounter
@@ -45,6 +47,36 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterReceiverBpftraceBufferedBytesCallback sets callback for observable ReceiverBpftraceBufferedBytes metric.
+func (builder *TelemetryBuilder) RegisterReceiverBpftraceBufferedBytesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverBpftraceBufferedBytes, obs: o})
+		return nil
+	}, builder.ReceiverBpftraceBufferedBytes)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverBpftraceCutCallback sets callback for observable ReceiverBpftraceCut metric.
+func (builder *TelemetryBuilder) RegisterReceiverBpftraceCutCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverBpftraceCut, obs: o})
+		return nil
+	}, builder.ReceiverBpftraceCut)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterReceiverBpftraceLostEventsCallback sets callback for observable ReceiverBpftraceLostEvents metric.
@@ -165,6 +197,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverBpftraceBufferedBytes, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_bpftrace_buffered_bytes",
+		metric.WithDescription("Bytes of the scripts' output the receiver holds, charged to its budget (max_buffered_bytes), that is records being read, partial lines, log records and data points batched or being consumed by the pipeline. [Development]"),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverBpftraceCut, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_bpftrace_cut",
+		metric.WithDescription("Lines and records cut, by script and reason (attributes `script`, `reason`; line_too_long, a log record's body beyond max_line_bytes; record_too_long, a stdout record beyond the record limit; budget, a stdout record beyond the room left in max_buffered_bytes). A cut stdout record is passed on as a WARN log record, counted in parse_errors too. [Development]"),
+		metric.WithUnit("{line}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverBpftraceLostEvents, err = builder.meter.Int64ObservableCounter(
 		"otelcol_receiver_bpftrace_lost_events",
 		metric.WithDescription("Events bpftrace reported lost (its perf or ring buffer was full), by script (attribute `script`). [Development]"),

@@ -21,6 +21,36 @@ func NewSettings(tt *componenttest.Telemetry) receiver.Settings {
 	return set
 }
 
+func AssertEqualReceiverBpftraceBufferedBytes(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_bpftrace_buffered_bytes",
+		Description: "Bytes of the scripts' output the receiver holds, charged to its budget (max_buffered_bytes), that is records being read, partial lines, log records and data points batched or being consumed by the pipeline. [Development]",
+		Unit:        "By",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_bpftrace_buffered_bytes")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverBpftraceCut(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_bpftrace_cut",
+		Description: "Lines and records cut, by script and reason (attributes `script`, `reason`; line_too_long, a log record's body beyond max_line_bytes; record_too_long, a stdout record beyond the record limit; budget, a stdout record beyond the room left in max_buffered_bytes). A cut stdout record is passed on as a WARN log record, counted in parse_errors too. [Development]",
+		Unit:        "{line}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_bpftrace_cut")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverBpftraceLostEvents(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_bpftrace_lost_events",

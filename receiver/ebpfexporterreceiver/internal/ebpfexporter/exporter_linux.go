@@ -204,13 +204,26 @@ func (e *Exporter) Programs() map[string]map[string]error {
 // one ScopeMetrics per config (scope "ebpf_exporter/<name>") and one with
 // the exporter's own series (scope "ebpf_exporter").
 func (e *Exporter) Collect() pmetric.Metrics {
+	md, _, _ := e.CollectContext(context.Background())
+	return md
+}
+
+// CollectContext is Collect within ctx (the scraper's timeout): once ctx
+// is done, the configs not read yet are skipped, and returned as skipped
+// with ctx's error; the exporter's own series are always there.
+func (e *Exporter) CollectContext(ctx context.Context) (_ pmetric.Metrics, skipped int, _ error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := pcommon.NewTimestampFromTime(time.Now())
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	enabled := make([]string, 0, len(e.configs))
-	for _, lc := range e.configs {
+	var cut error
+	for i, lc := range e.configs {
+		if err := ctx.Err(); err != nil {
+			skipped, cut = len(e.configs)-i, fmt.Errorf("collection cut short after %d of %d configs: %w", i, len(e.configs), err)
+			break
+		}
 		enabled = append(enabled, lc.cfg.Name)
 		if err := lc.syncCgroupIDMap(); err != nil {
 			e.logger.Warn("updating cgroup_id_map failed", zap.String("config", lc.cfg.Name), zap.Error(err))
@@ -236,7 +249,7 @@ func (e *Exporter) Collect() pmetric.Metrics {
 		appendSelfMetrics(rm, enabled, decoderErrors, e.start, now)
 	}
 	e.collections++
-	return md
+	return md, skipped, cut
 }
 
 // loadedConfig is one running config.

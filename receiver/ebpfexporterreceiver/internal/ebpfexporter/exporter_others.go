@@ -35,6 +35,11 @@ func (*Exporter) Shutdown(context.Context) error { return nil }
 // Collect returns no metrics.
 func (*Exporter) Collect() pmetric.Metrics { return pmetric.NewMetrics() }
 
+// CollectContext returns no metrics.
+func (*Exporter) CollectContext(context.Context) (pmetric.Metrics, int, error) {
+	return pmetric.NewMetrics(), 0, nil
+}
+
 // Failures is empty.
 func (*Exporter) Failures() map[string]error { return nil }
 

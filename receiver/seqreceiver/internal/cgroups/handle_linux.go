@@ -68,3 +68,14 @@ func inode(fi fs.FileInfo) (uint64, bool) {
 	}
 	return st.Ino, true
 }
+
+// initNSInode is PROC_CGROUP_INIT_INO, the inode of the initial cgroup
+// namespace (/proc/self/ns/cgroup: cgroup:[4026531835]).
+const initNSInode = 0xEFFFFFFB
+
+// initialCgroupNS reports whether the collector is in the initial cgroup
+// namespace, where mountinfo's cgroup paths are from the hierarchy's root.
+var initialCgroupNS = func() bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/self/ns/cgroup", &st) == nil && st.Ino == initNSInode
+}

@@ -11,3 +11,6 @@ func newHandleLookup(string) func(id uint64) (string, bool) { return nil }
 
 // inode: cgroup ids exist on Linux only.
 func inode(fs.FileInfo) (uint64, bool) { return 0, false }
+
+// initialCgroupNS: cgroup namespaces exist on Linux only.
+var initialCgroupNS = func() bool { return false }

@@ -32,9 +32,13 @@ type Options struct {
 	// Mount is where the cgroup v2 hierarchy is mounted; empty finds it in
 	// /proc/self/mountinfo.
 	Mount string
-	// Root is the cgroup path of Mount's top directory ("/" unless the
-	// mount shows a subtree, as in a cgroup namespace's bind mount); empty
-	// takes it from mountinfo with Mount, else "/".
+	// Root is the cgroup path of Mount's top directory from the root of the
+	// hierarchy, trusted as given. Empty places the top directory (see
+	// placeRoot): "/" when it is the hierarchy's root (it has no
+	// cgroup.type, which the kernel gives every cgroup but the root),
+	// else mountinfo's root when the collector is in the initial cgroup
+	// namespace; else the paths cannot be placed, and no path gives a
+	// container or pod identity.
 	Root string
 	// MaxEntries bounds the ids kept (DefaultMaxEntries when 0); beyond it
 	// the oldest are forgotten.
@@ -54,6 +58,9 @@ type Stats struct {
 	Misses uint64 // lookups of ids that resolved to no cgroup (gone, or not yet walked)
 	Walks  uint64 // walks of the hierarchy
 	Cached uint64 // ids kept now
+	// Untrusted counts the cgroups resolved whose path names a container
+	// or pod that was not taken as their identity, by Info.Untrusted.
+	Untrusted map[string]uint64
 }
 
 // Resolver maps the cgroup ids of events to Info, at event time: a cgroup
@@ -64,6 +71,7 @@ type Stats struct {
 // at most once per MinRefresh. A Resolver is safe for concurrent use.
 type Resolver struct {
 	mount, root string
+	anchored    bool // root is a path from the hierarchy's root
 	max         int
 	minRefresh  time.Duration
 	now         func() time.Time
@@ -79,10 +87,12 @@ type Resolver struct {
 
 	misses, walks atomic.Uint64
 	container     atomic.Bool
+	untrusted     map[string]uint64 // under mu
 }
 
 // NewResolver finds the cgroup v2 hierarchy and indexes it.
 func NewResolver(o Options) (*Resolver, error) {
+	var shown string // the mount's root as mountinfo shows it
 	if o.Mount == "" {
 		b, err := os.ReadFile("/proc/self/mountinfo")
 		if err != nil {
@@ -92,13 +102,12 @@ func NewResolver(o Options) (*Resolver, error) {
 		if !ok {
 			return nil, ErrNoCgroup2
 		}
-		o.Mount = mount
-		if o.Root == "" {
-			o.Root = root
-		}
+		o.Mount, shown = mount, root
 	}
+	anchored := true
 	if o.Root == "" {
-		o.Root = "/"
+		_, err := os.Stat(filepath.Join(o.Mount, "cgroup.type"))
+		o.Root, anchored = placeRoot(errors.Is(err, fs.ErrNotExist), shown, initialCgroupNS())
 	}
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
@@ -110,8 +119,8 @@ func NewResolver(o Options) (*Resolver, error) {
 		o.Now = time.Now
 	}
 	r := &Resolver{
-		mount: filepath.Clean(o.Mount), root: o.Root, max: o.MaxEntries, minRefresh: o.MinRefresh, now: o.Now,
-		cache: make(map[uint64]*Info),
+		mount: filepath.Clean(o.Mount), root: o.Root, anchored: anchored, max: o.MaxEntries, minRefresh: o.MinRefresh, now: o.Now,
+		cache: make(map[uint64]*Info), untrusted: make(map[string]uint64),
 	}
 	if !o.NoHandles {
 		r.byHandle = newHandleLookup(r.mount)
@@ -124,8 +133,46 @@ func NewResolver(o Options) (*Resolver, error) {
 	return r, nil
 }
 
+// placeRoot returns the cgroup path of a cgroup2 mount's top directory, and
+// whether it is a path from the hierarchy's root (anchored), from what is
+// known of it: whether the top directory is the hierarchy's root (no
+// cgroup.type), the root mountinfo shows (relative to the collector's
+// cgroup namespace, "/.." where it lies above it), and whether the
+// collector is in the initial cgroup namespace.
+//
+// In a container with its own cgroup namespace (containerd's default on
+// cgroup v2), mountinfo's paths start at the namespace's root, whose place
+// in the hierarchy the collector does not know: unless the mount is the
+// hierarchy's root itself (the DaemonSet's hostPath /sys/fs/cgroup), its
+// paths are not anchored and name no container or pod.
+func placeRoot(top bool, shown string, initialNS bool) (root string, anchored bool) {
+	switch {
+	case top:
+		return "/", true
+	case shown == "":
+		return "/", false
+	case initialNS && strings.HasPrefix(shown, "/") && !strings.Contains("/"+shown+"/", "/../"):
+		return shown, true
+	}
+	return shown, false
+}
+
 // Mount is where the hierarchy was found.
 func (r *Resolver) Mount() string { return r.mount }
+
+// Root is the cgroup path of the mount's top directory, and whether it is a
+// path from the hierarchy's root: when it is not, no path names a container
+// or a pod.
+func (r *Resolver) Root() (string, bool) { return r.root, r.anchored }
+
+// Parse is Parse for a path of this hierarchy: ParseUnanchored when the
+// mount's root cannot be placed.
+func (r *Resolver) Parse(path string) Info {
+	if !r.anchored {
+		return ParseUnanchored(path)
+	}
+	return Parse(path)
+}
 
 // Resolve returns the Info of cgroup id, or nil when no cgroup has it (it
 // was removed before it was resolved, or is too new for the last walk and
@@ -170,14 +217,24 @@ func (r *Resolver) SawContainers() bool { return r.container.Load() }
 func (r *Resolver) Stats() Stats {
 	r.mu.Lock()
 	n := len(r.cache)
+	var untrusted map[string]uint64
+	if len(r.untrusted) > 0 {
+		untrusted = make(map[string]uint64, len(r.untrusted))
+		for k, v := range r.untrusted {
+			untrusted[k] = v
+		}
+	}
 	r.mu.Unlock()
-	return Stats{Misses: r.misses.Load(), Walks: r.walks.Load(), Cached: uint64(n)}
+	return Stats{Misses: r.misses.Load(), Walks: r.walks.Load(), Cached: uint64(n), Untrusted: untrusted}
 }
 
 // keep caches the Info of id at rel (relative to the mount), forgetting the
 // oldest id when full.
 func (r *Resolver) keep(id uint64, rel string) *Info {
-	info := Parse(r.cgroupPath(rel))
+	info := r.Parse(r.cgroupPath(rel))
+	if info.Untrusted != "" {
+		r.untrusted[info.Untrusted]++
+	}
 	if len(r.fifo) < r.max {
 		r.fifo = append(r.fifo, id)
 	} else {
@@ -237,8 +294,10 @@ func (r *Resolver) walk() error {
 }
 
 // FindCgroup2 returns where the cgroup v2 hierarchy is mounted, and the
-// cgroup path the mount shows at its top, from /proc/self/mountinfo; the
-// first cgroup2 mount wins.
+// cgroup path the mount shows at its top, from /proc/self/mountinfo. The
+// first cgroup2 mount point wins; of the mounts there, the last (the one
+// on top, which a path there reaches: a DaemonSet's hostPath mount over
+// the runtime's own) gives the root.
 func FindCgroup2(mountinfo []byte) (mount, root string, ok bool) {
 	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
 	sc.Buffer(nil, 1<<20)
@@ -255,9 +314,11 @@ func FindCgroup2(mountinfo []byte) (mount, root string, ok bool) {
 		if sep < 5 || sep+1 >= len(fields) || fields[sep+1] != "cgroup2" {
 			continue
 		}
-		return unescape(fields[4]), unescape(fields[3]), true
+		if m := unescape(fields[4]); !ok || m == mount {
+			mount, root, ok = m, unescape(fields[3]), true
+		}
 	}
-	return "", "", false
+	return mount, root, ok
 }
 
 // unescape undoes mountinfo's octal escapes (\040 for a space, ...).

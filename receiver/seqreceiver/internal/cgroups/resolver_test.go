@@ -111,6 +111,87 @@ func TestResolverRoot(t *testing.T) {
 	assert.Equal(t, "/kubepods/pod"+uid, r.Resolve(ino(t, dir)).Path)
 }
 
+// A user recreates a victim pod's container cgroup under the subtree
+// systemd delegates to them: their processes get no identity, and the
+// cgroup is counted.
+func TestResolverSpoofed(t *testing.T) {
+	dir := t.TempDir()
+	spoof := filepath.Join(dir, "user.slice", "user-1000.slice", "user@1000.service", "app.slice", "kubepods", "burstable", "pod"+uid, id1)
+	legit := filepath.Join(dir, "kubepods", "burstable", "pod"+uid, id1)
+	require.NoError(t, os.MkdirAll(spoof, 0o755))
+	require.NoError(t, os.MkdirAll(legit, 0o755))
+	r, err := NewResolver(Options{Mount: dir, NoHandles: true})
+	require.NoError(t, err)
+	root, anchored := r.Root()
+	assert.Equal(t, "/", root, "a directory without cgroup.type is the hierarchy's root")
+	assert.True(t, anchored)
+
+	info := r.Resolve(ino(t, spoof))
+	require.NotNil(t, info)
+	assert.Empty(t, info.ContainerID)
+	assert.Empty(t, info.PodUID)
+	assert.Equal(t, UntrustedDelegated, info.Untrusted)
+	assert.False(t, info.InContainer())
+	assert.False(t, r.SawContainers())
+	assert.Equal(t, map[string]uint64{UntrustedDelegated: 1}, r.Stats().Untrusted)
+
+	info = r.Resolve(ino(t, legit))
+	assert.Equal(t, id1, info.ContainerID)
+	assert.Equal(t, uid, info.PodUID)
+	assert.True(t, r.SawContainers())
+}
+
+// The mount shows a cgroup namespace's subtree (its top has cgroup.type)
+// and the collector is not in the initial namespace: its paths cannot be
+// placed, and none names a container or pod.
+func TestResolverUnanchoredRoot(t *testing.T) {
+	was := initialCgroupNS
+	initialCgroupNS = func() bool { return false }
+	t.Cleanup(func() { initialCgroupNS = was })
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.type"), []byte("domain\n"), 0o644))
+	ctr := filepath.Join(dir, "kubepods", "burstable", "pod"+uid, id1)
+	require.NoError(t, os.MkdirAll(ctr, 0o755))
+	r, err := NewResolver(Options{Mount: dir, NoHandles: true})
+	require.NoError(t, err)
+	_, anchored := r.Root()
+	assert.False(t, anchored)
+	info := r.Resolve(ino(t, ctr))
+	require.NotNil(t, info)
+	assert.Equal(t, "/kubepods/burstable/pod"+uid+"/"+id1, info.Path)
+	assert.False(t, info.InContainer())
+	assert.Equal(t, UntrustedUnanchored, info.Untrusted)
+	again := r.Parse(info.Path)
+	assert.False(t, again.InContainer(), "the resources' parse agrees")
+	assert.Equal(t, map[string]uint64{UntrustedUnanchored: 1}, r.Stats().Untrusted)
+}
+
+func TestPlaceRoot(t *testing.T) {
+	tests := []struct {
+		name      string
+		top       bool
+		shown     string
+		initialNS bool
+		root      string
+		anchored  bool
+	}{
+		{"the hierarchy's root", true, "/", true, "/", true},
+		{"hostPath from a cgroup namespace", true, "/../../../..", false, "/", true},
+		{"the runtime's namespaced mount", false, "/", false, "/", false},
+		{"a subtree, initial namespace", false, "/kubepods/pod" + uid, true, "/kubepods/pod" + uid, true},
+		{"a subtree, own namespace", false, "/kubepods/pod" + uid, false, "/kubepods/pod" + uid, false},
+		{"above the namespace's root", false, "/../x", true, "/../x", false},
+		{"unknown", false, "", true, "/", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root, anchored := placeRoot(tc.top, tc.shown, tc.initialNS)
+			assert.Equal(t, tc.root, root)
+			assert.Equal(t, tc.anchored, anchored)
+		})
+	}
+}
+
 func TestResolverNoMount(t *testing.T) {
 	_, err := NewResolver(Options{Mount: filepath.Join(t.TempDir(), "absent"), NoHandles: true})
 	assert.Error(t, err)
@@ -130,6 +211,10 @@ func TestFindCgroup2(t *testing.T) {
 		{"unified", "29 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n", "/sys/fs/cgroup", "/", true},
 		{"optional fields and a subtree", "1 2 0:26 /kubepods/pod1 /sys/fs/cgroup rw master:1 shared:2 - cgroup2 none rw\n", "/sys/fs/cgroup", "/kubepods/pod1", true},
 		{"escaped", `1 2 0:26 / /mnt/my\040cgroups rw - cgroup2 cgroup2 rw` + "\n", "/mnt/my cgroups", "/", true},
+		{"hostPath over the runtime's mount, own cgroup namespace", `1 2 0:26 / /sys/fs/cgroup ro - cgroup2 cgroup rw
+3 1 0:26 /../../../.. /sys/fs/cgroup ro - cgroup2 cgroup2 rw
+4 1 0:26 / /mnt/other rw - cgroup2 cgroup2 rw
+`, "/sys/fs/cgroup", "/../../../..", true},
 		{"v1 only", "42 31 0:39 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n", "", "", false},
 		{"empty", "", "", "", false},
 		{"garbage", "- cgroup2\n1 2 3\n", "", "", false},

@@ -32,6 +32,7 @@ type TelemetryBuilder struct {
 	ReceiverSeqArgsTruncated        metric.Int64ObservableCounter
 	ReceiverSeqCgroupMisses         metric.Int64ObservableCounter
 	ReceiverSeqCgroupsCached        metric.Int64ObservableGauge
+	ReceiverSeqCgroupsUntrusted     metric.Int64ObservableCounter
 	ReceiverSeqEventsDelivered      metric.Int64Counter
 	ReceiverSeqEventsLost           metric.Int64Counter
 	ReceiverSeqEventsShed           metric.Int64ObservableCounter
@@ -113,6 +114,21 @@ func (builder *TelemetryBuilder) RegisterReceiverSeqCgroupsCachedCallback(cb met
 		cb(ctx, &observerInt64{inst: builder.ReceiverSeqCgroupsCached, obs: o})
 		return nil
 	}, builder.ReceiverSeqCgroupsCached)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterReceiverSeqCgroupsUntrustedCallback sets callback for observable ReceiverSeqCgroupsUntrusted metric.
+func (builder *TelemetryBuilder) RegisterReceiverSeqCgroupsUntrustedCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverSeqCgroupsUntrusted, obs: o})
+		return nil
+	}, builder.ReceiverSeqCgroupsUntrusted)
 	if err != nil {
 		return err
 	}
@@ -366,6 +382,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ReceiverSeqCgroupsCached, err = builder.meter.Int64ObservableGauge(
 		"otelcol_receiver_seq_cgroups_cached",
 		metric.WithDescription("Cgroup ids resolved to paths and kept (at most 8192; the oldest are forgotten). [Development]"),
+		metric.WithUnit("{cgroup}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverSeqCgroupsUntrusted, err = builder.meter.Int64ObservableCounter(
+		"otelcol_receiver_seq_cgroups_untrusted",
+		metric.WithDescription("Cgroups resolved whose path names a container or pod that was not taken as their processes' identity, by reason (attribute `reason`; unanchored, not under a container runtime's or the kubelet's root, or the hierarchy's root could not be placed; nested, below another container's cgroup, which is the identity; delegated, a container in a user's delegated subtree, reported as seq.container.delegated_id only). [Development]"),
 		metric.WithUnit("{cgroup}"),
 	)
 	errs = errors.Join(errs, err)

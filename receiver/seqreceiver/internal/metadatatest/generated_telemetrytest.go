@@ -83,6 +83,22 @@ func AssertEqualReceiverSeqCgroupsCached(t *testing.T, tt *componenttest.Telemet
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverSeqCgroupsUntrusted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_seq_cgroups_untrusted",
+		Description: "Cgroups resolved whose path names a container or pod that was not taken as their processes' identity, by reason (attribute `reason`; unanchored, not under a container runtime's or the kubelet's root, or the hierarchy's root could not be placed; nested, below another container's cgroup, which is the identity; delegated, a container in a user's delegated subtree, reported as seq.container.delegated_id only). [Development]",
+		Unit:        "{cgroup}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_seq_cgroups_untrusted")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverSeqEventsDelivered(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_seq_events_delivered",

@@ -48,6 +48,11 @@ const (
 	AttrContainerID          = string(semconv.ContainerIDKey)          // string: 64 hex digits
 	AttrContainerRuntimeName = string(semconv.ContainerRuntimeNameKey) // string: docker, containerd, cri-o, podman
 	AttrK8SPodUID            = string(semconv.K8SPodUIDKey)            // string, with dashes
+	// AttrContainerDelegatedID is the id of a container in a user's
+	// delegated cgroup subtree (rootless podman, ...), which that user
+	// chose: never container.id, so nothing associates it with another
+	// container or pod.
+	AttrContainerDelegatedID = "seq.container.delegated_id"
 
 	AttrParentCreationTime = "seq.parent.creation.time" // string, RFC 3339, UTC; process.fork only: the parent's start, which with process.parent_pid names it
 	AttrCgroupID           = "seq.cgroup.id"            // int: cgroup v2 id

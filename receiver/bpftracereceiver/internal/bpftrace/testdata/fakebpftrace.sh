@@ -74,6 +74,36 @@ flood)
 	done
 	while :; do sleep 0.05; done
 	;;
+huge)
+	# What a traced process can make a script print: lines of
+	# ${FAKE_HUGE_BYTES:-1048576} bytes (execsnoop prints argv), then many
+	# short ones; $FAKE_DIR/huge.done once all are written.
+	rec '{"type": "attached_probes", "data": {"probes": 1}}'
+	big=$(head -c "${FAKE_HUGE_BYTES:-1048576}" /dev/zero | tr '\0' 'a')
+	i=0
+	while [ $i -lt "${FAKE_HUGE_LINES:-100}" ]; do
+		rec '{"type": "printf", "data": "'"$i $big"'\n"}'
+		i=$((i + 1))
+	done
+	i=0
+	while [ $i -lt "${FAKE_MANY_LINES:-20000}" ]; do
+		rec '{"type": "printf", "data": "short line '"$i"'\n"}'
+		i=$((i + 1))
+	done
+	: > "$FAKE_DIR/huge.done"
+	while :; do sleep 0.05; done
+	;;
+config)
+	# For the test that every config field arrives: the environment, a
+	# keyed map, a long line and a long stderr line.
+	env > "$FAKE_DIR/$mode.env"
+	rec '{"type": "attached_probes", "data": {"probes": 1}}'
+	rec '{"type": "map", "data": {"@k": {"x,y": 5}}}'
+	long=$(head -c 300 /dev/zero | tr '\0' 'l')
+	rec '{"type": "printf", "data": "'"$long"'\n"}'
+	echo "WARNING: $long" >&2
+	while :; do sleep 0.05; done
+	;;
 stubborn)
 	# Ignores SIGINT, and leaves a child that ignores it too.
 	trap '' INT
