@@ -29,6 +29,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
+	_ "google.golang.org/grpc/encoding/gzip" // the OTLP exporter's default compression
 )
 
 // The attack suite's bounds (docs/tests.md, "The attack suite").
@@ -95,7 +96,8 @@ func ensureUser(t *testing.T, name string) *syscall.Credential {
 // as is a command run as cred, in a process group of its own.
 func as(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
 	c := exec.Command(name, args...)
-	c.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	// Pdeathsig: nothing outlives a test binary that timed out.
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.Dir = "/"
 	c.Stderr = os.Stderr
 	return c
@@ -332,6 +334,13 @@ func (ts *otlpTraces) Export(_ context.Context, req ptraceotlp.ExportRequest) (p
 }
 
 // missing returns the markers whose exec record or span the sink has not seen.
+// String says what the sink received.
+func (s *otlpSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%d log records, %d canary exec records, %d canary spans", s.records, len(s.execs), len(s.spans))
+}
+
 func (s *otlpSink) missing(markers []string) (execs, spans []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
