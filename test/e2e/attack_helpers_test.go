@@ -77,6 +77,17 @@ func buildWorkloads(t *testing.T) *workloads {
 	return w
 }
 
+// grpctlsCopy is a fresh copy of grpctls (a file of its own) in w.dir.
+func (w *workloads) grpctlsCopy(t *testing.T) string {
+	t.Helper()
+	f, err := os.CreateTemp(w.dir, "grpctls-")
+	require.NoError(t, err)
+	f.Close()
+	copyFile(t, w.grpctls, f.Name(), 0o755)
+	require.NoError(t, os.Chmod(f.Name(), 0o755))
+	return f.Name()
+}
+
 // ensureUser returns the credential of a system user of that name, made
 // with useradd when missing: no home, no shell, no supplementary groups.
 func ensureUser(t *testing.T, name string) *syscall.Credential {
@@ -116,6 +127,7 @@ type watched struct {
 	*collector
 	pid      int
 	killedAt atomic.Int64 // RSS when the watchdog killed it
+	lastCPU  atomic.Int64 // the last CPU time read, kept once it is gone
 	stopDog  chan struct{}
 }
 
@@ -181,17 +193,20 @@ func (w *watched) alive() (bool, string) {
 	}
 }
 
-// cpu is the collector's user and system time so far (0 once it is gone).
+// cpu is the collector's user and system time so far (the last read once
+// it is gone).
 func (w *watched) cpu() time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", w.pid))
 	if err != nil {
-		return 0
+		return time.Duration(w.lastCPU.Load())
 	}
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+k) * 10 * time.Millisecond
+	d := time.Duration(u+k) * 10 * time.Millisecond
+	w.lastCPU.Store(int64(d))
+	return d
 }
 
 // peak is VmHWM, or what the watchdog saw when it killed the collector.

@@ -8,7 +8,9 @@
 //	hostile map PATH               map PATH read-only, print "ready", wait for stdin to close
 //	hostile flood TYPE BYTES SECS  one HTTP/2 connection pair on loopback; the client sends
 //	                               BYTES of frames of TYPE (rst, ping, settings, window,
-//	                               continuation) evenly over SECS; prints the bytes sent
+//	                               continuation; stream: the benign control, an ordinary
+//	                               streaming call's small DATA frames) evenly over SECS;
+//	                               prints the bytes sent
 //	hostile calls SECS             gRPC unary calls on one connection for SECS (the control of
 //	                               flood); prints the bytes both ends wrote
 //	hostile write BYTES CHUNK      one HTTP/2 connection pair; the client sends BYTES of
@@ -102,8 +104,8 @@ func mapFile(path string) error {
 	return nil
 }
 
-// pair is a TCP connection pair on loopback whose server side discards
-// what it reads.
+// pair is a TCP connection pair on loopback whose server side sends an
+// HTTP/2 SETTINGS frame, as a real server does, and discards what it reads.
 func pair() (client net.Conn, closeAll func(), err error) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -116,6 +118,7 @@ func pair() (client net.Conn, closeAll func(), err error) {
 			close(accepted)
 			return
 		}
+		_, _ = s.Write(frame(nil, 4, 0, 0, nil))
 		accepted <- s
 		_, _ = io.Copy(io.Discard, s)
 	}()
@@ -124,6 +127,12 @@ func pair() (client net.Conn, closeAll func(), err error) {
 		return nil, nil, err
 	}
 	s := <-accepted
+	if s == nil {
+		return nil, nil, fmt.Errorf("accept failed")
+	}
+	if _, err := io.ReadFull(c, make([]byte, 9)); err != nil {
+		return nil, nil, err
+	}
 	return c, func() { c.Close(); s.Close(); ln.Close() }, nil
 }
 
@@ -165,8 +174,17 @@ func unit(typ string, sid uint32) ([]byte, error) {
 			}
 			b = frame(b, 9, fl, sid, []byte{0x86})
 		}
+	case "stream": // benign: one ordinary streaming call's small messages (the control)
+		if sid == 1 {
+			b = request(nil, 1)[:9+4+len(grpctest.UnaryMethod)]
+			b[4] = 0x4 // END_HEADERS, the stream left open
+		}
+		msg := append([]byte{0, 0, 0, 0, 11}, "hello world"...)
+		for range 64 {
+			b = frame(b, 0, 0, 1, msg)
+		}
 	default:
-		return nil, fmt.Errorf("no frame type %q; use rst, ping, settings, window or continuation", typ)
+		return nil, fmt.Errorf("no frame type %q; use rst, ping, settings, window, continuation or stream", typ)
 	}
 	return b, nil
 }
