@@ -318,7 +318,7 @@ func attackFrameFloods(t *testing.T, w *workloads) {
 	var figures []string
 	for _, typ := range []string{"rst", "ping", "settings", "window", "continuation"} {
 		cpu := flood(typ)
-		r := float64(cpu) / float64(max(control, 10*time.Millisecond))
+		r := float64(cpu) / float64(max(control, cpuFloor))
 		figures = append(figures, fmt.Sprintf("%s %v (%.2fx)", typ, cpu, r))
 		assert.LessOrEqual(t, r, attackCPURatio, "grpc-tls/frame-floods: the %s flood's CPU %v is %.2f times the control's %v (bound %.1f)", typ, cpu, r, control, attackCPURatio)
 		worst = max(worst, cpu)

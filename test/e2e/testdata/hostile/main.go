@@ -175,18 +175,27 @@ func unit(typ string, sid uint32) ([]byte, error) {
 			b = frame(b, 9, fl, sid, []byte{0x86})
 		}
 	case "stream": // benign: one ordinary streaming call's small messages (the control)
-		if sid == 1 {
-			b = request(nil, 1)[:9+4+len(grpctest.UnaryMethod)]
-			b[4] = 0x4 // END_HEADERS, the stream left open
+		if sid == floodBase {
+			b = openStream(nil, floodBase)
 		}
 		msg := append([]byte{0, 0, 0, 0, 11}, "hello world"...)
 		for range 64 {
-			b = frame(b, 0, 0, 1, msg)
+			b = frame(b, 0, 0, floodBase, msg)
 		}
 	default:
 		return nil, fmt.Errorf("no frame type %q; use rst, ping, settings, window, continuation or stream", typ)
 	}
 	return b, nil
+}
+
+// floodBase is the first stream id of a flood: above the streams its
+// connection opened first.
+const floodBase = 1<<20 | 1
+
+// openStream is a request's HEADERS that leave the stream open.
+func openStream(b []byte, sid uint32) []byte {
+	path := grpctest.UnaryMethod
+	return frame(b, 1, 0x4, sid, append([]byte{0x83, 0x86, 0x04, byte(len(path))}, path...))
 }
 
 func flood(typ string, total, secs int) error {
@@ -195,14 +204,20 @@ func flood(typ string, total, secs int) error {
 		return err
 	}
 	defer done()
-	if _, err := c.Write(frame([]byte(preface), 4, 0, 0, nil)); err != nil {
+	// The preface, and 100 calls in progress (their requests sent, as on
+	// any busy channel), before the flood: the same for every type.
+	msg := frame([]byte(preface), 4, 0, 0, nil)
+	for i := range uint32(100) {
+		msg = openStream(msg, 1+2*i)
+	}
+	if _, err := c.Write(msg); err != nil {
 		return err
 	}
+	msg = msg[:0]
 	start := time.Now()
 	rate := float64(total) / float64(secs)
 	var sent int
-	var msg []byte
-	for sid := uint32(1); sent < total; sid += 128 {
+	for sid := uint32(floodBase); sent < total; sid += 128 {
 		u, err := unit(typ, sid)
 		if err != nil {
 			return err
