@@ -44,7 +44,7 @@ BPFTRACE_SUITES := trixie sid
 # outside the clone for the same reason.
 KERNELS_CACHE ?= $(HOME)/.cache/otelcol-seq/kernels
 
-.PHONY: run test build deps tools generate unit e2e clean lint drift test-kernels test-bpftrace-versions test-k8s
+.PHONY: run test build deps tools generate unit e2e test-attack clean lint drift test-kernels test-bpftrace-versions test-k8s
 
 run: deps $(COLLECTOR)
 	$(COLLECTOR) --config $(CONFIG)
@@ -79,6 +79,12 @@ fuzz-short:
 
 e2e: $(COLLECTOR) $(JAEGER) $(LOKI) $(EBPF_EXPORTER)
 	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
+
+# The attack suite alone (root; test/e2e/attack_test.go, also part of e2e):
+# the built collector under the shipped agent and grpc configs against what
+# an unprivileged local user can do (docs/tests.md, "The attack suite").
+test-attack: $(COLLECTOR)
+	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) $(GO) test -tags e2e -count=1 -v -timeout 15m -run '^TestAttack$$' ./test/e2e/
 
 # The bpftrace version matrix (root): the same scripts under the receiver's
 # runner on Debian 12's bpftrace (0.17, the host's), Debian 13's (0.23) and

@@ -215,3 +215,7 @@ func Stream(ctx context.Context, c testgrpc.TestServiceClient, n int, interval t
 		}
 	}
 }
+
+// TestService is the server's implementation, for a grpc.Server of the
+// caller's own (a listener that counts bytes, say).
+func TestService() testgrpc.TestServiceServer { return server{} }
