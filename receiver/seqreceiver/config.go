@@ -39,6 +39,10 @@ const (
 	commLen      = 15 // TASK_COMM_LEN - 1
 )
 
+// DefaultNice is Config.Nice's default: a task at nice -10 weighs as much
+// as about nine at nice 0.
+const DefaultNice = -10
+
 // Config is the seq receiver's configuration. `seq: {}` uses the defaults.
 type Config struct {
 	// Transport is how records travel from the BPF programs to the reader:
@@ -74,6 +78,13 @@ type Config struct {
 
 	// MaxBatch is the most log records handed to the pipeline in one call.
 	MaxBatch int `mapstructure:"max_batch"`
+
+	// Nice is the nice value the collector's threads run at from Start on
+	// (-20..19; 0 leaves them as they are; a thread already at a lower value
+	// keeps it). The scheduler shares a CPU by task: a user who runs many
+	// processes gets as many shares, and at the default nice the reader
+	// falls behind the ring and loses other users' events (lapped).
+	Nice int `mapstructure:"nice"`
 
 	// Pressure sheds low-priority events in the kernel while the ring is
 	// nearly full (sequencer transport), counted, so that the events that
@@ -193,6 +204,7 @@ func createDefaultConfig() *Config {
 		MaxArgsBytes: 1024,
 		MaxArgs:      process.DefaultMaxArgs,
 		MaxBatch:     1024,
+		Nice:         DefaultNice,
 		Pressure:     PressureConfig{Above: 0.75},
 		Traces: TracesConfig{
 			ServiceName:    "linux-processes",
@@ -241,6 +253,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > maxMaxBatch {
 		errs = append(errs, fmt.Errorf("max_batch: %d is out of range; use 1 to %d", c.MaxBatch, maxMaxBatch))
+	}
+	if c.Nice < -20 || c.Nice > 19 {
+		errs = append(errs, fmt.Errorf("nice: %d is out of range; use -20 to 19 (0 leaves the collector's priority as it is)", c.Nice))
 	}
 	if len(c.Pressure.Shed) > 0 && (c.Transport == sequencer.TransportRingBuf || c.Transport == sequencer.TransportPerfBuf) {
 		errs = append(errs, fmt.Errorf("transport: %q cannot shed (pressure::shed works on the sequencer transport only); use transport: %s or %s, or remove pressure::shed",

@@ -33,7 +33,7 @@ func TestConfigCustom(t *testing.T) {
 	cfg := loadConfig(t, "custom")
 	require.NoError(t, confmap.Validate(cfg))
 	assert.Equal(t, &Config{
-		Transport: "sequencer", RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxArgs: 100, MaxBatch: 64,
+		Transport: "sequencer", RingSlots: 1024, Events: []string{"exec", "exit"}, ThreadEvents: true, MaxArgsBytes: 4096, MaxArgs: 100, MaxBatch: 64, Nice: 5,
 		Pressure: PressureConfig{Shed: []string{"fork", "exec"}, Above: 0.5},
 		Traces: TracesConfig{ServiceName: "build-farm", RootParents: []string{"cron", "make"}, MaxProcesses: 1024,
 			MaxMemory: 8 << 20, MaxEventArgsBytes: 4096},
@@ -77,6 +77,7 @@ func TestConfigInvalid(t *testing.T) {
 		"bad_args": "max_args_bytes: 5000 is out of range; use 0 to 4096\n" +
 			"max_args: 0 is out of range; use 1 to 2048 (max_args_bytes: 0 turns argv off)",
 		"bad_batch": "max_batch: 0 is out of range; use 1 to 65536",
+		"bad_nice":  "nice: -21 is out of range; use -20 to 19 (0 leaves the collector's priority as it is)",
 		"no_events": "events: empty; list one or more of fork, exec, exit",
 		// A nested config's errors come after confmap's path to it
 		// ("pressure: "); the setting that depends on transport is

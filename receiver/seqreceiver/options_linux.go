@@ -23,6 +23,8 @@ type settings struct {
 	// snapshotArgs bounds the bytes of /proc/PID/cmdline read per process
 	// running at start (max_args_bytes, as the kernel's cut at an exec).
 	snapshotArgs int
+	// nice is what the collector's threads are set to at Start (0: left).
+	nice int
 }
 
 func (c *Config) settings() (settings, error) {
@@ -49,6 +51,7 @@ func (c *Config) settings() (settings, error) {
 		},
 		mapper:       pdatamap.Mapper{IncludeThreads: c.ThreadEvents, Redact: red, MaxArgs: c.MaxArgs},
 		snapshotArgs: c.MaxArgsBytes,
+		nice:         c.Nice,
 	}, nil
 }
 

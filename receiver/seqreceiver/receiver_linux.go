@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -147,7 +148,25 @@ func newReceiver(set receiver.Settings, c *Config) (*seqReceiver, error) {
 
 // Start loads the sequencer and starts the reader.
 func (r *seqReceiver) Start(context.Context, component.Host) error {
+	r.applyNice()
 	return r.startSequencer()
+}
+
+// applyNice raises the collector's threads to the configured nice value
+// (see raiseNice); a failure is logged with the fix, not fatal.
+func (r *seqReceiver) applyNice() {
+	n := r.inner.nice
+	if n == 0 {
+		return
+	}
+	set, kept, err := raiseNice(n)
+	if err != nil {
+		r.set.Logger.Warn("seq receiver: could not set the collector's threads to nice "+strconv.Itoa(n)+
+			"; a user running many processes can then starve the reader and make it lose other users' events (lapped): give the collector CAP_SYS_NICE, or set nice: 0 to silence this",
+			zap.Error(err), zap.Int("threads_set", set))
+		return
+	}
+	r.set.Logger.Info("seq receiver: the collector's threads run at nice "+strconv.Itoa(n), zap.Int("threads_set", set), zap.Int("threads_already_at_or_below", kept))
 }
 
 func (r *seqReceiver) startSequencer() (err error) {

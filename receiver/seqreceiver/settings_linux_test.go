@@ -7,7 +7,9 @@ package seqreceiver
 
 import (
 	"context"
+	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,6 +75,13 @@ func TestSettingsFromConfig(t *testing.T) {
 		assert.Equal(t, 333, o.MaxArgs)
 		assert.Equal(t, 333, r.model.Config().MaxArgsBytes)
 		assert.Equal(t, 333, r.inner.snapshotArgs)
+	})
+	set("nice", func() { cfg.Nice = -3 }, func(t *testing.T, r *seqReceiver, _ sequencer.Options) {
+		assert.Equal(t, -3, r.inner.nice)
+		// Start raised every thread of this process to -3 (the tests run as root).
+		for tid, nice := range threadNices(t) {
+			assert.LessOrEqual(t, nice, -3, "thread %d", tid)
+		}
 	})
 	set("max_args", func() { cfg.MaxArgs = 17 }, func(t *testing.T, r *seqReceiver, _ sequencer.Options) {
 		assert.Equal(t, 17, r.mapper.MaxArgs)
@@ -169,4 +178,26 @@ func TestSettingsFromConfig(t *testing.T) {
 	for p, check := range checked {
 		t.Run(strings.ReplaceAll(p, "::", "."), func(t *testing.T) { check(t, r, got) })
 	}
+}
+
+// threadNices reads the nice value of each thread of this process
+// (/proc/self/task/TID/stat, field 19).
+func threadNices(t *testing.T) map[int]int {
+	ents, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	out := map[int]int{}
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited
+		}
+		// Fields after the command name, which ends at the last ')'.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		nice, err := strconv.Atoi(f[16])
+		require.NoError(t, err)
+		tid, _ := strconv.Atoi(e.Name())
+		out[tid] = nice
+	}
+	require.NotEmpty(t, out)
+	return out
 }
