@@ -129,7 +129,7 @@ $(COLLECTOR): $(BUILDER) builder-config.yaml go.mod go.sum $(GO_SOURCES)
 	mkdir -p build/otelcol-seq
 	$(BUILDER) --config builder-config.yaml
 	mkdir -p bin
-	cp build/otelcol-seq/otelcol-seq $(COLLECTOR)
+	cp build/otelcol-seq/otelcol-seq $(COLLECTOR).tmp && mv -f $(COLLECTOR).tmp $(COLLECTOR)
 
 $(COLLECTOR)-%: $(COLLECTOR)
 	cd build/otelcol-seq && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -trimpath -o $(CURDIR)/$@ -ldflags="-s -w" -gcflags= .

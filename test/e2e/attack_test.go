@@ -25,6 +25,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
@@ -59,12 +60,47 @@ func TestAttack(t *testing.T) {
 // startAgent runs deploy/agent.yaml as the DaemonSet would, less
 // k8sattributes (no API server here), exporting to sink.
 func startAgent(t *testing.T, sink *otlpSink) (*watched, error) {
-	return startWatched(t, []string{"HEALTH_ENDPOINT=" + freePort(t), "K8S_NODE_NAME=e2e"},
+	env := append(daemonSetEnv(t), "HEALTH_ENDPOINT="+freePort(t), "K8S_NODE_NAME=e2e")
+	return startWatched(t, env,
 		"--config", filepath.Join(repoRoot(t), "deploy", "agent.yaml"),
 		"--config", "yaml:service::pipelines::logs::processors: [memory_limiter, batch]",
 		"--config", "yaml:service::pipelines::traces::processors: [memory_limiter, batch]",
 		"--config", "yaml:exporters::loadbalancing::resolver: {dns: null, static: {hostnames: ["+sink.addr+"]}}",
 		"--config", "yaml:service::telemetry::metrics::level: none")
+}
+
+// daemonSetEnv is the environment the DaemonSet gives the agent
+// (deploy/kubernetes/agent-daemonset.yaml: GOMEMLIMIT, GOGC,
+// MEMORY_LIMIT_MIB...), its literal values: the agent as deployed.
+func daemonSetEnv(t *testing.T) []string {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "kubernetes", "agent-daemonset.yaml"))
+	require.NoError(t, err)
+	var ds struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Name string
+						Env  []struct {
+							Name  string
+							Value *string
+						}
+					}
+				}
+			}
+		}
+	}
+	require.NoError(t, yaml.Unmarshal(b, &ds))
+	var env []string
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Value != nil { // valueFrom: the downward API, set by the test
+				env = append(env, e.Name+"="+*e.Value)
+			}
+		}
+	}
+	require.Contains(t, strings.Join(env, " "), "GOMEMLIMIT=", "the DaemonSet's env")
+	return env
 }
 
 // startGRPC runs config/grpc.yaml with TLS on (a rescan every second, the
@@ -119,7 +155,7 @@ func attackExecLoop(t *testing.T, w *workloads) {
 		var cmds []*exec.Cmd
 		for s := range 4 {
 			// sh -c: a plain loop of fork and exec, as any script does.
-			script := fmt.Sprintf(`i=%d; while [ $i -lt %d ]; do %s $i 0 %d once; i=$((i+4)); done`, s, procs*execs, w.execloop, nargs)
+			script := fmt.Sprintf(`i=%d; while [ $i -lt %d ]; do %s $i 1 %d once; i=$((i+4)); done`, s, procs*execs, w.execloop, nargs)
 			cmd := as(w.attacker, "/bin/sh", "-c", script)
 			require.NoError(t, cmd.Start())
 			cmds = append(cmds, cmd)

@@ -6,7 +6,8 @@
 // -args short arguments that no other exec of any process repeats (so
 // nothing can be interned), then writes one byte to fd 3 (a pipe the test
 // reads) and pauses until it is killed. With -once it instead exits after
-// writing the byte: the benign control, one exec per process. Test code
+// writing the byte: the benign control, whose processes (started with
+// LEFT 1) exec once with as many arguments and exit. Test code
 // only.
 package main
 
@@ -38,7 +39,7 @@ func main() {
 	left, _ := strconv.Atoi(os.Args[2])
 	nargs, _ := strconv.Atoi(os.Args[3])
 	mode := os.Args[4]
-	if left > 0 && mode == "loop" {
+	if left > 0 {
 		self, err := os.Executable()
 		if err != nil {
 			os.Exit(3)
