@@ -170,8 +170,8 @@ func (r *Redactor) args(args []string, shells int) ([]string, int) {
 			st.tool = "" // sshpass [-p pw] command...: the command's flags are its own
 		}
 		if t := toolOf(a); t != "" {
-			switch {
-			case t == "login":
+			switch t {
+			case "login":
 				if i > 0 {
 					st.login = true
 					st.vaultTok = st.tool == "vault"

@@ -57,9 +57,9 @@ func TestAttack(t *testing.T) {
 	})
 }
 
-// startAgent runs deploy/agent.yaml as the DaemonSet would, less
+// startAttackAgent runs deploy/agent.yaml as the DaemonSet would, less
 // k8sattributes (no API server here), exporting to sink.
-func startAgent(t *testing.T, sink *otlpSink) (*watched, error) {
+func startAttackAgent(t *testing.T, sink *otlpSink) (*watched, error) {
 	env := append(daemonSetEnv(t), "HEALTH_ENDPOINT="+freePort(t), "K8S_NODE_NAME=e2e")
 	return startWatched(t, env,
 		"--config", filepath.Join(repoRoot(t), "deploy", "agent.yaml"),
@@ -129,7 +129,7 @@ func envInt(name string, def int) int {
 func attackExecLoop(t *testing.T, w *workloads) {
 	procs, execs, nargs := envInt("SEQ_ATTACK_PROCS", 150), 130, 510
 	sink := newOTLPSink(t)
-	c, err := startAgent(t, sink)
+	c, err := startAttackAgent(t, sink)
 	require.NoError(t, err)
 	tag := fmt.Sprintf("%x", rand.Uint32())
 
