@@ -374,8 +374,16 @@ func (r *Redactor) takesSecret(st *state, a string) bool {
 		if a == "-k" {
 			return true
 		}
-	case "zip", "sqlcmd":
+	case "zip", "sqlcmd", "mosquitto":
 		if a == "-P" {
+			return true
+		}
+	case "ssh-keygen":
+		if a == "-N" || a == "-P" {
+			return true
+		}
+	case "twine", "cqlsh":
+		if a == "-p" {
 			return true
 		}
 	}
@@ -396,6 +404,15 @@ func (st *state) attached(a string) (string, bool) {
 	}
 	var f byte
 	switch st.tool {
+	case "curl": // -uuser:password, -Uuser:password
+		if a[1] != 'u' && a[1] != 'U' {
+			return "", false
+		}
+		user, pass, ok := strings.Cut(a[2:], ":")
+		if !ok || pass == "" || pass == Replacement {
+			return "", false
+		}
+		return a[:2] + user + ":" + Replacement, true
 	case "mysql", "sshpass", "mongo", "7z", "rar":
 		f = 'p'
 	case "redis-cli":
@@ -433,6 +450,14 @@ func (st *state) pairValue(flag, v string) (string, int) {
 				return "", 0 // a cookie file
 			}
 			return cookieValues(v)
+		}
+	case "etcd":
+		if flag == "--user" { // etcdctl --user name:password
+			user, pass, ok := strings.Cut(v, ":")
+			if !ok || pass == "" || pass == Replacement {
+				return "", 0
+			}
+			return user + ":" + Replacement, 1
 		}
 	case "smb":
 		if flag == "-U" || flag == "--user" {
@@ -499,6 +524,12 @@ func toolOf(a string) string {
 		return "smb"
 	case "sqlcmd", "bcp":
 		return "sqlcmd"
+	case "ssh-keygen", "twine", "cqlsh":
+		return base
+	case "etcdctl":
+		return "etcd"
+	case "mosquitto_pub", "mosquitto_sub", "mosquitto_rr":
+		return "mosquitto"
 	case "sh", "bash", "dash", "zsh", "ash", "ksh", "mksh":
 		return "shell"
 	case "login":

@@ -34,7 +34,8 @@
 // Secret-like names: a name, lower-cased with - and . read as _, ending in
 // password, passwd, passphrase, secret, token, api_key, apikey, access_key,
 // private_key, credential, credentials, secret_id, storepass, keypass,
-// requirepass or masterauth, or equal to / ending in _ + auth, pass, pwd;
+// requirepass, masterauth, secret_key, account_key, accountkey, auth_key,
+// bearer or creds, or equal to / ending in _ + auth, pass, pwd;
 // plus the configured extra keys (same matching).
 package redact
 
@@ -77,7 +78,11 @@ type Redactor struct {
 var (
 	defaultKeys = []string{"password", "passwd", "passphrase", "secret", "token", "api_key", "apikey", "access_key", "private_key", "credential", "credentials", "secret_id",
 		// keytool's -storepass -keypass -srcstorepass ..., redis' requirepass and masterauth
-		"storepass", "keypass", "requirepass", "masterauth"}
+		"storepass", "keypass", "requirepass", "masterauth",
+		// s3cmd --secret_key, az --account-key and AccountKey= of Azure connection
+		// strings, X-Auth-Key (Cloudflare), curl --oauth2-bearer, skopeo/podman
+		// --creds user:password
+		"secret_key", "account_key", "accountkey", "auth_key", "bearer", "creds"}
 	defaultShort = []string{"auth", "pass", "pwd"}
 	// Names ending so are about a secret, not one.
 	notSecretSuffixes = []string{"_file", "_path", "_stdin", "_env", "_dir", "_name", "_length", "_len", "_ttl", "_type", "_mode", "_command", "_cmd", "_url", "_endpoint", "_id_file"}

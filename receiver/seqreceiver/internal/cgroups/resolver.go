@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,7 +82,7 @@ type Resolver struct {
 	cache    map[uint64]*Info
 	fifo     []uint64 // the ids of cache, oldest first, as a ring
 	head     int
-	index    map[uint64]string // inode -> path, from the last walk
+	index    map[uint64]dirent // inode -> parent and name, from the last walk
 	lastWalk time.Time
 	walked   bool
 
@@ -183,7 +184,7 @@ func (r *Resolver) Resolve(id uint64) *Info {
 	if info, ok := r.cache[id]; ok {
 		return info
 	}
-	if p, ok := r.index[id]; ok {
+	if p, ok := r.pathOf(id); ok {
 		return r.keep(id, p)
 	}
 	if r.byHandle != nil {
@@ -193,7 +194,7 @@ func (r *Resolver) Resolve(id uint64) *Info {
 	}
 	if r.now().Sub(r.lastWalk) >= r.minRefresh {
 		if r.walk() == nil {
-			if p, ok := r.index[id]; ok {
+			if p, ok := r.pathOf(id); ok {
 				return r.keep(id, p)
 			}
 		}
@@ -261,33 +262,79 @@ func (r *Resolver) cgroupPath(rel string) string {
 	return strings.TrimRight(r.root, "/") + "/" + rel
 }
 
+// dirent is a directory of the last walk: its parent's inode (0 for the
+// mount's top) and its name. The index keeps names, not paths: a path is
+// up to PATH_MAX bytes, and a user with a delegated subtree chooses how
+// deep their cgroups are, so paths would cost the index up to 4 KiB per
+// cgroup where names cost at most 255 bytes.
+type dirent struct {
+	parent uint64
+	name   string
+}
+
+// pathOf rebuilds the path, relative to the mount, of a directory of the
+// last walk.
+func (r *Resolver) pathOf(id uint64) (string, bool) {
+	e, ok := r.index[id]
+	if !ok {
+		return "", false
+	}
+	var names []string
+	for n := 0; e.parent != 0 && n <= len(r.index); n++ { // n: a loop cannot be made, but bound it
+		names = append(names, e.name)
+		if e, ok = r.index[e.parent]; !ok {
+			return "", false
+		}
+	}
+	slices.Reverse(names)
+	return "/" + strings.Join(names, "/"), true
+}
+
 // walk indexes every cgroup directory under the mount by inode.
 func (r *Resolver) walk() error {
 	r.lastWalk = r.now()
 	r.walks.Add(1)
-	index := make(map[uint64]string, max(len(r.index), 64))
-	err := filepath.WalkDir(r.mount, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == r.mount {
-				return err
-			}
-			return nil // removed while walking: skip it
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		if ino, ok := inode(fi); ok {
-			index[ino] = strings.TrimPrefix(p, r.mount)
+	index := make(map[uint64]dirent, max(len(r.index), 64))
+	fi, err := os.Stat(r.mount)
+	if err != nil {
+		if !r.walked {
+			return err
 		}
 		return nil
-	})
+	}
+	top, ok := inode(fi)
+	if !ok {
+		top = 1
+	}
+	index[top] = dirent{}
+	var dir func(p string, ino uint64, ents []fs.DirEntry)
+	dir = func(p string, parent uint64, ents []fs.DirEntry) {
+		for _, d := range ents {
+			if !d.IsDir() {
+				continue
+			}
+			fi, err := d.Info()
+			if err != nil {
+				continue // removed while walking: skip it
+			}
+			ino, ok := inode(fi)
+			if !ok {
+				continue
+			}
+			index[ino] = dirent{parent: parent, name: d.Name()}
+			child := p + "/" + d.Name()
+			sub, err := os.ReadDir(child)
+			if err != nil {
+				continue // removed while walking, or past PATH_MAX: skip it
+			}
+			dir(child, ino, sub)
+		}
+	}
+	ents, err := os.ReadDir(r.mount)
 	if err != nil && !r.walked {
 		return err
 	}
+	dir(r.mount, top, ents)
 	r.walked = true
 	r.index = index
 	return nil

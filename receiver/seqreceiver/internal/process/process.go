@@ -738,6 +738,11 @@ func (m *Model) finish(p *proc, force bool) {
 func (m *Model) setArgs(p *proc, ev *event.Event) ([]string, int) {
 	args, n := m.cfg.Redact.Args(ev.Args)
 	args, data, cut := capArgs(args, m.cfg.MaxArgs, m.cfg.MaxArgsBytes)
+	if n > 0 && !cut {
+		// What redaction kept is substrings of the exec's argv string,
+		// which the secret filled: keep a copy of what is charged.
+		args = compactArgs(args, data)
+	}
 	if len(args) < len(p.args) {
 		clear(p.args[len(args):])
 	}
@@ -794,6 +799,21 @@ func capArgs(args []string, maxN, maxBytes int) ([]string, int, bool) {
 		s = s[i+1:]
 	}
 	return out, b.Len() - n, true
+}
+
+// compactArgs copies args (data bytes) into one allocation of their own.
+func compactArgs(args []string, data int) []string {
+	var b strings.Builder
+	b.Grow(data)
+	for _, a := range args {
+		b.WriteString(a)
+	}
+	s := b.String()
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i], s = s[:len(a)], s[len(a):]
+	}
+	return out
 }
 
 // setPath sets the executable path of p's last exec.
