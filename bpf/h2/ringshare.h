@@ -49,9 +49,12 @@ static __always_inline bool h2_tokens(struct h2_conn *c, __u64 now)
  * Keyed by the uid (the initial user namespace's) of the task making the
  * call: the one identity an unprivileged process cannot multiply (a user
  * with a delegated cgroup subtree, as systemd gives every login, makes
- * cgroups at will: a share per cgroup would be a share per command). The
- * price: processes of one uid share it (all uid 0 processes, containers
- * without user namespaces included). The bytes a socket reads are charged
+ * cgroups at will: a share per cgroup would be a share per command). Uid 0
+ * is keyed by the task's cgroup instead: the containers of a node mostly
+ * run as uid 0 without a user namespace, and one pod's flood must not
+ * spend every other pod's share; a process needs root, or a delegation,
+ * to make cgroups, and root is trusted. The price: processes of one uid
+ * other than 0 share it. The bytes a socket reads are charged
  * to the reader: a remote peer flooding a server spends the server's share.
  * LRU-bounded: a user whose entry was evicted (by as many other users'
  * calls) starts again with a full bucket, which no one user can force.
@@ -64,7 +67,7 @@ struct h2_user {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096); /* replaced by the loader (Options.MaxUsers) */
-	__type(key, __u32);
+	__type(key, __u64); /* h2_user_key */
 	__type(value, struct h2_user);
 } h2_users SEC(".maps");
 
@@ -72,15 +75,19 @@ struct {
  * map refuses (never expected). */
 static __always_inline struct h2_user *h2_user_share(__u64 now)
 {
-	__u32 uid = (__u32)bpf_get_current_uid_gid();
-	struct h2_user *u = bpf_map_lookup_elem(&h2_users, &uid);
+	__u64 key = (__u32)bpf_get_current_uid_gid();
+
+	/* uid 0: its cgroup (a pod), marked by the top bit (no uid has it) */
+	if (key == 0)
+		key = bpf_get_current_cgroup_id() | (1ULL << 63);
+	struct h2_user *u = bpf_map_lookup_elem(&h2_users, &key);
 
 	if (u)
 		return u;
 	struct h2_user n = {.tokens = (__s64)h2_user_burst, .ns = now};
 
-	bpf_map_update_elem(&h2_users, &uid, &n, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&h2_users, &uid);
+	bpf_map_update_elem(&h2_users, &key, &n, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&h2_users, &key);
 }
 
 #endif /* H2_RINGSHARE_H */
