@@ -214,3 +214,29 @@ func TestMemoryAccounting(t *testing.T) {
 	assert.Zero(t, v.tr.MemoryUsed())
 	require.Len(t, v.calls, 1)
 }
+
+// TestAdoptedOrphansAccounted: responses seen before their requests
+// (orphans whose response ended) are adopted when the requests come; the
+// heaps they join grow, and the account follows them at every step.
+func TestAdoptedOrphansAccounted(t *testing.T) {
+	v := newConv(t, Config{}, RoleClient)
+	cw, sw := newWire(true), newWire(false)
+	v.send(Ingress, sw.settings().take())
+	const n = 40
+	for i := range n {
+		sid := uint32(2*i + 1)
+		v.send(Ingress, sw.headers(sid, false, 0, respHeaders...).headers(sid, true, 0, okTrailers...).take())
+		checkTracker(t, v.tr, uint64(len(v.calls)))
+	}
+	v.send(Egress, cw.settings().take())
+	for i := range n {
+		sid := uint32(2*i + 1)
+		v.send(Egress, cw.headers(sid, false, 0, req("/a.B/C")...).take())
+		checkTracker(t, v.tr, uint64(len(v.calls)))
+	}
+	for i := range n {
+		v.send(Egress, cw.data(uint32(2*i+1), 5, true).take())
+		checkTracker(t, v.tr, uint64(len(v.calls)))
+	}
+	require.Len(t, v.calls, n)
+}

@@ -537,6 +537,7 @@ func (t *Tracker) adopt(c *conn, d *direction, s *stream, b *hblock) {
 	if s.respEnded {
 		c.heaps[heapWaiting].push(s)
 	}
+	t.chargeIndex(c)
 	resp := s.call
 	t.request(c, d, s, b)
 	call := &s.call
@@ -557,6 +558,7 @@ func (t *Tracker) end(c *conn, sid uint32, s *stream, endNs uint64) {
 		s.respEnded, s.respEndNs = true, endNs
 		if !s.orphan {
 			c.heaps[heapWaiting].push(s)
+			t.chargeIndex(c)
 		}
 	}
 	if s.orphan || s.call.Flags&FlagRequestEnded == 0 {
