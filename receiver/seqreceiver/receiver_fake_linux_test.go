@@ -351,7 +351,8 @@ func TestFakeBackoffWhileRefused(t *testing.T) {
 	require.NoError(t, err)
 	cfg := createDefaultConfig()
 	cfg.MaxBatch = 64
-	f := startFake(t, cfg, 1024, cons, nil)
+	const ringSlots = 1024
+	f := startFake(t, cfg, ringSlots, cons, nil)
 	src := f.r.rd.(*fakeSource)
 
 	// About 3000 events/s for 600 ms, all refused: without the backoff the
@@ -371,6 +372,11 @@ func TestFakeBackoffWhileRefused(t *testing.T) {
 		}
 	}
 	produce(refuseFor)
+	// On a loaded machine fewer events come in that time: go on until the
+	// ring has lapped the waiting reader, so that the test sees a lap.
+	for deadline := time.Now().Add(3 * time.Second); f.r.rd.Head()-f.r.readPos.Load() <= ringSlots+64 && time.Now().Before(deadline); {
+		produce(10 * time.Millisecond)
+	}
 	issuedRefusing := f.r.rd.Head()
 	readRefusing := f.r.readPos.Load()
 	callsRefusing := calls.Load()
