@@ -234,7 +234,10 @@ GOLANGCI_LINT := $(HOME)/.cache/otelcol-seq/tools/golangci-lint-$(GOLANGCI_LINT_
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
+# scripts/commit-subjects.sh: commit subjects of 72 characters at most (the
+# commits after its BASE; it passes, saying so, where there is no history).
 lint: $(GOLANGCI_LINT)
+	scripts/commit-subjects.sh
 	$(GOLANGCI_LINT) run ./...
 	cd tools && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
