@@ -28,7 +28,8 @@ skip() {
 	exit 0
 }
 
-git rev-parse --is-inside-work-tree >/dev/null 2>&1 || skip "not a git clone (no history to read)"
+# This tree's own history: a tarball unpacked inside another clone has none.
+[ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ] || skip "not a git clone (no history to read)"
 git rev-parse --verify -q "$rev^{commit}" >/dev/null || skip "$rev is not a commit here"
 git cat-file -e "$BASE^{commit}" 2>/dev/null ||
 	skip "the history does not reach $BASE (a shallow clone? git fetch --unshallow to check)"
