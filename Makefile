@@ -103,15 +103,16 @@ test-bpftrace-versions: deps
 # and 13's 6.12 kernels, each stock and PREEMPT_RT, and the seq packages inside
 # Debian 12's 6.1 arm64 (cross-compiled), under QEMU (TCG; two guests
 # at a time on two cores; see docs/kernels.md). Kernels, QEMU and virtme-ng are installed by scripts/kernels.sh
-# setup into $(KERNELS_CACHE); results go to build/kernels/.
-test-kernels: deps $(EBPF_EXPORTER)
+# setup into $(KERNELS_CACHE); results go to build/kernels/. The guests get
+# every path they need from here (their HOME is not the host's).
+test-kernels: deps $(EBPF_EXPORTER) python-grpc
 	KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh setup
 	@# The arm64 objects' CO-RE relocations against the arm64 guest's kernel (its
 	@# Image holds its BTF), and the host's against its own: the ebpf_exporter
 	@# programs and fixtures run in no arm64 guest.
 	OTELCOL_SEQ_CORE_BTF=arm64=$$(KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh vmlinuz arm64),$$($(GO) env GOARCH)=/sys/kernel/btf/vmlinux \
 		$(GO) test -count=1 -run TestCOREAgainstKernelBTF ./receiver/grpcreceiver/internal/capture ./receiver/ebpfexporterreceiver/internal/ebpfexporter
-	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) test/kernels/run.sh
+	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) PYGRPC_CACHE=$(PYGRPC_CACHE) test/kernels/run.sh
 
 # bin/otelcol-seq: the collector for this machine (what `make run` and the
 # tests run); bin/otelcol-seq-amd64 and bin/otelcol-seq-arm64: one for each
@@ -233,7 +234,10 @@ GOLANGCI_LINT := $(HOME)/.cache/otelcol-seq/tools/golangci-lint-$(GOLANGCI_LINT_
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
+# scripts/commit-subjects.sh: commit subjects of 72 characters at most (the
+# commits after its BASE; it passes, saying so, where there is no history).
 lint: $(GOLANGCI_LINT)
+	scripts/commit-subjects.sh
 	$(GOLANGCI_LINT) run ./...
 	cd tools && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 

@@ -42,7 +42,8 @@ KERNELS_TABLE=(
 VIRTME_NG_VERSION=1.42
 APT_PACKAGES=(qemu-system-x86 kmod busybox-static)
 
-CACHE=${KERNELS_CACHE:-$HOME/.cache/otelcol-seq/kernels}
+# Absolute: /lib/modules links into it and the arm64 guest is handed paths in it.
+CACHE=$(realpath -m "${KERNELS_CACHE:-$HOME/.cache/otelcol-seq/kernels}")
 VENV=$CACHE/venv
 STATE=$CACHE/state # NAME.env: the version setup settled on, per kernel
 

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
+	"github.com/otelcol-seq/otelcol-seq/receiver/bpftracereceiver/internal/bpftrace"
 	"github.com/otelcol-seq/otelcol-seq/receiver/bpftracereceiver/internal/metadata"
 )
 
@@ -18,10 +19,22 @@ import (
 func NewFactory() receiver.Factory {
 	return receiver.NewFactory(
 		metadata.Type,
-		func() component.Config { return &Config{} },
+		func() component.Config { return createDefaultConfig() },
 		receiver.WithLogs(createLogs, metadata.LogsStability),
 		receiver.WithMetrics(createMetrics, metadata.MetricsStability),
 	)
+}
+
+// createDefaultConfig: no scripts (Validate asks for one), the bpftrace on
+// PATH and the default budget. The runner applies the same defaults to a
+// zero Binary, MaxBufferedBytes or MaxLineBytes; they are set here as well
+// so that the defaults are those of the Config (and of the README's table).
+func createDefaultConfig() *Config {
+	return &Config{Config: bpftrace.Config{
+		Binary:           bpftrace.DefaultBinary,
+		MaxBufferedBytes: bpftrace.DefaultMaxBufferedBytes,
+		MaxLineBytes:     bpftrace.DefaultMaxLineBytes,
+	}}
 }
 
 // One instance per configuration runs the scripts once for both its logs

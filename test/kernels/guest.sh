@@ -23,6 +23,9 @@ mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 ulimit -l unlimited 2>/dev/null || true
 export TMPDIR=/tmp
 
+# The host's settings (run.sh: GUEST_ENV), among them every path the tests
+# need outside their package (EBPF_EXPORTER_BIN, PYGRPC_CACHE, GRPCTLS_BIN):
+# this guest's HOME is not the host's, and nothing may be looked up under it.
 while IFS= read -r kv; do
 	[ -n "$kv" ] && export "${kv?}"
 done <"$dir/env"

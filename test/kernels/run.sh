@@ -15,7 +15,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 GO=${GO:-go}
-RESULTS=${KERNELS_RESULTS:-$ROOT/build/kernels}
+# Absolute: the guests run each binary from its package's directory.
+RESULTS=$(realpath -m "${KERNELS_RESULTS:-$ROOT/build/kernels}")
 KERNELS_SH=$ROOT/scripts/kernels.sh
 
 # The packages whose tests need the kernel (root, BPF).
@@ -39,17 +40,28 @@ read -r -a ARM64_PACKAGES <<<"${KERNELS_ARM64_PACKAGES:-./internal/sequencer ./r
 # for something to happen are stretched (testutil.Scaled). Kernel headers are
 # hidden from bpftrace there unless KERNELS_HEADERS=1 (see guest.sh).
 GUEST_ENV=(OTELCOL_SEQ_TEST_FORK_OPS=2000 OTELCOL_SEQ_TEST_TIME_SCALE=8 "KERNELS_HEADERS=${KERNELS_HEADERS:-0}")
+# Every path a guest needs comes from here, absolute, in GUEST_ENV: never
+# from the guest's own environment, whose HOME is not the host's (a cold run
+# with HOME elsewhere failed when the 6.1 guests looked for the Python venv
+# under theirs). Binaries and sources are in the manifest; the rest below.
+#
 # Cloudflare's ebpf_exporter (make ebpf-exporter; static, so it runs in any
 # guest, which reads the host's files) for the ebpfexporter package's
 # TestParityKprobeFentry: the kprobe and fentry fixtures side by side with
 # it, where the guest kernel has kprobes and BPF trampolines. On by default
 # (make test-kernels builds the binary first); KERNELS_PARITY=0 leaves it out.
-EBPF_EXPORTER_BIN=${EBPF_EXPORTER_BIN:-$HOME/.cache/otelcol-seq/ebpf_exporter/v2.5.1/ebpf_exporter}
+EBPF_EXPORTER_BIN=$(realpath -m "${EBPF_EXPORTER_BIN:-$HOME/.cache/otelcol-seq/ebpf_exporter/v2.5.1/ebpf_exporter}")
 if [ "${KERNELS_PARITY:-1}" = 1 ] && [ -x "$EBPF_EXPORTER_BIN" ]; then
 	GUEST_ENV+=("EBPF_EXPORTER_BIN=$EBPF_EXPORTER_BIN")
 elif [ "${KERNELS_PARITY:-1}" = 1 ]; then
 	echo "== $EBPF_EXPORTER_BIN is missing (make ebpf-exporter): the guests skip TestParityKprobeFentry" >&2
 fi
+# The venv with grpcio and h2 (make python-grpc, scripts/python-grpc.sh) for
+# the capture package's tests against Python clients (TestCaptureTLSOpenSSLEx):
+# built on the host before the guests boot (they have no network), and
+# named to them by PYGRPC_CACHE, which the script reads there too.
+PYGRPC_CACHE=$(realpath -m "${PYGRPC_CACHE:-$HOME/.cache/otelcol-seq/python}")
+GUEST_ENV+=("PYGRPC_CACHE=$PYGRPC_CACHE")
 # The arm64 guest's additions to GUEST_ENV (later lines win). Its fork storms
 # are shorter still: with 2000 forks stress-ng's 60 s timeout ended the
 # storms of TestForkStormAccounting (1629 forks) and TestForkStormEveryTransport
@@ -166,8 +178,13 @@ if grep -qx amd64 <<<"$arches"; then
 	for p in "${PACKAGES[@]}"; do
 		(cd "$ROOT" && "$GO" test -c -o "$RESULTS/bin/$(name_of "$p").test" "$p")
 	done
-	# The Go TLS program the capture tests run (the guests do not build).
-	(cd "$ROOT" && "$GO" build -o "$RESULTS/bin/grpctls" ./internal/grpctest/cmd/grpctls)
+	if [[ " ${PACKAGES[*]} " == *" ./receiver/grpcreceiver/internal/capture "* ]]; then
+		# The Go TLS program the capture tests run (the guests do not build),
+		# and the Python venv.
+		(cd "$ROOT" && "$GO" build -o "$RESULTS/bin/grpctls" ./internal/grpctest/cmd/grpctls)
+		echo "== the Python venv ($PYGRPC_CACHE)"
+		PYGRPC_CACHE=$PYGRPC_CACHE "$ROOT/scripts/python-grpc.sh" >/dev/null
+	fi
 fi
 if grep -qx arm64 <<<"$arches"; then
 	mkdir -p "$RESULTS/bin-arm64"
@@ -208,9 +225,11 @@ run_guest() {
 		printf '%s;%s;%s;%s;%s;%s\n' "$n" "$bin/$n.test" "$ROOT/${p#./}" "$TEST_TIMEOUT" "$(selection "$k" "$n")" "$(skipped "$k" "$n")"
 	done < <(packages_of "$k") >"$dir/manifest"
 	{
-		# ebpf_exporter is an amd64 binary, for the ebpfexporter package (amd64 only).
+		# ebpf_exporter is an amd64 binary, for the ebpfexporter package
+		# (amd64 only); the venv's grpcio too, for tests the arm64 guest
+		# does not run.
 		if [ "$arch" = arm64 ]; then
-			printf '%s\n' "${GUEST_ENV[@]}" | grep -v '^EBPF_EXPORTER_BIN='
+			printf '%s\n' "${GUEST_ENV[@]}" | grep -v -e '^EBPF_EXPORTER_BIN=' -e '^PYGRPC_CACHE='
 			printf '%s\n' "${ARM64_ENV[@]}"
 		else
 			printf '%s\n' "${GUEST_ENV[@]}"
