@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -49,7 +50,7 @@ const benchSeries = 1024
 // "histograms": benchSeries histograms (disks) of 16 exp2 buckets each,
 // 16 map entries per series.
 func BenchmarkConfigMetrics(b *testing.B) {
-	cfg, _, err := ParseProgramConfig("bench", "bench.yaml", []byte(benchYAML))
+	cfg, _, err := spec.ParseProgramConfig("bench", "bench.yaml", []byte(benchYAML))
 	if err != nil {
 		b.Fatal(err)
 	}

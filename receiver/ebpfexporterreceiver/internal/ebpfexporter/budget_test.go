@@ -8,15 +8,16 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // churnLabels are a per-process map's: pid and comm, as a local user
 // chooses them by spawning processes with ever new names.
-var churnLabels = []Label{
-	{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
-	{Name: "comm", Size: 16, Decoders: []Decoder{{Name: "string"}}},
+var churnLabels = []spec.Label{
+	{Name: "pid", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
+	{Name: "comm", Size: 16, Decoders: []spec.Decoder{{Name: "string"}}},
 }
 
 // churn runs collections over a map that holds perMap keys at a time, each

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"net"
 	"regexp"
 	"strconv"
@@ -20,7 +21,7 @@ var ErrSkipLabelSet = errors.New("this label set should be skipped")
 // hostOrder is the byte order of map keys and values: the host's.
 var hostOrder = binary.NativeEndian
 
-type decodeFunc func(in []byte, conf Decoder) ([]byte, error)
+type decodeFunc func(in []byte, conf spec.Decoder) ([]byte, error)
 
 // decoderEnv is what the decoders that look things up on the host read.
 // Tests point it at fixtures.
@@ -100,7 +101,7 @@ func newDecoderSet(env decoderEnv) *decoderSet {
 // decodeLabels cuts a key into its labels and decodes each, as
 // ebpf_exporter does: the label sizes plus paddings must add up to the key
 // length exactly. ErrSkipLabelSet is returned as is.
-func (s *decoderSet) decodeLabels(in []byte, labels []Label) ([]string, error) {
+func (s *decoderSet) decodeLabels(in []byte, labels []spec.Label) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
@@ -130,7 +131,7 @@ func (s *decoderSet) decodeLabels(in []byte, labels []Label) ([]string, error) {
 	return values, nil
 }
 
-func (s *decoderSet) decodeLocked(in []byte, l Label) ([]byte, error) {
+func (s *decoderSet) decodeLocked(in []byte, l spec.Label) ([]byte, error) {
 	result := in
 	for _, d := range l.Decoders {
 		fn, ok := s.decoders[d.Name]
@@ -150,15 +151,15 @@ func (s *decoderSet) decodeLocked(in []byte, l Label) ([]byte, error) {
 }
 
 // decodeOne runs a single decoder; tests use it.
-func (s *decoderSet) decodeOne(name string, in []byte, conf Decoder) ([]byte, error) {
+func (s *decoderSet) decodeOne(name string, in []byte, conf spec.Decoder) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	conf.Name = name
-	return s.decodeLocked(in, Label{Name: "test", Size: uint(len(in)), Decoders: []Decoder{conf}})
+	return s.decodeLocked(in, spec.Label{Name: "test", Size: uint(len(in)), Decoders: []spec.Decoder{conf}})
 }
 
 // uint: 1, 2, 4 or 8 bytes in host order to decimal.
-func decodeUint(in []byte, _ Decoder) ([]byte, error) {
+func decodeUint(in []byte, _ spec.Decoder) ([]byte, error) {
 	var v uint64
 	switch len(in) {
 	case 8:
@@ -176,7 +177,7 @@ func decodeUint(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // string: up to the first NUL.
-func decodeString(in []byte, _ Decoder) ([]byte, error) {
+func decodeString(in []byte, _ spec.Decoder) ([]byte, error) {
 	for i, b := range in {
 		if b == 0 {
 			return in[:i], nil
@@ -186,18 +187,18 @@ func decodeString(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // hex: lowercase hex of the bytes.
-func decodeHex(in []byte, _ Decoder) ([]byte, error) {
+func decodeHex(in []byte, _ spec.Decoder) ([]byte, error) {
 	return []byte(hex.EncodeToString(in)), nil
 }
 
 // inet_ip: 4 or 16 bytes as Go's net.IP prints them.
-func decodeInetIP(in []byte, _ Decoder) ([]byte, error) {
+func decodeInetIP(in []byte, _ spec.Decoder) ([]byte, error) {
 	return []byte(net.IP(in).String()), nil
 }
 
 // dname: DNS wire-format name (length-prefixed labels) to dotted form;
 // input that overruns is returned unchanged.
-func decodeDname(in []byte, _ Decoder) ([]byte, error) {
+func decodeDname(in []byte, _ spec.Decoder) ([]byte, error) {
 	if len(in) == 0 {
 		return []byte("."), nil
 	}
@@ -216,7 +217,7 @@ func decodeDname(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // static_map: look the (already decoded) value up in the map.
-func decodeStaticMap(in []byte, conf Decoder) ([]byte, error) {
+func decodeStaticMap(in []byte, conf spec.Decoder) ([]byte, error) {
 	if conf.StaticMap == nil {
 		return []byte("empty mapping"), nil
 	}
@@ -231,7 +232,7 @@ func decodeStaticMap(in []byte, conf Decoder) ([]byte, error) {
 }
 
 // syscall: decimal syscall number to its name.
-func decodeSyscall(in []byte, _ Decoder) ([]byte, error) {
+func decodeSyscall(in []byte, _ spec.Decoder) ([]byte, error) {
 	n, err := strconv.Atoi(string(in))
 	if err != nil {
 		return nil, err
@@ -243,7 +244,7 @@ func decodeSyscall(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // errno: decimal errno to its E* name.
-func (s *decoderSet) decodeErrno(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodeErrno(in []byte, _ spec.Decoder) ([]byte, error) {
 	n, err := strconv.ParseUint(string(in), 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("error parsing %q as uint", string(in))
@@ -262,7 +263,7 @@ func (s *decoderSet) decodeErrno(in []byte, _ Decoder) ([]byte, error) {
 // ebpf_exporter v2.5.1 does: the expression's group when it has exactly one,
 // the whole match when it has none (an expression with more groups is
 // passed over). No match drops the whole label set.
-func (s *decoderSet) decodeRegexp(in []byte, conf Decoder) ([]byte, error) {
+func (s *decoderSet) decodeRegexp(in []byte, conf spec.Decoder) ([]byte, error) {
 	if conf.Regexps == nil {
 		return nil, errors.New("no regexps defined in config")
 	}
@@ -286,7 +287,7 @@ func (s *decoderSet) decodeRegexp(in []byte, conf Decoder) ([]byte, error) {
 }
 
 // ksym: 8-byte kernel address to the symbol starting exactly there.
-func (s *decoderSet) decodeKsym(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodeKsym(in []byte, _ spec.Decoder) ([]byte, error) {
 	if len(in) < 8 {
 		return nil, fmt.Errorf("ksym needs 8 bytes, got %d", len(in))
 	}
@@ -303,7 +304,7 @@ func (s *decoderSet) decodeKsym(in []byte, _ Decoder) ([]byte, error) {
 
 // kstack: array of 8-byte frame addresses (ending at the first zero) to
 // newline-separated symbols, "??" for frames below every symbol.
-func (s *decoderSet) decodeKstack(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodeKstack(in []byte, _ spec.Decoder) ([]byte, error) {
 	var addrs []uint64
 	for off := 0; off+8 <= len(in); off += 8 {
 		ptr := hostOrder.Uint64(in[off : off+8])
@@ -330,7 +331,7 @@ func (s *decoderSet) decodeKstack(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // cgroup: decimal cgroup id to its path under /sys/fs/cgroup.
-func (s *decoderSet) decodeCgroup(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodeCgroup(in []byte, _ spec.Decoder) ([]byte, error) {
 	id, err := strconv.Atoi(string(in))
 	if err != nil {
 		return nil, err
@@ -346,7 +347,7 @@ func (s *decoderSet) decodeCgroup(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // ifname: 4-byte interface index to its name.
-func (s *decoderSet) decodeIfname(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodeIfname(in []byte, _ spec.Decoder) ([]byte, error) {
 	if len(in) < 4 {
 		return nil, fmt.Errorf("ifname needs 4 bytes, got %d", len(in))
 	}

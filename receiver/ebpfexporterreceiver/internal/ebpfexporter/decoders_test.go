@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -86,7 +87,7 @@ func u64(v uint64) []byte { return binary.NativeEndian.AppendUint64(nil, v) }
 type decodeCase struct {
 	name    string
 	in      []byte
-	conf    Decoder
+	conf    spec.Decoder
 	want    string
 	wantErr string // substring; "" means no error
 	skip    bool   // want ErrSkipLabelSet
@@ -166,7 +167,7 @@ func TestDecoderKsymMissingKallsyms(t *testing.T) {
 	env := testEnv(t)
 	env.kallsymsPath = filepath.Join(t.TempDir(), "missing")
 	s := newDecoderSet(env)
-	_, err := s.decodeOne("ksym", u64(1), Decoder{})
+	_, err := s.decodeOne("ksym", u64(1), spec.Decoder{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "error opening kallsyms")
 }
@@ -232,27 +233,27 @@ func TestDecoderStaticMap(t *testing.T) {
 	s := newDecoderSet(testEnv(t))
 	m := map[string]string{"1": "read", "2": "write"}
 	runDecodeCases(t, s, "static_map", []decodeCase{
-		{name: "hit", in: []byte("2"), conf: Decoder{StaticMap: m}, want: "write"},
-		{name: "miss", in: []byte("3"), conf: Decoder{StaticMap: m}, want: "unknown:3"},
-		{name: "miss allowed", in: []byte("3"), conf: Decoder{StaticMap: m, AllowUnknown: true}, want: "3"},
-		{name: "no map", in: []byte("3"), conf: Decoder{}, want: "empty mapping"},
+		{name: "hit", in: []byte("2"), conf: spec.Decoder{StaticMap: m}, want: "write"},
+		{name: "miss", in: []byte("3"), conf: spec.Decoder{StaticMap: m}, want: "unknown:3"},
+		{name: "miss allowed", in: []byte("3"), conf: spec.Decoder{StaticMap: m, AllowUnknown: true}, want: "3"},
+		{name: "no map", in: []byte("3"), conf: spec.Decoder{}, want: "empty mapping"},
 	})
 }
 
 func TestDecoderRegexp(t *testing.T) {
 	s := newDecoderSet(testEnv(t))
-	conf := Decoder{Regexps: []string{"^sshd$", "^nginx"}}
+	conf := spec.Decoder{Regexps: []string{"^sshd$", "^nginx"}}
 	runDecodeCases(t, s, "regexp", []decodeCase{
 		{name: "first matches", in: []byte("sshd"), conf: conf, want: "sshd"},
 		// ebpf_exporter's label is the match, not the input (the parity test found it).
 		{name: "second matches: the match", in: []byte("nginx-worker"), conf: conf, want: "nginx"},
 		{name: "no match skips the label set", in: []byte("bash"), conf: conf, skip: true},
-		{name: "one group: the group", in: []byte("nginx-worker-3"), conf: Decoder{Regexps: []string{`^nginx-(\w+)`}}, want: "worker"},
-		{name: "one group that did not take part: empty", in: []byte("nginx"), conf: Decoder{Regexps: []string{`^nginx(-\w+)?`}}, want: ""},
-		{name: "two groups: passed over", in: []byte("nginx-worker"), conf: Decoder{Regexps: []string{`^(nginx)-(\w+)`, "worker$"}}, want: "worker"},
-		{name: "two groups only: skipped", in: []byte("nginx-worker"), conf: Decoder{Regexps: []string{`^(nginx)-(\w+)`}}, skip: true},
-		{name: "no regexps", in: []byte("bash"), conf: Decoder{}, wantErr: `error decoding with decoder "regexp": no regexps defined in config`},
-		{name: "bad regexp", in: []byte("bash"), conf: Decoder{Regexps: []string{"("}}, wantErr: `error compiling regexp "("`},
+		{name: "one group: the group", in: []byte("nginx-worker-3"), conf: spec.Decoder{Regexps: []string{`^nginx-(\w+)`}}, want: "worker"},
+		{name: "one group that did not take part: empty", in: []byte("nginx"), conf: spec.Decoder{Regexps: []string{`^nginx(-\w+)?`}}, want: ""},
+		{name: "two groups: passed over", in: []byte("nginx-worker"), conf: spec.Decoder{Regexps: []string{`^(nginx)-(\w+)`, "worker$"}}, want: "worker"},
+		{name: "two groups only: skipped", in: []byte("nginx-worker"), conf: spec.Decoder{Regexps: []string{`^(nginx)-(\w+)`}}, skip: true},
+		{name: "no regexps", in: []byte("bash"), conf: spec.Decoder{}, wantErr: `error decoding with decoder "regexp": no regexps defined in config`},
+		{name: "bad regexp", in: []byte("bash"), conf: spec.Decoder{Regexps: []string{"("}}, wantErr: `error compiling regexp "("`},
 	})
 }
 
@@ -336,10 +337,10 @@ func TestDecoderPCIMissingDB(t *testing.T) {
 
 func TestDecodeLabels(t *testing.T) {
 	s := newDecoderSet(testEnv(t))
-	labels := []Label{
-		{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
-		{Name: "kind", Size: 1, Padding: 3, Decoders: []Decoder{{Name: "uint"}, {Name: "static_map", StaticMap: map[string]string{"1": "one"}}}},
-		{Name: "comm", Size: 8, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^b.*"}}}},
+	labels := []spec.Label{
+		{Name: "pid", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
+		{Name: "kind", Size: 1, Padding: 3, Decoders: []spec.Decoder{{Name: "uint"}, {Name: "static_map", StaticMap: map[string]string{"1": "one"}}}},
+		{Name: "comm", Size: 8, Decoders: []spec.Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^b.*"}}}},
 	}
 	key := append(append(u32(42), 1, 0xee, 0xee, 0xee), []byte("bash\x00\x00\x00\x00")...)
 	got, err := s.decodeLabels(key, labels)
@@ -355,9 +356,9 @@ func TestDecodeLabels(t *testing.T) {
 	assert.True(t, strings.HasPrefix(err.Error(), "error decoding labels: total size of key"), err.Error())
 	assert.Contains(t, err.Error(), "is 15 bytes, but we have labels to decode 16")
 
-	_, err = s.decodeLabels(u32(1), []Label{{Name: "x", Size: 4}})
+	_, err = s.decodeLabels(u32(1), []spec.Label{{Name: "x", Size: 4}})
 	assert.EqualError(t, err, `error decoding label "x": no decoders set`)
-	_, err = s.decodeLabels(u32(1), []Label{{Name: "x", Size: 4, Decoders: []Decoder{{Name: "nope"}}}})
+	_, err = s.decodeLabels(u32(1), []spec.Label{{Name: "x", Size: 4, Decoders: []spec.Decoder{{Name: "nope"}}}})
 	assert.EqualError(t, err, `unknown decoder "nope"`)
 	assert.False(t, errors.Is(err, ErrSkipLabelSet))
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
@@ -254,7 +255,7 @@ func (e *Exporter) CollectContext(ctx context.Context) (_ pmetric.Metrics, skipp
 
 // loadedConfig is one running config.
 type loadedConfig struct {
-	cfg      *ProgramConfig
+	cfg      *spec.ProgramConfig
 	coll     *ebpf.Collection
 	programs map[string]attachPlan
 	closers  []io.Closer // links and perf events, closed in reverse order
@@ -269,7 +270,7 @@ type loadedConfig struct {
 type metricMap struct {
 	m      *ebpf.Map
 	perCPU bool
-	labels []Label
+	labels []spec.Label
 	cache  *labelCache
 	batch  batchBuffers
 }
@@ -349,7 +350,7 @@ func (lc *loadedConfig) collect(sm pmetric.ScopeMetrics, dec *decoderSet, now pc
 // per-CPU and LRU kinds), one element at a time otherwise. The entries
 // returned share the map's buffers: they are valid until its next read.
 func readMap(mm *metricMap) ([]mapEntry, error) {
-	if onlyKeyZero(mm.labels, mm.perCPU) {
+	if spec.OnlyKeyZero(mm.labels, mm.perCPU) {
 		return readKeyZero(mm)
 	}
 	if !mm.batch.unsupported {

@@ -6,6 +6,7 @@ package ebpfexporter
 import (
 	"bufio"
 	"fmt"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"io"
 	"os"
 	"sort"
@@ -17,7 +18,7 @@ import (
 
 // majorminor: 4-byte new_encode_dev() device number to the name
 // /proc/partitions gives it.
-func (s *decoderSet) decodeMajorMinor(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodeMajorMinor(in []byte, _ spec.Decoder) ([]byte, error) {
 	if len(in) < 4 {
 		return nil, fmt.Errorf("majorminor needs 4 bytes, got %d", len(in))
 	}
@@ -287,15 +288,15 @@ func (s *decoderSet) pciLookup(in []byte, format, what string, lookup func(db *p
 	return []byte("unknown pci " + what + ": 0x" + key), nil
 }
 
-func (s *decoderSet) decodePCIVendor(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodePCIVendor(in []byte, _ spec.Decoder) ([]byte, error) {
 	return s.pciLookup(in, "%02x", "vendor", func(db *pciDB, k string) (string, bool) { v, ok := db.vendors[k]; return v, ok })
 }
 
-func (s *decoderSet) decodePCIDevice(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodePCIDevice(in []byte, _ spec.Decoder) ([]byte, error) {
 	return s.pciLookup(in, "%04x", "device", func(db *pciDB, k string) (string, bool) { v, ok := db.products[k]; return v, ok })
 }
 
-func (s *decoderSet) decodePCIClass(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodePCIClass(in []byte, _ spec.Decoder) ([]byte, error) {
 	return s.pciLookup(in, "%02x", "class", func(db *pciDB, k string) (string, bool) {
 		if c, ok := db.classes[k]; ok {
 			return c.name, true
@@ -304,7 +305,7 @@ func (s *decoderSet) decodePCIClass(in []byte, _ Decoder) ([]byte, error) {
 	})
 }
 
-func (s *decoderSet) decodePCISubclass(in []byte, _ Decoder) ([]byte, error) {
+func (s *decoderSet) decodePCISubclass(in []byte, _ spec.Decoder) ([]byte, error) {
 	db := s.pci.get()
 	if db == nil {
 		return []byte(missingPCIIDsText), nil

@@ -26,6 +26,7 @@ import (
 	"unsafe"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -499,7 +500,7 @@ metrics:
 	assert.ErrorIs(t, failures["ebpfx_usdt"], ErrNotSupported)
 	assert.Contains(t, failures["ebpfx_usdt"].Error(), "USDT probes are not supported")
 
-	var ce *ConfigError
+	var ce *spec.ConfigError
 	require.ErrorAs(t, failures["badkey"], &ce)
 	assert.Equal(t, filepath.Join(dir, "badkey.yaml"), ce.File)
 	assert.Equal(t, "metrics.counters[0].labels", ce.Field)

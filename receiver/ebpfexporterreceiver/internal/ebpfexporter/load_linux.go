@@ -20,6 +20,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
 )
@@ -31,25 +32,25 @@ import (
 // nothing of the config is left loaded; progs then holds the programs that
 // failed to attach, if any.
 func (e *Exporter) loadConfig(name string) (_ *loadedConfig, progs map[string]error, err error) {
-	cfg, spec, err := e.readConfig(name)
+	cfg, objSpec, err := e.readConfig(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	objErr := objErrorf(name, cfg.BPFPath)
-	plans, progs, err := e.planPrograms(spec, objErr)
+	plans, progs, err := e.planPrograms(objSpec, objErr)
 	if err != nil {
 		return nil, progs, err
 	}
-	metrics, err := checkMaps(cfg, spec)
+	metrics, err := checkMaps(cfg, objSpec)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(cfg.Kaddrs) > 0 {
-		if err := setKaddrs(cfg, spec, e.dec.env.kallsymsPath); err != nil {
+		if err := setKaddrs(cfg, objSpec, e.dec.env.kallsymsPath); err != nil {
 			return nil, nil, err
 		}
 	}
-	coll, err := loadCollection(spec, plans, objErr)
+	coll, err := loadCollection(objSpec, plans, objErr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,7 +66,7 @@ func (e *Exporter) loadConfig(name string) (_ *loadedConfig, progs map[string]er
 			_ = lc.close()
 		}
 	}()
-	lc.closers = attachPrograms(coll, spec, plans, progs, objErr)
+	lc.closers = attachPrograms(coll, objSpec, plans, progs, objErr)
 	if err := e.reportUnattached(name, progs); err != nil {
 		return nil, failedOnly(progs), err
 	}
@@ -82,25 +83,25 @@ type errorfFunc func(format string, args ...any) error
 // object file: ConfigErrors naming the config and the file.
 func objErrorf(name, file string) errorfFunc {
 	return func(format string, args ...any) error {
-		return &ConfigError{Config: name, File: file, Err: fmt.Errorf(format, args...)}
+		return &spec.ConfigError{Config: name, File: file, Err: fmt.Errorf(format, args...)}
 	}
 }
 
 // readConfig reads <name>.yaml (logging its warnings) and the spec of the
 // object it names.
-func (e *Exporter) readConfig(name string) (*ProgramConfig, *ebpf.CollectionSpec, error) {
-	cfg, warnings, err := LoadProgramConfig(e.cfg.ConfigDir, name)
+func (e *Exporter) readConfig(name string) (*spec.ProgramConfig, *ebpf.CollectionSpec, error) {
+	cfg, warnings, err := spec.LoadProgramConfig(e.cfg.ConfigDir, name)
 	for _, w := range warnings {
 		e.logger.Warn(w)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	spec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
+	objSpec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
 	if err != nil {
-		return nil, nil, &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
+		return nil, nil, &spec.ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
 	}
-	return cfg, spec, nil
+	return cfg, objSpec, nil
 }
 
 // planPrograms plans the attachment of every program from its section,
@@ -108,11 +109,11 @@ func (e *Exporter) readConfig(name string) (*ProgramConfig, *ebpf.CollectionSpec
 // fails the config (progs then names only that program); otherwise it is
 // reported in progs and still loaded. SEC("?...") programs are dropped from
 // spec, as libbpf does not autoload them.
-func (e *Exporter) planPrograms(spec *ebpf.CollectionSpec, objErr errorfFunc) (plans map[string]attachPlan, progs map[string]error, err error) {
+func (e *Exporter) planPrograms(objSpec *ebpf.CollectionSpec, objErr errorfFunc) (plans map[string]attachPlan, progs map[string]error, err error) {
 	plans = map[string]attachPlan{}
 	progs = map[string]error{}
-	for _, pname := range slices.Sorted(maps.Keys(spec.Programs)) {
-		plan, err := planAttach(spec.Programs[pname].SectionName)
+	for _, pname := range slices.Sorted(maps.Keys(objSpec.Programs)) {
+		plan, err := planAttach(objSpec.Programs[pname].SectionName)
 		if err != nil {
 			err = objErr("program %q: %w", pname, err)
 			if e.cfg.Strict {
@@ -122,7 +123,7 @@ func (e *Exporter) planPrograms(spec *ebpf.CollectionSpec, objErr errorfFunc) (p
 			continue
 		}
 		if plan.disabled {
-			delete(spec.Programs, pname)
+			delete(objSpec.Programs, pname)
 			continue
 		}
 		plans[pname] = plan
@@ -132,14 +133,14 @@ func (e *Exporter) planPrograms(spec *ebpf.CollectionSpec, objErr errorfFunc) (p
 
 // loadCollection loads the object into the kernel, pinning under libbpf's
 // default root the maps that ask for it.
-func loadCollection(spec *ebpf.CollectionSpec, plans map[string]attachPlan, objErr errorfFunc) (*ebpf.Collection, error) {
+func loadCollection(objSpec *ebpf.CollectionSpec, plans map[string]attachPlan, objErr errorfFunc) (*ebpf.Collection, error) {
 	opts := ebpf.CollectionOptions{Cache: btf.NewCache()}
-	for _, ms := range spec.Maps {
+	for _, ms := range objSpec.Maps {
 		if ms.Pinning != ebpf.PinNone {
 			opts.Maps.PinPath = "/sys/fs/bpf" // libbpf's default pin root
 		}
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
+	coll, err := ebpf.NewCollectionWithOptions(objSpec, opts)
 	if err != nil {
 		return nil, objErr("error loading bpf object into the kernel: %w", explainLoadError(err, plans))
 	}
@@ -148,7 +149,7 @@ func loadCollection(spec *ebpf.CollectionSpec, plans map[string]attachPlan, objE
 
 // attachPrograms attaches every planned program of coll, records each
 // outcome in progs (nil: attached) and returns the links to close.
-func attachPrograms(coll *ebpf.Collection, spec *ebpf.CollectionSpec, plans map[string]attachPlan, progs map[string]error, objErr errorfFunc) []io.Closer {
+func attachPrograms(coll *ebpf.Collection, objSpec *ebpf.CollectionSpec, plans map[string]attachPlan, progs map[string]error, objErr errorfFunc) []io.Closer {
 	var links []io.Closer
 	for _, pname := range slices.Sorted(maps.Keys(plans)) {
 		plan := plans[pname]
@@ -162,7 +163,7 @@ func attachPrograms(coll *ebpf.Collection, spec *ebpf.CollectionSpec, plans map[
 			progs[pname] = objErr("program %q: not attached: SEC %q names no target, and libbpf does not auto-attach such a section", pname, plan.section)
 			continue
 		}
-		closers, err := attachProgram(prog, spec.Programs[pname], plan)
+		closers, err := attachProgram(prog, objSpec.Programs[pname], plan)
 		if err != nil {
 			for _, c := range closers {
 				_ = c.Close()
@@ -290,13 +291,13 @@ var readableMapTypes = map[ebpf.MapType]bool{
 // it must exist, hold u64 values, and its key must be exactly what the
 // labels cut (sizes plus paddings; the cpu label of a per-CPU map is not
 // part of the key).
-func checkMaps(cfg *ProgramConfig, spec *ebpf.CollectionSpec) (map[string]*metricMap, error) {
+func checkMaps(cfg *spec.ProgramConfig, objSpec *ebpf.CollectionSpec) (map[string]*metricMap, error) {
 	out := map[string]*metricMap{}
 	fail := func(field, format string, args ...any) error {
-		return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: field, Err: fmt.Errorf(format, args...)}
+		return &spec.ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: field, Err: fmt.Errorf(format, args...)}
 	}
-	check := func(field, name string, labels []Label) error {
-		ms, ok := spec.Maps[name]
+	check := func(field, name string, labels []spec.Label) error {
+		ms, ok := objSpec.Maps[name]
 		if !ok {
 			return fail(field+".name", "failed to retrieve map %q: %s has no map of that name (the map name must equal the metric name)", name, cfg.BPFPath)
 		}
@@ -316,7 +317,7 @@ func checkMaps(cfg *ProgramConfig, spec *ebpf.CollectionSpec) (map[string]*metri
 	for i, c := range cfg.Metrics.Counters {
 		field := fmt.Sprintf("metrics.counters[%d]", i)
 		if c.PerfEventArray {
-			ms, ok := spec.Maps[c.Name]
+			ms, ok := objSpec.Maps[c.Name]
 			if !ok {
 				return nil, fail(field+".name", "failed to retrieve perf event array %q: no map of that name in %s", c.Name, cfg.BPFPath)
 			}
@@ -335,7 +336,7 @@ func checkMaps(cfg *ProgramConfig, spec *ebpf.CollectionSpec) (map[string]*metri
 		}
 	}
 	for i, s := range cfg.Tracing.Spans {
-		ms, ok := spec.Maps[s.RingBuf]
+		ms, ok := objSpec.Maps[s.RingBuf]
 		if !ok {
 			return nil, fail(fmt.Sprintf("tracing.spans[%d].ringbuf", i), "no map %q in %s", s.RingBuf, cfg.BPFPath)
 		}
@@ -344,16 +345,16 @@ func checkMaps(cfg *ProgramConfig, spec *ebpf.CollectionSpec) (map[string]*metri
 		}
 	}
 	if m := cfg.CgroupIDMap; m.Name != "" {
-		ms, ok := spec.Maps[m.Name]
+		ms, ok := objSpec.Maps[m.Name]
 		if !ok {
 			return nil, fail("cgroup_id_map.name", "failed to get map %q: no map of that name in %s", m.Name, cfg.BPFPath)
 		}
 		typ := m.Type
 		if typ == "" {
-			typ = CgroupIDMapHashType
+			typ = spec.CgroupIDMapHashType
 		}
 		want := uint32(8)
-		if typ == CgroupIDMapCgrpStorageType {
+		if typ == spec.CgroupIDMapCgrpStorageType {
 			want = 4
 		}
 		if ms.KeySize != want {
@@ -367,12 +368,12 @@ func checkMaps(cfg *ProgramConfig, spec *ebpf.CollectionSpec) (map[string]*metri
 }
 
 // checkKeySize checks that labels cut the map's key exactly.
-func checkKeySize(labels []Label, perCPU bool, ms *ebpf.MapSpec) error {
+func checkKeySize(labels []spec.Label, perCPU bool, ms *ebpf.MapSpec) error {
 	keyType := ""
 	if ms.Key != nil {
 		keyType = fmt.Sprintf(" (BTF key type %s)", btfTypeName(ms.Key))
 	}
-	if onlyKeyZero(labels, perCPU) {
+	if spec.OnlyKeyZero(labels, perCPU) {
 		if ms.KeySize != 4 {
 			what := "with no labels"
 			if len(labels) > 0 {
@@ -417,24 +418,24 @@ func btfTypeName(t btf.Type) string {
 
 // setKaddrs sets each "const volatile u64 kaddr_<symbol>" to the
 // symbol's address, as ebpf_exporter does for kaddrs.
-func setKaddrs(cfg *ProgramConfig, spec *ebpf.CollectionSpec, kallsymsPath string) error {
+func setKaddrs(cfg *spec.ProgramConfig, objSpec *ebpf.CollectionSpec, kallsymsPath string) error {
 	addrs, err := readKaddrs(kallsymsPath)
 	if err != nil {
-		return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: "kaddrs", Err: fmt.Errorf("error populating kaddrs: %w", err)}
+		return &spec.ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: "kaddrs", Err: fmt.Errorf("error populating kaddrs: %w", err)}
 	}
 	for i, sym := range cfg.Kaddrs {
 		field := fmt.Sprintf("kaddrs[%d]", i)
 		addr, ok := addrs[sym]
 		if !ok {
-			return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: field, Err: fmt.Errorf("error finding kaddr for %q", sym)}
+			return &spec.ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: field, Err: fmt.Errorf("error finding kaddr for %q", sym)}
 		}
 		vname := "kaddr_" + sym
-		v, ok := spec.Variables[vname]
+		v, ok := objSpec.Variables[vname]
 		if !ok {
-			return &ConfigError{Config: cfg.Name, File: cfg.BPFPath, Field: field, Err: fmt.Errorf("error setting kaddr value for %q: the object has no global %q (declare const volatile u64 %s)", sym, vname, vname)}
+			return &spec.ConfigError{Config: cfg.Name, File: cfg.BPFPath, Field: field, Err: fmt.Errorf("error setting kaddr value for %q: the object has no global %q (declare const volatile u64 %s)", sym, vname, vname)}
 		}
 		if err := v.Set(addr); err != nil {
-			return &ConfigError{Config: cfg.Name, File: cfg.BPFPath, Field: field, Err: fmt.Errorf("error setting kaddr value for %q (const volatile %q) to 0x%x: %w", sym, vname, addr, err)}
+			return &spec.ConfigError{Config: cfg.Name, File: cfg.BPFPath, Field: field, Err: fmt.Errorf("error setting kaddr value for %q (const volatile %q) to 0x%x: %w", sym, vname, addr, err)}
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
@@ -61,7 +62,7 @@ type labelCache struct {
 	charged int64     // bytes charged for the entries
 	dropped [2]uint64 // this collection's drops: max_series, max_memory
 
-	layout *bucketLayout // a histogram's, computed on first use
+	layout *spec.BucketLayout // a histogram's, computed on first use
 
 	// The order of the last full sort: a series key's rank is its place
 	// in it. While no new key turns up, series are placed by rank, not
@@ -239,11 +240,11 @@ func (c *labelCache) scratchIndex(size int) map[string]int {
 }
 
 // histogramLayout returns h's bucket layout, computed once per cache.
-func (c *labelCache) histogramLayout(h Histogram) (*bucketLayout, error) {
+func (c *labelCache) histogramLayout(h spec.Histogram) (*spec.BucketLayout, error) {
 	if c != nil && c.layout != nil {
 		return c.layout, nil
 	}
-	l, err := histogramBounds(h)
+	l, err := spec.HistogramLayout(h)
 	if c != nil && err == nil {
 		c.layout = l
 	}
@@ -257,12 +258,6 @@ func newLabelCache(b *budget, config string) *labelCache {
 }
 
 var zeroKey = []byte{0, 0, 0, 0}
-
-// onlyKeyZero reports whether a metric reads just key uint32(0): one with
-// no labels, or a per-CPU one whose only label is cpu.
-func onlyKeyZero(labels []Label, perCPU bool) bool {
-	return len(labels) == 0 || (perCPU && len(labels) == 1 && labels[0].Name == "cpu")
-}
 
 // decodeSeries turns a map's entries into label sets and values exactly as
 // ebpf_exporter does:
@@ -279,9 +274,9 @@ func onlyKeyZero(labels []Label, perCPU bool) bool {
 //   - rows whose decoded labels are equal are summed.
 //
 // The result is sorted by label values.
-func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderSet, cache *labelCache) ([]series, error) {
+func decodeSeries(entries []mapEntry, perCPU bool, labels []spec.Label, dec *decoderSet, cache *labelCache) ([]series, error) {
 	addCPU := perCPU && len(labels) > 0 && labels[len(labels)-1].Name == "cpu"
-	zeroOnly := onlyKeyZero(labels, perCPU)
+	zeroOnly := spec.OnlyKeyZero(labels, perCPU)
 
 	var rows []row
 	if cache != nil {
@@ -438,7 +433,7 @@ type histSeries struct {
 // A bucket label that does not parse fails the whole metric, as in
 // ebpf_exporter. rows come from decodeSeries. The counts share the
 // cache's scratch space: they are valid until its next collection.
-func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]histSeries, error) {
+func histogramSeries(rows []series, layout *spec.BucketLayout, cache *labelCache) ([]histSeries, error) {
 	var groups []int
 	if cache != nil {
 		groups = cache.groups[:0]
@@ -457,7 +452,7 @@ func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]
 		}
 		groups = append(groups, len(out)-1)
 	}
-	n := len(layout.keys)
+	n := len(layout.Keys)
 	var counts []uint64
 	if cache != nil {
 		cache.groups = groups
@@ -473,15 +468,15 @@ func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]
 		out[i].value.counts = counts[i*n : (i+1)*n : (i+1)*n]
 	}
 	for i, r := range rows {
-		layout.set(&out[groups[i]].value, r.cached.bucket.le, r.value)
+		out[groups[i]].value.set(layout, r.cached.bucket.le, r.value)
 	}
 	for i := range out {
-		layout.finish(&out[i].value)
+		out[i].value.finish(layout)
 	}
 	return out, nil
 }
 
-func labelNames(labels []Label) []string {
+func labelNames(labels []spec.Label) []string {
 	names := make([]string, len(labels))
 	for i, l := range labels {
 		names[i] = l.Name
@@ -498,7 +493,7 @@ func putAttributes(m pcommon.Map, names, values []string) {
 
 // appendCounter adds a monotonic cumulative Sum named like the counter,
 // one data point per series.
-func appendCounter(ms pmetric.MetricSlice, c Counter, ss []series, start, now pcommon.Timestamp) {
+func appendCounter(ms pmetric.MetricSlice, c spec.Counter, ss []series, start, now pcommon.Timestamp) {
 	if len(ss) == 0 {
 		return // as in ebpf_exporter, no series: nothing exported
 	}
@@ -523,7 +518,7 @@ func appendCounter(ms pmetric.MetricSlice, c Counter, ss []series, start, now pc
 // appendHistogram adds a cumulative explicit-bucket Histogram: the bounds
 // are the layout's upper bounds, the counts per bucket, plus an empty
 // overflow bucket (every value the map holds is in a finite bucket).
-func appendHistogram(ms pmetric.MetricSlice, h Histogram, layout *bucketLayout, hs []histSeries, start, now pcommon.Timestamp) {
+func appendHistogram(ms pmetric.MetricSlice, h spec.Histogram, layout *spec.BucketLayout, hs []histSeries, start, now pcommon.Timestamp) {
 	if len(hs) == 0 {
 		return
 	}
@@ -539,7 +534,7 @@ func appendHistogram(ms pmetric.MetricSlice, h Histogram, layout *bucketLayout, 
 		dp := dps.AppendEmpty()
 		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(now)
-		dp.ExplicitBounds().FromRaw(layout.bounds)
+		dp.ExplicitBounds().FromRaw(layout.Bounds)
 		bc := dp.BucketCounts()
 		bc.EnsureCapacity(len(s.value.counts) + 1)
 		bc.Append(s.value.counts...)
@@ -568,7 +563,7 @@ type mapContents struct {
 // Metrics whose map is missing from contents are skipped; each metric
 // that fails to decode is skipped and counted in the returned error count
 // (ebpf_exporter's decoder_errors_total), its error in errs.
-func configMetrics(sm pmetric.ScopeMetrics, cfg *ProgramConfig, contents map[string]mapContents, dec *decoderSet, caches map[string]*labelCache, start, now pcommon.Timestamp) (errs []error) {
+func configMetrics(sm pmetric.ScopeMetrics, cfg *spec.ProgramConfig, contents map[string]mapContents, dec *decoderSet, caches map[string]*labelCache, start, now pcommon.Timestamp) (errs []error) {
 	ms := sm.Metrics()
 	for _, c := range cfg.Metrics.Counters {
 		mc, ok := contents[c.Name]

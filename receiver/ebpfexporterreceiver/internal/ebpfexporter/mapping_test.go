@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 const (
@@ -44,7 +45,7 @@ func comm(s string) []byte {
 // mapToMetrics runs one config's map contents through the pure mapping.
 func mapToMetrics(t *testing.T, yamlText string, contents map[string]mapContents) (pmetric.Metrics, []error) {
 	t.Helper()
-	cfg, _, err := ParseProgramConfig("golden", "golden.yaml", []byte(yamlText))
+	cfg, _, err := spec.ParseProgramConfig("golden", "golden.yaml", []byte(yamlText))
 	require.NoError(t, err)
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
@@ -248,7 +249,7 @@ func TestGoldenSelfMetrics(t *testing.T) {
 // TestLabelCacheKeepsOnlyLiveKeys checks the decoded-label cache is reused
 // for keys seen in the previous collection and forgets the others.
 func TestLabelCacheKeepsOnlyLiveKeys(t *testing.T) {
-	labels := []Label{{Name: "comm", Size: 16, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^a"}}}}}
+	labels := []spec.Label{{Name: "comm", Size: 16, Decoders: []spec.Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^a"}}}}}
 	dec := newDecoderSet(testEnv(t))
 	cache := newLabelCache(nil, "")
 	cache.rotate()
@@ -276,15 +277,15 @@ func TestLabelCacheKeepsOnlyLiveKeys(t *testing.T) {
 func TestCachedCollectionsEqualUncached(t *testing.T) {
 	// pid, and a name whose regexp keeps the first letter only (so "ab"
 	// and "ac" are one series) and drops names starting with "z".
-	labels := []Label{
-		{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
-		{Name: "name", Size: 16, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^([a-y])"}}}},
+	labels := []spec.Label{
+		{Name: "pid", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
+		{Name: "name", Size: 16, Decoders: []spec.Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^([a-y])"}}}},
 	}
-	histLabels := []Label{
-		{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
-		{Name: "bucket", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
+	histLabels := []spec.Label{
+		{Name: "pid", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
+		{Name: "bucket", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
 	}
-	layout, err := histogramBounds(Histogram{BucketType: HistogramBucketExp2, BucketMin: 0, BucketMax: 3})
+	layout, err := spec.HistogramLayout(spec.Histogram{BucketType: spec.HistogramBucketExp2, BucketMin: 0, BucketMax: 3})
 	require.NoError(t, err)
 	dec := newDecoderSet(testEnv(t))
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/perf"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
 )
@@ -30,7 +31,7 @@ const defaultFlushInterval = time.Hour
 // (the label sizes and paddings) are decoded into labels and count one.
 // Every flush_interval the counts start over (a new start timestamp).
 type perfCounter struct {
-	counter Counter
+	counter spec.Counter
 	rd      *perf.Reader
 	dec     *decoderSet
 	logger  *zap.Logger
@@ -48,7 +49,7 @@ type perfCounter struct {
 	wg sync.WaitGroup
 }
 
-func newPerfCounter(config string, c Counter, m *ebpf.Map, dec *decoderSet, b *budget, logger *zap.Logger) (*perfCounter, error) {
+func newPerfCounter(config string, c spec.Counter, m *ebpf.Map, dec *decoderSet, b *budget, logger *zap.Logger) (*perfCounter, error) {
 	rd, err := perf.NewReader(m, perfPagesPerCPU*os.Getpagesize())
 	if err != nil {
 		return nil, err

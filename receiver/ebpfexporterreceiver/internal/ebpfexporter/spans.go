@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -46,7 +47,7 @@ const nilSpanID = "0000000000000000"
 
 // ServiceName is the service.name of a span ring buffer's spans: the
 // config's service, else $OTEL_SERVICE_NAME, else "ebpf_exporter".
-func ServiceName(s Span) string {
+func ServiceName(s spec.Span) string {
 	if s.Service != "" {
 		return s.Service
 	}
@@ -80,14 +81,14 @@ type spanClock func() (wall time.Time, mono uint64)
 //     parent span id is kept as given (none: a root span).
 type spanDecoder struct {
 	config string
-	span   Span
+	span   spec.Span
 	dec    *decoderSet
 	clock  spanClock
 	size   uint
 	rng    *rand.Rand
 }
 
-func newSpanDecoder(config string, s Span, dec *decoderSet, clock spanClock) *spanDecoder {
+func newSpanDecoder(config string, s spec.Span, dec *decoderSet, clock spanClock) *spanDecoder {
 	size := uint(0)
 	for _, l := range s.Labels {
 		size += l.Size + l.Padding

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -70,7 +71,7 @@ type spanReader struct {
 	wg, send sync.WaitGroup
 }
 
-func newSpanReader(config string, s Span, m *ebpf.Map, dec *decoderSet, sink SpanSink, b *budget, queued *atomic.Int64, maxQueued int, logger *zap.Logger) (*spanReader, error) {
+func newSpanReader(config string, s spec.Span, m *ebpf.Map, dec *decoderSet, sink SpanSink, b *budget, queued *atomic.Int64, maxQueued int, logger *zap.Logger) (*spanReader, error) {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return nil, err
