@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,7 @@ var churnLabels = []spec.Label{
 // the input freed) and the series each collection exported.
 func churn(t *testing.T, cache *labelCache, collections, perMap int) (heap int64, exported []int) {
 	t.Helper()
-	dec := newDecoderSet(testEnv(t))
+	dec := decoder.NewSet(decoder.Env{})
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)

@@ -12,6 +12,7 @@ import (
 	"regexp"
 
 	"github.com/cilium/ebpf"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
@@ -23,7 +24,7 @@ type cgroupIDMapSync struct {
 	m        *ebpf.Map
 	typ      spec.CgroupIDMapType
 	regexps  []*regexp.Regexp
-	resolver *cgroupResolver
+	resolver *decoder.CgroupResolver
 	present  map[uint64]bool // ids written to a hash map
 }
 
@@ -31,7 +32,7 @@ func newCgroupIDMapSync(c spec.CgroupIDMap, m *ebpf.Map) (*cgroupIDMapSync, erro
 	if m == nil {
 		return nil, fmt.Errorf("no map %q", c.Name)
 	}
-	s := &cgroupIDMapSync{m: m, typ: c.Type, resolver: newCgroupResolver("/sys/fs/cgroup"), present: map[uint64]bool{}}
+	s := &cgroupIDMapSync{m: m, typ: c.Type, resolver: decoder.NewCgroupResolver("/sys/fs/cgroup"), present: map[uint64]bool{}}
 	if s.typ == "" {
 		s.typ = spec.CgroupIDMapHashType
 	}
@@ -65,7 +66,7 @@ func (s *cgroupIDMapSync) sync() error {
 	var errs []error
 	seen := map[uint64]bool{}
 	one := uint64(1)
-	for id, path := range s.resolver.all() {
+	for id, path := range s.resolver.All() {
 		if !s.match(path) {
 			continue
 		}

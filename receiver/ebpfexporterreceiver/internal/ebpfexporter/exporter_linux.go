@@ -20,6 +20,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -32,7 +33,9 @@ import (
 type Exporter struct {
 	cfg    Config
 	logger *zap.Logger
-	dec    *decoderSet
+	dec    *decoder.Set
+	// kallsymsPath is where kaddrs are looked up: the decoders' kallsyms.
+	kallsymsPath string
 
 	sink SpanSink // set before Start; nil: span ring buffers are left unread
 
@@ -60,11 +63,13 @@ func New(cfg Config, logger *zap.Logger) (*Exporter, error) {
 	}
 	cfg.Names = slices.Clone(cfg.Names)
 	cfg = cfg.withDefaults()
+	env := decoder.DefaultEnv()
 	return &Exporter{
 		budget:        newBudget(int64(cfg.MaxSeries), cfg.MaxMemory),
 		cfg:           cfg,
 		logger:        logger,
-		dec:           newDecoderSet(defaultDecoderEnv()),
+		dec:           decoder.NewSet(env),
+		kallsymsPath:  env.KallsymsPath,
 		failures:      map[string]error{},
 		programs:      map[string]map[string]error{},
 		decoderErrors: map[string]uint64{},
@@ -318,7 +323,7 @@ func (lc *loadedConfig) close() error {
 }
 
 // collect reads the config's maps into sm.
-func (lc *loadedConfig) collect(sm pmetric.ScopeMetrics, dec *decoderSet, now pcommon.Timestamp) []error {
+func (lc *loadedConfig) collect(sm pmetric.ScopeMetrics, dec *decoder.Set, now pcommon.Timestamp) []error {
 	contents := map[string]mapContents{}
 	caches := map[string]*labelCache{}
 	var errs []error

@@ -46,7 +46,7 @@ func (e *Exporter) loadConfig(name string) (_ *loadedConfig, progs map[string]er
 		return nil, nil, err
 	}
 	if len(cfg.Kaddrs) > 0 {
-		if err := setKaddrs(cfg, objSpec, e.dec.env.kallsymsPath); err != nil {
+		if err := setKaddrs(cfg, objSpec, e.kallsymsPath); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -5,6 +5,7 @@ package ebpfexporter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -274,7 +276,7 @@ var zeroKey = []byte{0, 0, 0, 0}
 //   - rows whose decoded labels are equal are summed.
 //
 // The result is sorted by label values.
-func decodeSeries(entries []mapEntry, perCPU bool, labels []spec.Label, dec *decoderSet, cache *labelCache) ([]series, error) {
+func decodeSeries(entries []mapEntry, perCPU bool, labels []spec.Label, dec *decoder.Set, cache *labelCache) ([]series, error) {
 	addCPU := perCPU && len(labels) > 0 && labels[len(labels)-1].Name == "cpu"
 	zeroOnly := spec.OnlyKeyZero(labels, perCPU)
 
@@ -289,8 +291,8 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []spec.Label, dec *dec
 			if cache.full() {
 				return nil // left out, counted
 			}
-			decoded, err := dec.decodeLabels(raw, labels)
-			if errors.Is(err, ErrSkipLabelSet) {
+			decoded, err := dec.DecodeLabels(raw, labels)
+			if errors.Is(err, decoder.ErrSkipLabelSet) {
 				cache.put(raw, &cachedLabels{skip: true})
 				return nil
 			}
@@ -338,7 +340,7 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []spec.Label, dec *dec
 				if !zeroOnly {
 					cpuKey = append(cpuKey, e.key...)
 				}
-				cpuKey = hostOrder.AppendUint16(cpuKey, uint16(cpu))
+				cpuKey = binary.NativeEndian.AppendUint16(cpuKey, uint16(cpu))
 				raw = cpuKey
 			}
 			if err := add(raw, v); err != nil {
@@ -563,7 +565,7 @@ type mapContents struct {
 // Metrics whose map is missing from contents are skipped; each metric
 // that fails to decode is skipped and counted in the returned error count
 // (ebpf_exporter's decoder_errors_total), its error in errs.
-func configMetrics(sm pmetric.ScopeMetrics, cfg *spec.ProgramConfig, contents map[string]mapContents, dec *decoderSet, caches map[string]*labelCache, start, now pcommon.Timestamp) (errs []error) {
+func configMetrics(sm pmetric.ScopeMetrics, cfg *spec.ProgramConfig, contents map[string]mapContents, dec *decoder.Set, caches map[string]*labelCache, start, now pcommon.Timestamp) (errs []error) {
 	ms := sm.Metrics()
 	for _, c := range cfg.Metrics.Counters {
 		mc, ok := contents[c.Name]

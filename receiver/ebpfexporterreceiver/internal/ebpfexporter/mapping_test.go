@@ -5,6 +5,7 @@ package ebpfexporter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
@@ -33,6 +35,9 @@ func golden(t *testing.T, name string, md pmetric.Metrics) {
 }
 
 func entry(key []byte, values ...uint64) mapEntry { return mapEntry{key: key, values: values} }
+
+func u32(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v) }
+func u64(v uint64) []byte { return binary.NativeEndian.AppendUint64(nil, v) }
 
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
@@ -54,7 +59,7 @@ func mapToMetrics(t *testing.T, yamlText string, contents map[string]mapContents
 	for name := range contents {
 		caches[name] = newLabelCache(nil, "")
 	}
-	errs := configMetrics(sm, cfg, contents, newDecoderSet(testEnv(t)), caches, goldenStart, goldenNow)
+	errs := configMetrics(sm, cfg, contents, decoder.NewSet(decoder.Env{}), caches, goldenStart, goldenNow)
 	return md, errs
 }
 
@@ -250,7 +255,7 @@ func TestGoldenSelfMetrics(t *testing.T) {
 // for keys seen in the previous collection and forgets the others.
 func TestLabelCacheKeepsOnlyLiveKeys(t *testing.T) {
 	labels := []spec.Label{{Name: "comm", Size: 16, Decoders: []spec.Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^a"}}}}}
-	dec := newDecoderSet(testEnv(t))
+	dec := decoder.NewSet(decoder.Env{})
 	cache := newLabelCache(nil, "")
 	cache.rotate()
 	ss, err := decodeSeries([]mapEntry{entry(comm("a1"), 1), entry(comm("b1"), 1)}, false, labels, dec, cache)
@@ -287,7 +292,7 @@ func TestCachedCollectionsEqualUncached(t *testing.T) {
 	}
 	layout, err := spec.HistogramLayout(spec.Histogram{BucketType: spec.HistogramBucketExp2, BucketMin: 0, BucketMax: 3})
 	require.NoError(t, err)
-	dec := newDecoderSet(testEnv(t))
+	dec := decoder.NewSet(decoder.Env{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	names := []string{"ab", "ac", "b", "zz", "c"}
 	for _, perCPU := range []bool{false, true} {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/perf"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
@@ -33,7 +34,7 @@ const defaultFlushInterval = time.Hour
 type perfCounter struct {
 	counter spec.Counter
 	rd      *perf.Reader
-	dec     *decoderSet
+	dec     *decoder.Set
 	logger  *zap.Logger
 	flush   time.Duration
 	budget  *budget // charged for every series in counts
@@ -49,7 +50,7 @@ type perfCounter struct {
 	wg sync.WaitGroup
 }
 
-func newPerfCounter(config string, c spec.Counter, m *ebpf.Map, dec *decoderSet, b *budget, logger *zap.Logger) (*perfCounter, error) {
+func newPerfCounter(config string, c spec.Counter, m *ebpf.Map, dec *decoder.Set, b *budget, logger *zap.Logger) (*perfCounter, error) {
 	rd, err := perf.NewReader(m, perfPagesPerCPU*os.Getpagesize())
 	if err != nil {
 		return nil, err
@@ -93,8 +94,8 @@ func (p *perfCounter) loop() {
 			continue
 		}
 		// Samples are padded to 8 bytes: only the label bytes count.
-		values, err := p.dec.decodeLabels(rec.RawSample[:size], p.counter.Labels)
-		if errors.Is(err, ErrSkipLabelSet) {
+		values, err := p.dec.DecodeLabels(rec.RawSample[:size], p.counter.Labels)
+		if errors.Is(err, decoder.ErrSkipLabelSet) {
 			continue
 		}
 		p.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -82,13 +83,13 @@ type spanClock func() (wall time.Time, mono uint64)
 type spanDecoder struct {
 	config string
 	span   spec.Span
-	dec    *decoderSet
+	dec    *decoder.Set
 	clock  spanClock
 	size   uint
 	rng    *rand.Rand
 }
 
-func newSpanDecoder(config string, s spec.Span, dec *decoderSet, clock spanClock) *spanDecoder {
+func newSpanDecoder(config string, s spec.Span, dec *decoder.Set, clock spanClock) *spanDecoder {
 	size := uint(0)
 	for _, l := range s.Labels {
 		size += l.Size + l.Padding
@@ -109,9 +110,9 @@ func (d *spanDecoder) decode(raw []byte, spans ptrace.SpanSlice) error {
 	if uint(len(raw)) > d.size {
 		raw = raw[:d.size]
 	}
-	values, err := d.dec.decodeLabels(raw, d.span.Labels)
+	values, err := d.dec.DecodeLabels(raw, d.span.Labels)
 	if err != nil {
-		if errors.Is(err, ErrSkipLabelSet) {
+		if errors.Is(err, decoder.ErrSkipLabelSet) {
 			return err
 		}
 		return fmt.Errorf("failed to decode labels: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
@@ -71,7 +72,7 @@ type spanReader struct {
 	wg, send sync.WaitGroup
 }
 
-func newSpanReader(config string, s spec.Span, m *ebpf.Map, dec *decoderSet, sink SpanSink, b *budget, queued *atomic.Int64, maxQueued int, logger *zap.Logger) (*spanReader, error) {
+func newSpanReader(config string, s spec.Span, m *ebpf.Map, dec *decoder.Set, sink SpanSink, b *budget, queued *atomic.Int64, maxQueued int, logger *zap.Logger) (*spanReader, error) {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func (r *spanReader) loop() {
 			r.budget.drop(r.config, DropQueueFull, 1)
 		} else {
 			derr := r.dec.decode(rec.RawSample, spans)
-			failed := derr != nil && !errors.Is(derr, ErrSkipLabelSet)
+			failed := derr != nil && !errors.Is(derr, decoder.ErrSkipLabelSet)
 			r.mu.Lock()
 			r.counts.records++
 			if failed {

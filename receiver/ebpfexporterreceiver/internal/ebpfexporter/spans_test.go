@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,7 +58,7 @@ var (
 
 func decodeOne(t *testing.T, s spec.Span, raw []byte) (ptrace.Span, error) {
 	t.Helper()
-	d := newSpanDecoder("cfg", s, newDecoderSet(testEnv(t)), fixed)
+	d := newSpanDecoder("cfg", s, decoder.NewSet(decoder.Env{}), fixed)
 	spans := ptrace.NewSpanSlice()
 	err := d.decode(raw, spans)
 	if err != nil {
@@ -130,7 +131,7 @@ func TestSpanRecordErrors(t *testing.T) {
 
 	skip := spec.Span{RingBuf: "rb", Labels: []spec.Label{{Name: "comm", Size: 4, Decoders: []spec.Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^nginx$"}}}}}}
 	_, err = decodeOne(t, skip, []byte("abc\x00"))
-	assert.ErrorIs(t, err, ErrSkipLabelSet, "a record a regexp drops is skipped, not an error")
+	assert.ErrorIs(t, err, decoder.ErrSkipLabelSet, "a record a regexp drops is skipped, not an error")
 }
 
 func TestServiceName(t *testing.T) {
