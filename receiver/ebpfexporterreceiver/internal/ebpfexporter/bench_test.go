@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -71,7 +72,7 @@ func BenchmarkConfigMetrics(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			dec := decoder.NewSet(decoder.Env{})
-			bud := newBudget(DefaultMaxSeries, DefaultMaxMemory) // as Exporter charges them
+			bud := budget.New(DefaultMaxSeries, DefaultMaxMemory) // as Exporter charges them
 			caches := map[string]*labelCache{"syscalls_total": newLabelCache(bud, "bench"), "latency_seconds": newLabelCache(bud, "bench")}
 			collect := func() pmetric.Metrics {
 				for _, c := range caches {

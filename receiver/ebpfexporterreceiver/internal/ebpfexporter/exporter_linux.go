@@ -20,7 +20,9 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spans"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -37,7 +39,7 @@ type Exporter struct {
 	// kallsymsPath is where kaddrs are looked up: the decoders' kallsyms.
 	kallsymsPath string
 
-	sink SpanSink // set before Start; nil: span ring buffers are left unread
+	sink spans.Sink // set before Start; nil: span ring buffers are left unread
 
 	mu            sync.Mutex // guards everything below, and serialises collections
 	started       bool
@@ -49,8 +51,8 @@ type Exporter struct {
 	decoderErrors map[string]uint64
 	collections   uint64
 
-	budget *budget      // what other processes made the exporter keep
-	queued atomic.Int64 // spans read and not yet taken by the sink
+	budget *budget.Budget // what other processes made the exporter keep
+	queued atomic.Int64   // spans read and not yet taken by the sink
 }
 
 // New checks cfg and prepares an Exporter; nothing is loaded until Start.
@@ -65,7 +67,7 @@ func New(cfg Config, logger *zap.Logger) (*Exporter, error) {
 	cfg = cfg.withDefaults()
 	env := decoder.DefaultEnv()
 	return &Exporter{
-		budget:        newBudget(int64(cfg.MaxSeries), cfg.MaxMemory),
+		budget:        budget.New(int64(cfg.MaxSeries), cfg.MaxMemory),
 		cfg:           cfg,
 		logger:        logger,
 		dec:           decoder.NewSet(env),
@@ -79,7 +81,7 @@ func New(cfg Config, logger *zap.Logger) (*Exporter, error) {
 // SetSpanSink makes Start read every config's tracing.spans ring buffers
 // and hand their spans to sink. Call it before Start; without it the ring
 // buffers are loaded and left unread.
-func (e *Exporter) SetSpanSink(sink SpanSink) {
+func (e *Exporter) SetSpanSink(sink spans.Sink) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.sink = sink
@@ -170,23 +172,23 @@ func (e *Exporter) Stats() Stats {
 		MaxQueuedSpans: int64(e.cfg.MaxQueuedSpans),
 		QueuedSpans:    e.queued.Load(),
 	}
-	s.Series, s.Memory, s.Dropped = e.budget.usage()
+	s.Series, s.Memory, s.Dropped = e.budget.Usage()
 	for _, lc := range e.configs {
 		for _, p := range lc.perf {
 			s.PerfEventsLost += p.lostCount()
 		}
 		for _, r := range lc.spans {
-			c := r.snapshot()
+			c := r.Snapshot()
 			if s.Spans == nil {
-				s.Spans = map[string]SpanStats{}
+				s.Spans = map[string]spans.Counts{}
 			}
 			st := s.Spans[lc.cfg.Name]
-			st.Records += c.records
-			st.Spans += c.spans
-			st.DecodeErrors += c.decodeErrors
-			st.Dropped += c.dropped
+			st.Records += c.Records
+			st.Spans += c.Spans
+			st.DecodeErrors += c.DecodeErrors
+			st.Dropped += c.Dropped
 			s.Spans[lc.cfg.Name] = st
-			s.DecoderErrors[lc.cfg.Name] += c.decodeErrors
+			s.DecoderErrors[lc.cfg.Name] += c.DecodeErrors
 		}
 	}
 	return s
@@ -249,7 +251,7 @@ func (e *Exporter) CollectContext(ctx context.Context) (_ pmetric.Metrics, skipp
 		decoderErrors := maps.Clone(e.decoderErrors)
 		for _, lc := range e.configs {
 			for _, r := range lc.spans {
-				decoderErrors[lc.cfg.Name] += r.snapshot().decodeErrors
+				decoderErrors[lc.cfg.Name] += r.Snapshot().DecodeErrors
 			}
 		}
 		appendSelfMetrics(rm, enabled, decoderErrors, e.start, now)
@@ -266,7 +268,7 @@ type loadedConfig struct {
 	closers  []io.Closer // links and perf events, closed in reverse order
 	metrics  map[string]*metricMap
 	perf     []*perfCounter
-	spans    []*spanReader
+	spans    []*spans.Reader
 	cgroups  *cgroupIDMapSync
 	start    pcommon.Timestamp
 }
@@ -295,7 +297,7 @@ const batchChunk = 4096
 func (lc *loadedConfig) close() error {
 	var errs []error
 	for _, r := range lc.spans {
-		if err := r.close(); err != nil {
+		if err := r.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spans"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
@@ -267,7 +268,7 @@ func (e *Exporter) startSpanReaders(name string, lc *loadedConfig, logger *zap.L
 		return nil
 	}
 	for i, s := range lc.cfg.Tracing.Spans {
-		r, err := newSpanReader(name, s, lc.coll.Maps[s.RingBuf], e.dec, e.sink, e.budget, &e.queued, e.cfg.MaxQueuedSpans, logger)
+		r, err := spans.NewReader(name, s, lc.coll.Maps[s.RingBuf], e.dec, e.sink, e.budget, &e.queued, e.cfg.MaxQueuedSpans, logger)
 		if err != nil {
 			return objErr("tracing.spans[%d]: ring buffer %q: %w", i, s.RingBuf, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -59,7 +60,7 @@ type labelCache struct {
 	// Every entry is charged to the budget (nil: unlimited) when it is
 	// put and credited when it is swept; a new key that does not fit is
 	// left out of the collection and counted for config by reason.
-	budget  *budget
+	budget  *budget.Budget
 	config  string
 	charged int64     // bytes charged for the entries
 	dropped [2]uint64 // this collection's drops: max_series, max_memory
@@ -141,7 +142,7 @@ func (c *labelCache) get(raw []byte) (*cachedLabels, bool) {
 // full reports whether a new key would find no series left in the
 // budget (counted as dropped): it is then not decoded at all.
 func (c *labelCache) full() bool {
-	if c == nil || !c.budget.full() {
+	if c == nil || !c.budget.Full() {
 		return false
 	}
 	c.dropped[0]++
@@ -155,12 +156,12 @@ func (c *labelCache) put(raw []byte, v *cachedLabels) bool {
 		return true
 	}
 	if c.budget != nil {
-		cost := seriesCost(len(raw), v.values, v.key)
-		switch c.budget.admit(cost) {
+		cost := budget.SeriesCost(len(raw), v.values, v.key)
+		switch c.budget.Admit(cost) {
 		case "":
 			v.cost = cost
 			c.charged += cost
-		case DropMaxSeries:
+		case budget.DropMaxSeries:
 			c.dropped[0]++
 			return false
 		default:
@@ -197,7 +198,7 @@ func (c *labelCache) sweep() {
 		}
 		c.used = len(c.entries)
 		if c.budget != nil {
-			c.budget.release(n, cost)
+			c.budget.Release(n, cost)
 			c.charged -= cost
 		}
 	}
@@ -217,15 +218,15 @@ func (c *labelCache) sweep() {
 
 // flushDrops counts the keys left out since the last call.
 func (c *labelCache) flushDrops() {
-	c.budget.drop(c.config, DropMaxSeries, c.dropped[0])
-	c.budget.drop(c.config, DropMaxMemory, c.dropped[1])
+	c.budget.Drop(c.config, budget.DropMaxSeries, c.dropped[0])
+	c.budget.Drop(c.config, budget.DropMaxMemory, c.dropped[1])
 	c.dropped = [2]uint64{}
 }
 
 // release credits every entry, for good: the cache is not used again.
 func (c *labelCache) release() {
 	c.flushDrops()
-	c.budget.release(int64(len(c.entries)), c.charged)
+	c.budget.Release(int64(len(c.entries)), c.charged)
 	c.entries, c.charged, c.peak = map[string]*cachedLabels{}, 0, 0
 }
 
@@ -255,7 +256,7 @@ func (c *labelCache) histogramLayout(h spec.Histogram) (*spec.BucketLayout, erro
 
 // newLabelCache makes a metric's cache, charged to b (nil: unlimited) for
 // config.
-func newLabelCache(b *budget, config string) *labelCache {
+func newLabelCache(b *budget.Budget, config string) *labelCache {
 	return &labelCache{entries: map[string]*cachedLabels{}, budget: b, config: config}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/perf"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -37,7 +38,7 @@ type perfCounter struct {
 	dec     *decoder.Set
 	logger  *zap.Logger
 	flush   time.Duration
-	budget  *budget // charged for every series in counts
+	budget  *budget.Budget // charged for every series in counts
 	config  string
 
 	mu      sync.Mutex
@@ -50,7 +51,7 @@ type perfCounter struct {
 	wg sync.WaitGroup
 }
 
-func newPerfCounter(config string, c spec.Counter, m *ebpf.Map, dec *decoder.Set, b *budget, logger *zap.Logger) (*perfCounter, error) {
+func newPerfCounter(config string, c spec.Counter, m *ebpf.Map, dec *decoder.Set, b *budget.Budget, logger *zap.Logger) (*perfCounter, error) {
 	rd, err := perf.NewReader(m, perfPagesPerCPU*os.Getpagesize())
 	if err != nil {
 		return nil, err
@@ -118,9 +119,9 @@ func (p *perfCounter) loop() {
 // add starts the series of key k if the budget has room for it; a sample
 // of a series that does not fit is counted as dropped.
 func (p *perfCounter) add(k string, values []string) {
-	cost := seriesCost(0, values, k)
-	if reason := p.budget.admit(cost); reason != "" {
-		p.budget.drop(p.config, reason, 1)
+	cost := budget.SeriesCost(0, values, k)
+	if reason := p.budget.Admit(cost); reason != "" {
+		p.budget.Drop(p.config, reason, 1)
 		return
 	}
 	p.charged += cost
@@ -136,7 +137,7 @@ func (p *perfCounter) flushLocked() {
 
 // releaseLocked forgets every series and credits the budget.
 func (p *perfCounter) releaseLocked() {
-	p.budget.release(int64(len(p.counts)), p.charged)
+	p.budget.Release(int64(len(p.counts)), p.charged)
 	p.counts, p.charged = map[string]*series{}, 0
 }
 

@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpfexporter
+package spans
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// SpanSink receives the spans read from the configs' span ring buffers,
+// Sink receives the spans read from the configs' span ring buffers,
 // one batch at a time. An error counts the batch's spans as dropped.
-type SpanSink func(context.Context, ptrace.Traces) error
+type Sink func(context.Context, ptrace.Traces) error
 
 // TracingScope is the instrumentation scope of every span, the one
 // ebpf_exporter's tracer has (its tracing package's import path).
@@ -261,4 +261,12 @@ func newSpanBatch(service string) (ptrace.Traces, ptrace.SpanSlice) {
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName(TracingScope)
 	return td, ss.Spans()
+}
+
+// Counts are one span ring buffer's counters.
+type Counts struct {
+	Records      uint64 // records read
+	Spans        uint64 // spans the sink accepted
+	DecodeErrors uint64 // records that did not decode to a span
+	Dropped      uint64 // spans the sink refused or the queue had no room for
 }
