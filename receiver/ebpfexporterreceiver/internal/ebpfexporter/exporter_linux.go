@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spans"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -121,7 +121,7 @@ func (e *Exporter) Start(ctx context.Context) error {
 		e.configs = append(e.configs, lc)
 		e.decoderErrors[name] = 0
 		e.logger.Info("ebpf_exporter config loaded",
-			zap.String("config", name), zap.Int("programs", len(lc.programs)),
+			zap.String("config", name), zap.Int("programs", lc.obj.Programs()),
 			zap.Int("counters", len(lc.cfg.Metrics.Counters)), zap.Int("histograms", len(lc.cfg.Metrics.Histograms)))
 	}
 	e.mu.Unlock()
@@ -262,15 +262,13 @@ func (e *Exporter) CollectContext(ctx context.Context) (_ pmetric.Metrics, skipp
 
 // loadedConfig is one running config.
 type loadedConfig struct {
-	cfg      *spec.ProgramConfig
-	coll     *ebpf.Collection
-	programs map[string]attachPlan
-	closers  []io.Closer // links and perf events, closed in reverse order
-	metrics  map[string]*metricMap
-	perf     []*perfCounter
-	spans    []*spans.Reader
-	cgroups  *cgroupIDMapSync
-	start    pcommon.Timestamp
+	cfg     *spec.ProgramConfig
+	obj     *loader.Object // the object, loaded and attached
+	metrics map[string]*metricMap
+	perf    []*perfCounter
+	spans   []*spans.Reader
+	cgroups *cgroupIDMapSync
+	start   pcommon.Timestamp
 }
 
 // metricMap is a counter's or histogram's map.
@@ -311,15 +309,8 @@ func (lc *loadedConfig) close() error {
 	for _, mm := range lc.metrics {
 		mm.cache.release()
 	}
-	for i := len(lc.closers) - 1; i >= 0; i-- {
-		if err := lc.closers[i].Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	lc.closers = nil
-	if lc.coll != nil {
-		lc.coll.Close()
-		lc.coll = nil
+	if err := lc.obj.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

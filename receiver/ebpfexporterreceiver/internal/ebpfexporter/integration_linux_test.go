@@ -36,6 +36,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
 )
 
 const tcpHelperEnv = "EBPFX_TCP_HELPER"
@@ -497,7 +499,7 @@ metrics:
 		}
 	}
 	require.Contains(t, failures, "ebpfx_usdt")
-	assert.ErrorIs(t, failures["ebpfx_usdt"], ErrNotSupported)
+	assert.ErrorIs(t, failures["ebpfx_usdt"], loader.ErrNotSupported)
 	assert.Contains(t, failures["ebpfx_usdt"].Error(), "USDT probes are not supported")
 
 	var ce *spec.ConfigError
@@ -552,7 +554,7 @@ func TestIntegrationKprobeFentry(t *testing.T) {
 		refused func(error) bool
 	}{
 		{"ebpfx_kprobe", probeKprobe, func(err error) bool {
-			return !kprobesAvailable() && (errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist))
+			return !loader.KprobesAvailable() && (errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist))
 		}},
 		{"ebpfx_fentry", probeFentry, func(err error) bool { return errors.Is(err, os.ErrPermission) }},
 	} {

@@ -143,6 +143,12 @@ func (e *ConfigError) Error() string {
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
+// ObjectErrorf returns a ConfigError about c's object file (BPFPath),
+// formatted as fmt.Errorf does.
+func (c *ProgramConfig) ObjectErrorf(format string, args ...any) error {
+	return &ConfigError{Config: c.Name, File: c.BPFPath, Err: fmt.Errorf(format, args...)}
+}
+
 // LoadProgramConfig reads and validates <dir>/<name>.yaml the way
 // ebpf_exporter does. Unknown YAML keys are accepted (ebpf_exporter ignores
 // them) and returned as warnings. The object file is not opened here.

@@ -3,17 +3,22 @@
 
 //go:build linux
 
-package ebpfexporter
+package loader
 
 import (
 	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
+
+// fixturesDir holds the fixtures built for this machine's architecture.
+var fixturesDir = testutil.ArchDir("../../../../testdata/ebpf_exporter")
 
 func label(name string, size, padding uint) spec.Label {
 	return spec.Label{Name: name, Size: size, Padding: padding, Decoders: []spec.Decoder{{Name: "uint"}}}
@@ -64,8 +69,8 @@ func TestCheckMapsAgainstObject(t *testing.T) {
 	metrics, err := checkMaps(cfg, objSpec)
 	require.NoError(t, err)
 	assert.Len(t, metrics, len(cfg.Metrics.Counters))
-	assert.True(t, metrics["ebpfx_getppid_per_cpu_total"].perCPU)
-	assert.False(t, metrics["ebpfx_syscalls_total"].perCPU)
+	assert.True(t, metrics["ebpfx_getppid_per_cpu_total"].PerCPU)
+	assert.False(t, metrics["ebpfx_syscalls_total"].PerCPU)
 
 	for _, c := range []struct {
 		name, yaml, field, msg string
