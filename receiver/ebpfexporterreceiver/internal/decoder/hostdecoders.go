@@ -6,7 +6,6 @@ package decoder
 import (
 	"bufio"
 	"fmt"
-	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"io"
 	"os"
 	"sort"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // majorminor: 4-byte new_encode_dev() device number to the name

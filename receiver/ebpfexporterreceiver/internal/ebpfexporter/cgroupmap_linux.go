@@ -12,6 +12,7 @@ import (
 	"regexp"
 
 	"github.com/cilium/ebpf"
+
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )

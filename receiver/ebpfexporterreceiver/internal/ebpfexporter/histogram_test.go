@@ -6,9 +6,10 @@ package ebpfexporter
 import (
 	"testing"
 
-	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // TestHistogramBounds pins ebpf_exporter's upper bound ("le") of every
