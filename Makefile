@@ -111,7 +111,7 @@ test-kernels: deps $(EBPF_EXPORTER) python-grpc
 	@# Image holds its BTF), and the host's against its own: the ebpf_exporter
 	@# programs and fixtures run in no arm64 guest.
 	OTELCOL_SEQ_CORE_BTF=arm64=$$(KERNELS_CACHE=$(KERNELS_CACHE) scripts/kernels.sh vmlinuz arm64),$$($(GO) env GOARCH)=/sys/kernel/btf/vmlinux \
-		$(GO) test -count=1 -run TestCOREAgainstKernelBTF ./receiver/grpcreceiver/internal/capture ./receiver/ebpfexporterreceiver/internal/ebpfexporter
+		$(GO) test -count=1 -run TestCOREAgainstKernelBTF ./receiver/grpcreceiver/internal/capture ./receiver/ebpfexporterreceiver/internal/loader
 	KERNELS_CACHE=$(KERNELS_CACHE) GO=$(GO) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) PYGRPC_CACHE=$(PYGRPC_CACHE) test/kernels/run.sh
 
 # bin/otelcol-seq: the collector for this machine (what `make run` and the

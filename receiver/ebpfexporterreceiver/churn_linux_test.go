@@ -25,7 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
-	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/ebpfexporter"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/metadatatest"
 )
 
@@ -129,7 +129,7 @@ func TestCommChurnIsBounded(t *testing.T) {
 	require.Eventually(t, func() bool { return len(sink.AllMetrics()) >= n+3 }, 10*time.Second, 20*time.Millisecond)
 	watch()
 	st := ee.Stats()
-	dropped := st.Dropped[ebpfexporter.DropKey{Config: "ebpfx_counters", Reason: ebpfexporter.DropMaxSeries}]
+	dropped := st.Dropped[budget.DropKey{Config: "ebpfx_counters", Reason: budget.DropMaxSeries}]
 	t.Logf("series peak %d (max %d), memory %d, dropped %d", peak, maxSeries, st.Memory, dropped)
 	assert.Positive(t, dropped, "keys left out are counted")
 	all := sink.AllMetrics()
@@ -150,7 +150,7 @@ func TestCommChurnIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	var counted int64
 	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		if r, _ := dp.Attributes.Value("reason"); r.AsString() == ebpfexporter.DropMaxSeries {
+		if r, _ := dp.Attributes.Value("reason"); r.AsString() == budget.DropMaxSeries {
 			counted += dp.Value
 		}
 	}

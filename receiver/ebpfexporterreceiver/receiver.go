@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/ebpfexporter"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/metadata"
 )
@@ -137,8 +138,8 @@ func (r *ebpfReceiver) Start(ctx context.Context, _ component.Host) (err error) 
 		r.tb.RegisterReceiverEbpfExporterSpansDroppedCallback(func(_ context.Context, o metric.Int64Observer) error {
 			st := r.ee.Stats()
 			for name := range st.Spans {
-				for _, reason := range []string{ebpfexporter.DropQueueFull, ebpfexporter.DropRefused} {
-					o.Observe(int64(st.Dropped[ebpfexporter.DropKey{Config: name, Reason: reason}]),
+				for _, reason := range []string{budget.DropQueueFull, budget.DropRefused} {
+					o.Observe(int64(st.Dropped[budget.DropKey{Config: name, Reason: reason}]),
 						metric.WithAttributes(attribute.String("config", name), attribute.String("reason", reason)))
 				}
 			}
@@ -158,7 +159,7 @@ func (r *ebpfReceiver) Start(ctx context.Context, _ component.Host) (err error) 
 		}),
 		r.tb.RegisterReceiverEbpfExporterSeriesDroppedCallback(func(_ context.Context, o metric.Int64Observer) error {
 			for k, n := range r.ee.Stats().Dropped {
-				if k.Reason == ebpfexporter.DropMaxSeries || k.Reason == ebpfexporter.DropMaxMemory {
+				if k.Reason == budget.DropMaxSeries || k.Reason == budget.DropMaxMemory {
 					o.Observe(int64(n), metric.WithAttributes(attribute.String("config", k.Config), attribute.String("reason", k.Reason)))
 				}
 			}

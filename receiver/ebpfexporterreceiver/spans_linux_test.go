@@ -29,8 +29,8 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
-	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/ebpfexporter"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/metadatatest"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spans"
 )
 
 // spanWorkEnv makes TestSpanWorkloadHelper the workload of
@@ -157,7 +157,7 @@ func TestReceiverSpans(t *testing.T) {
 	// The process span: span_name (the comm) names it, the config's service.
 	require.Equal(t, "ebpfx_spanwork", proc.span.Name())
 	assert.Equal(t, "ebpfx-spans", proc.service)
-	assert.Equal(t, ebpfexporter.TracingScope, proc.scope)
+	assert.Equal(t, spans.TracingScope, proc.scope)
 	assert.Equal(t, map[string]any{"pid": strconv.Itoa(pid), "ebpf_exporter.config": "ebpfx_spans"}, proc.attrsRaw)
 	assert.True(t, proc.span.ParentSpanID().IsEmpty(), "a root span")
 	assert.Equal(t, ptrace.SpanKindInternal, proc.span.Kind())

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/ebpfexporter"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/metadatatest"
 )
@@ -98,7 +99,7 @@ func TestSpanQueueBoundedWhilePipelineBlocks(t *testing.T) {
 	require.Eventually(t, func() bool { return ee.Stats().QueuedSpans == 0 }, 10*time.Second, 10*time.Millisecond)
 	st = ee.Stats()
 	sp := st.Spans["ebpfx_spans"]
-	full := st.Dropped[ebpfexporter.DropKey{Config: "ebpfx_spans", Reason: ebpfexporter.DropQueueFull}]
+	full := st.Dropped[budget.DropKey{Config: "ebpfx_spans", Reason: budget.DropQueueFull}]
 	t.Logf("records %d = spans %d + dropped %d (queue_full %d) + decode errors %d", sp.Records, sp.Spans, sp.Dropped, full, sp.DecodeErrors)
 	assert.Positive(t, full, "spans_dropped{reason=queue_full}")
 	assert.LessOrEqual(t, sp.Spans, uint64(maxQueued)+2, "only what was queued reached the pipeline")

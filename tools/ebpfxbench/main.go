@@ -182,18 +182,27 @@ func fill() {
 	_, _ = unix.Getpgid(fillMagic) // ESRCH: only the programs see it
 }
 
+// bench is one run: the two processes side by side, the sink our
+// collector exports to, and the ticker both are collected by.
+type bench struct {
+	snk       *sink
+	ours, ref *exec.Cmd
+	logs      [2]bytes.Buffer // the collector's, ebpf_exporter's
+	refURL    string
+	tick      *time.Ticker
+	scrapes   int // of the reference, so far
+}
+
+// sample is both processes' CPU so far and the collections so far.
+type sample struct {
+	ours, ref            float64
+	exports, reqs, scrps int
+}
+
 func run(collector, reference, dir, png string, duration, warmup time.Duration) error {
-	if reference == "" {
-		return errors.New("-reference: the ebpf_exporter binary is required (make ebpf-exporter builds it)")
-	}
-	dir, err := filepath.Abs(dir)
+	dir, err := checkInputs(collector, reference, dir)
 	if err != nil {
 		return err
-	}
-	for _, p := range []string{collector, reference, filepath.Join(dir, configName+".bpf.o")} {
-		if _, err := os.Stat(p); err != nil {
-			return err
-		}
 	}
 	tmp, err := os.MkdirTemp("", "ebpfxbench")
 	if err != nil {
@@ -201,16 +210,69 @@ func run(collector, reference, dir, png string, duration, warmup time.Duration) 
 	}
 	defer os.RemoveAll(tmp)
 
-	snk := &sink{collections: map[pcommon.Timestamp]bool{}, points: map[string]int{}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	b := &bench{snk: &sink{collections: map[pcommon.Timestamp]bool{}, points: map[string]int{}}}
+	sinkAddr, stopSink, err := b.serveSink()
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: snk, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
+	defer stopSink()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop, err := b.start(ctx, collector, reference, dir, tmp, sinkAddr)
+	if err != nil {
+		return err
+	}
+	defer stop()
 
-	cfg := fmt.Sprintf(`receivers:
+	if err := b.waitFilled(); err != nil {
+		return err
+	}
+	b.tick = time.NewTicker(time.Second)
+	defer b.tick.Stop()
+	s0, s1, wall, pts, err := b.measure(warmup, duration)
+	if err != nil {
+		return err
+	}
+	ratio, err := report(s0, s1, wall, warmup)
+	if err != nil || png == "" {
+		return err
+	}
+	return savePlot(png, pts, ratio)
+}
+
+// checkInputs checks that the collector, the reference and the fixture's
+// object are there, and returns dir made absolute.
+func checkInputs(collector, reference, dir string) (string, error) {
+	if reference == "" {
+		return "", errors.New("-reference: the ebpf_exporter binary is required (make ebpf-exporter builds it)")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range []string{collector, reference, filepath.Join(dir, configName+".bpf.o")} {
+		if _, err := os.Stat(p); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// serveSink serves the OTLP/HTTP sink on a free local port; stop closes it.
+func (b *bench) serveSink() (addr net.Addr, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: b.snk, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return l.Addr(), func() { _ = srv.Close() }, nil
+}
+
+// collectorConfig is the collector's config: the receiver on dir's
+// fixture, collecting every second, exporting to the sink at sinkAddr.
+func collectorConfig(dir string, sinkAddr net.Addr) string {
+	return fmt.Sprintf(`receivers:
   ebpf_exporter:
     config_dir: %s
     names: [%s]
@@ -228,117 +290,134 @@ service:
     metrics:
       receivers: [ebpf_exporter]
       exporters: [otlp_http]
-`, dir, configName, l.Addr())
+`, dir, configName, sinkAddr)
+}
+
+// start starts our collector (its config written into tmp) and the
+// reference on a free port; stop kills both. On error none is left running.
+func (b *bench) start(ctx context.Context, collector, reference, dir, tmp string, sinkAddr net.Addr) (stop func(), err error) {
 	cfgPath := filepath.Join(tmp, "collector.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return err
+	if err := os.WriteFile(cfgPath, []byte(collectorConfig(dir, sinkAddr)), 0o644); err != nil {
+		return nil, err
 	}
 	refAddr, err := freeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var logs [2]bytes.Buffer
-	ours := exec.CommandContext(ctx, collector, "--config", cfgPath)
-	ours.Stdout, ours.Stderr = &logs[0], &logs[0]
-	ref := exec.CommandContext(ctx, reference, "--config.dir="+dir, "--config.names="+configName,
+	b.ours = exec.CommandContext(ctx, collector, "--config", cfgPath)
+	b.ours.Stdout, b.ours.Stderr = &b.logs[0], &b.logs[0]
+	b.ref = exec.CommandContext(ctx, reference, "--config.dir="+dir, "--config.names="+configName,
 		"--web.listen-address="+refAddr)
-	ref.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
-	ref.Stdout, ref.Stderr = &logs[1], &logs[1]
-	for _, c := range []*exec.Cmd{ours, ref} {
-		if err := c.Start(); err != nil {
-			return err
+	b.ref.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
+	b.ref.Stdout, b.ref.Stderr = &b.logs[1], &b.logs[1]
+	b.refURL = "http://" + refAddr + "/metrics"
+	var started []*exec.Cmd
+	stop = func() {
+		for i := len(started) - 1; i >= 0; i-- {
+			_ = started[i].Process.Kill()
+			_ = started[i].Wait()
 		}
-		defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
 	}
-	refURL := "http://" + refAddr + "/metrics"
+	for _, c := range []*exec.Cmd{b.ours, b.ref} {
+		if err := c.Start(); err != nil {
+			stop()
+			return nil, err
+		}
+		started = append(started, c)
+	}
+	return stop, nil
+}
 
-	// Both up, the series filled, both exporting all of them.
+// waitFilled waits (60 s at most) until both are up, the series filled and
+// both export all of them.
+func (b *bench) waitFilled() error {
 	fill()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		body, err := scrape(refURL)
+		body, err := scrape(b.refURL)
 		refN := strings.Count(body, refCounterLine)
-		if err == nil && refN == counterSeries && snk.complete() {
-			break
+		if err == nil && refN == counterSeries && b.snk.complete() {
+			return nil
 		}
-		if refN == 0 || !snk.complete() {
+		if refN == 0 || !b.snk.complete() {
 			fill() // a side that started after the last fill has empty maps
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("after 60 s: reference %d counter series (%v), ours %v\ncollector log:\n%s\nebpf_exporter log:\n%s",
-				refN, err, snk.points, logs[0].String(), logs[1].String())
+				refN, err, b.snk.points, b.logs[0].String(), b.logs[1].String())
 		}
 		time.Sleep(time.Second)
 	}
+}
 
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	scrapes := 0
-	round := func() error {
-		fill()
-		if _, err := scrape(refURL); err != nil {
+// round fills every series and scrapes the reference once.
+func (b *bench) round() error {
+	fill()
+	if _, err := scrape(b.refURL); err != nil {
+		return err
+	}
+	b.scrapes++
+	return nil
+}
+
+// rounds does a round every tick for d, calling after (if not nil) after
+// each.
+func (b *bench) rounds(d time.Duration, after func() error) error {
+	for range int(d / time.Second) {
+		<-b.tick.C
+		if err := b.round(); err != nil {
 			return err
 		}
-		scrapes++
-		return nil
-	}
-	rounds := func(d time.Duration, after func() error) error {
-		for range int(d / time.Second) {
-			<-tick.C
-			if err := round(); err != nil {
-				return err
-			}
-			if after == nil {
-				continue
-			}
-			if err := after(); err != nil {
-				return err
-			}
+		if after == nil {
+			continue
 		}
-		return nil
+		if err := after(); err != nil {
+			return err
+		}
 	}
-	// sample is both processes' CPU so far and the collections so far.
-	type sample struct {
-		ours, ref            float64
-		exports, reqs, scrps int
+	return nil
+}
+
+// take samples both processes' CPU and the collections so far.
+func (b *bench) take() (sample, error) {
+	o, err1 := cpuSeconds(b.ours.Process.Pid)
+	r, err2 := cpuSeconds(b.ref.Process.Pid)
+	c, req := b.snk.counts()
+	return sample{o, r, c, req, b.scrapes}, errors.Join(err1, err2)
+}
+
+// measure runs the warm-up rounds, then the window's, sampling at its
+// start, after each of its rounds (the plot's points) and at its end.
+func (b *bench) measure(warmup, duration time.Duration) (s0, s1 sample, wall time.Duration, pts []cpuPoint, err error) {
+	if err := b.rounds(warmup, nil); err != nil {
+		return s0, s1, 0, nil, err
 	}
-	take := func() (sample, error) {
-		o, err1 := cpuSeconds(ours.Process.Pid)
-		r, err2 := cpuSeconds(ref.Process.Pid)
-		c, req := snk.counts()
-		return sample{o, r, c, req, scrapes}, errors.Join(err1, err2)
-	}
-	if err := rounds(warmup, nil); err != nil {
-		return err
-	}
-	s0, err := take()
-	if err != nil {
-		return err
+	if s0, err = b.take(); err != nil {
+		return s0, s1, 0, nil, err
 	}
 	t0 := time.Now()
-	pts := []cpuPoint{{}}
-	if err := rounds(duration, func() error {
-		s, err := take()
+	pts = []cpuPoint{{}}
+	if err := b.rounds(duration, func() error {
+		s, err := b.take()
 		pts = append(pts, cpuPoint{time.Since(t0).Seconds(), s.ours - s0.ours, s.ref - s0.ref})
 		return err
 	}); err != nil {
-		return err
+		return s0, s1, 0, nil, err
 	}
 	// The last scrape is done; the collector's export of the same second
 	// may be in flight: count what the sink has now.
-	s1, err := take()
-	if err != nil {
-		return err
-	}
-	wall := time.Since(t0)
+	s1, err = b.take()
+	return s0, s1, time.Since(t0), pts, err
+}
 
+// report prints the window's table (s0 at its start, s1 at its end) and
+// returns our CPU per collection over the reference's.
+func report(s0, s1 sample, wall, warmup time.Duration) (ratio float64, err error) {
 	series := counterSeries + histSeries
 	oursCPU, refCPU := s1.ours-s0.ours, s1.ref-s0.ref
 	oursN, refN := float64(s1.exports-s0.exports), float64(s1.scrps-s0.scrps)
 	if oursN == 0 || refN == 0 {
-		return fmt.Errorf("no collections in the window: ours %v, reference %v", oursN, refN)
+		return 0, fmt.Errorf("no collections in the window: ours %v, reference %v", oursN, refN)
 	}
 	fmt.Printf("ebpfx_bench: %d counter series (pid, syscall) + %d exp2 histograms (pid, 16 buckets), %.1f s window after %s warm-up, both running at once\n\n",
 		counterSeries, histSeries, wall.Seconds(), warmup)
@@ -352,14 +431,16 @@ service:
 	row("ebpf_exporter v2.5.1 (scraped over HTTP)", refCPU, refN)
 	row("otelcol-seq ebpf_exporter receiver (OTLP/HTTP)", oursCPU, oursN)
 	fmt.Printf("\nours: %d collections (enabled_configs timestamps) came in %d OTLP requests\n", s1.exports-s0.exports, s1.reqs-s0.reqs)
-	if png == "" {
-		return nil
-	}
+	return oursCPU / oursN / refPer, nil
+}
+
+// savePlot draws both processes' CPU over the window into png.
+func savePlot(png string, pts []cpuPoint, ratio float64) error {
 	f, err := os.Create(png)
 	if err != nil {
 		return err
 	}
-	if err := writePlot(f, pts, oursCPU/oursN/refPer); err != nil {
+	if err := writePlot(f, pts, ratio); err != nil {
 		f.Close()
 		return err
 	}

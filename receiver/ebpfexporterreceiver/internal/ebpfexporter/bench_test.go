@@ -8,6 +8,10 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 const benchYAML = `
@@ -49,7 +53,7 @@ const benchSeries = 1024
 // "histograms": benchSeries histograms (disks) of 16 exp2 buckets each,
 // 16 map entries per series.
 func BenchmarkConfigMetrics(b *testing.B) {
-	cfg, _, err := ParseProgramConfig("bench", "bench.yaml", []byte(benchYAML))
+	cfg, _, err := spec.ParseProgramConfig("bench", "bench.yaml", []byte(benchYAML))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,8 +72,8 @@ func BenchmarkConfigMetrics(b *testing.B) {
 		{"histograms", map[string]mapContents{"latency_seconds": {entries: hist}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			dec := newDecoderSet(testEnv(b))
-			bud := newBudget(DefaultMaxSeries, DefaultMaxMemory) // as Exporter charges them
+			dec := decoder.NewSet(decoder.Env{})
+			bud := budget.New(DefaultMaxSeries, DefaultMaxMemory) // as Exporter charges them
 			caches := map[string]*labelCache{"syscalls_total": newLabelCache(bud, "bench"), "latency_seconds": newLabelCache(bud, "bench")}
 			collect := func() pmetric.Metrics {
 				for _, c := range caches {

@@ -12,6 +12,9 @@ import (
 	"regexp"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // cgroupIDMapSync keeps a cgroup_id_map filled: the id of every cgroup
@@ -20,19 +23,19 @@ import (
 // every collection.
 type cgroupIDMapSync struct {
 	m        *ebpf.Map
-	typ      CgroupIDMapType
+	typ      spec.CgroupIDMapType
 	regexps  []*regexp.Regexp
-	resolver *cgroupResolver
+	resolver *decoder.CgroupResolver
 	present  map[uint64]bool // ids written to a hash map
 }
 
-func newCgroupIDMapSync(c CgroupIDMap, m *ebpf.Map) (*cgroupIDMapSync, error) {
+func newCgroupIDMapSync(c spec.CgroupIDMap, m *ebpf.Map) (*cgroupIDMapSync, error) {
 	if m == nil {
 		return nil, fmt.Errorf("no map %q", c.Name)
 	}
-	s := &cgroupIDMapSync{m: m, typ: c.Type, resolver: newCgroupResolver("/sys/fs/cgroup"), present: map[uint64]bool{}}
+	s := &cgroupIDMapSync{m: m, typ: c.Type, resolver: decoder.NewCgroupResolver("/sys/fs/cgroup"), present: map[uint64]bool{}}
 	if s.typ == "" {
-		s.typ = CgroupIDMapHashType
+		s.typ = spec.CgroupIDMapHashType
 	}
 	for _, expr := range c.Regexps {
 		re, err := regexp.Compile(expr)
@@ -64,13 +67,13 @@ func (s *cgroupIDMapSync) sync() error {
 	var errs []error
 	seen := map[uint64]bool{}
 	one := uint64(1)
-	for id, path := range s.resolver.all() {
+	for id, path := range s.resolver.All() {
 		if !s.match(path) {
 			continue
 		}
 		seen[id] = true
 		switch s.typ {
-		case CgroupIDMapHashType:
+		case spec.CgroupIDMapHashType:
 			if s.present[id] {
 				continue
 			}
@@ -79,7 +82,7 @@ func (s *cgroupIDMapSync) sync() error {
 				continue
 			}
 			s.present[id] = true
-		case CgroupIDMapCgrpStorageType:
+		case spec.CgroupIDMapCgrpStorageType:
 			// cgroup storage maps are keyed by an open cgroup fd.
 			f, err := os.Open(path)
 			if err != nil {
@@ -91,7 +94,7 @@ func (s *cgroupIDMapSync) sync() error {
 			f.Close()
 		}
 	}
-	if s.typ == CgroupIDMapHashType {
+	if s.typ == spec.CgroupIDMapHashType {
 		for id := range s.present {
 			if seen[id] {
 				continue

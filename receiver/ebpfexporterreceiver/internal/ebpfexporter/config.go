@@ -9,6 +9,25 @@ import (
 	"strings"
 )
 
+// The defaults of Config's limits: what is kept between collections is
+// chosen by other processes (see the budget package).
+const (
+	// DefaultMaxSeries is the default Config.MaxSeries: decoded map keys
+	// and perf_event_array series held at once, over all configs. A
+	// node's per-cgroup or per-process maps hold a few thousand.
+	DefaultMaxSeries = 50_000
+	// DefaultMaxMemory is the default Config.MaxMemory: 32 MiB, about a
+	// tenth of the agent's 300 MiB limit; the collection's pdata of as
+	// many series is about as much again, in flight to the exporters.
+	DefaultMaxMemory = 32 << 20
+	// DefaultMaxQueuedSpans is the default Config.MaxQueuedSpans: spans
+	// read from the ring buffers and not yet taken by the traces pipeline,
+	// over all ring buffers (a span is at most a few hundred bytes: the
+	// labels' sizes are the operator's, a cgroup path is cut at
+	// maxCgroupPath).
+	DefaultMaxQueuedSpans = 8192
+)
+
 // Config points at an ebpf_exporter config directory and names the configs
 // to load from it, exactly like ebpf_exporter's --config.dir and
 // --config.names flags.

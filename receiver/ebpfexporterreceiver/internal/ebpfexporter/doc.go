@@ -5,6 +5,14 @@
 // directory unmodified and turns its maps into OpenTelemetry metrics and
 // its tracing.spans ring buffers into spans.
 //
+// It is the runner that ties the receiver's inner packages together, and
+// the only one the receiver calls: per config it reads the YAML (package
+// spec), has it loaded and attached (package loader, kernel-facing), and
+// starts the readers: span ring buffers (package spans), perf_event_array
+// counters and the cgroup_id_map here; every collection it reads the maps
+// and maps them to metrics here, decoding labels with package decoder and
+// charging what it keeps to one budget (package budget).
+//
 // # Files
 //
 // Config.ConfigDir holds, for every name in Config.Names, <name>.yaml (the
@@ -26,7 +34,7 @@
 //
 // # Config schema
 //
-// ProgramConfig and its types are ebpf_exporter's config structs with the
+// spec.ProgramConfig and its types are ebpf_exporter's config structs with the
 // same YAML keys: metrics.counters (name, help, perf_event_array,
 // flush_interval, labels), metrics.histograms (name, help, bucket_type,
 // bucket_min, bucket_max, bucket_multiplier, bucket_keys, labels), labels
@@ -35,7 +43,7 @@
 // tracing.spans (name, ringbuf, service, labels). Unknown keys are ignored
 // as ebpf_exporter ignores them, with a logged warning.
 //
-// A config ebpf_exporter refuses is refused, with a ConfigError naming the
+// A config ebpf_exporter refuses is refused, with a spec.ConfigError naming the
 // file and the field (e.g. "metrics.counters[0].labels[1].size"): no
 // metrics and no tracing; a counter or histogram without name or help; a
 // span without ringbuf (ebpf_exporter dies at start); a cgroup_id_map of another type than hash
@@ -148,7 +156,7 @@
 //
 // # Decoders
 //
-// Output strings are byte for byte ebpf_exporter's:
+// Package decoder. Output strings are byte for byte ebpf_exporter's:
 //
 //	uint          1/2/4/8 bytes, host order -> decimal ("unknown value length" error otherwise)
 //	string        bytes up to the first NUL
@@ -178,7 +186,7 @@
 //
 // # Attaching
 //
-// cilium/ebpf loads the object (BTF maps, CO-RE, .rodata/.data, .kconfig)
+// Package loader. cilium/ebpf loads the object (BTF maps, CO-RE, .rodata/.data, .kconfig)
 // but does not attach; programs are attached from their section names as
 // libbpf's auto-attach (and ebpf_exporter's perf_event/ and xdp/ handlers)
 // would:
@@ -221,13 +229,13 @@
 //
 // With a span sink (SetSpanSink), each tracing.spans ring buffer is read
 // as it fills and every record becomes a span with ebpf_exporter's rules
-// (spanDecoder in spans.go): the labels trace_id, parent_span_id, span_id,
+// (package spans): the labels trace_id, parent_span_id, span_id,
 // span_monotonic_timestamp_ns, span_duration_ns and span_name fill the
 // span, the other labels become attributes, plus ebpf_exporter.config.
 // Resource service.name is the span's service, else $OTEL_SERVICE_NAME,
 // else "ebpf_exporter"; scope TracingScope. Spans are handed over in
 // batches (at most 1024, or as soon as the ring buffer is empty).
-// Records that do not decode are logged and counted (SpanStats and the
+// Records that do not decode are logged and counted (Stats.Spans and the
 // config's decoder errors); spans the sink refuses are counted as dropped.
 // Without a sink the ring buffers are loaded and left unread.
 //

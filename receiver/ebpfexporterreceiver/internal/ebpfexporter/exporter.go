@@ -3,6 +3,11 @@
 
 package ebpfexporter
 
+import (
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spans"
+)
+
 // Stats are the exporter's own counters, for the receiver's telemetry.
 type Stats struct {
 	// ConfigsLoaded is the number of configs loaded and attached.
@@ -20,7 +25,7 @@ type Stats struct {
 	// Spans are the tracing.spans counters, by config (configs with span
 	// ring buffers being read only). Their decode errors are also in
 	// DecoderErrors, as ebpf_exporter counts them.
-	Spans map[string]SpanStats
+	Spans map[string]spans.Counts
 	// Series and Memory are what the budget holds now: decoded map keys
 	// and perf_event_array series, and the bytes they are charged.
 	Series, Memory int64
@@ -29,19 +34,7 @@ type Stats struct {
 	// Dropped counts what was left out, by config and reason (DropMaxSeries,
 	// DropMaxMemory for map keys at each collection and perf samples;
 	// DropQueueFull, DropRefused for spans).
-	Dropped map[DropKey]uint64
+	Dropped map[budget.DropKey]uint64
 	// QueuedSpans is the spans waiting for the traces pipeline now.
 	QueuedSpans int64
-}
-
-// SpanStats are one config's span ring buffer counters.
-type SpanStats struct {
-	// Records is the number of ring buffer records read.
-	Records uint64
-	// Spans is the number of spans the sink accepted.
-	Spans uint64
-	// DecodeErrors counts records that did not decode to a span.
-	DecodeErrors uint64
-	// Dropped counts spans the sink refused or the queue had no room for.
-	Dropped uint64
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -24,6 +23,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spans"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // Exporter loads ebpf_exporter configs, keeps their programs attached and
@@ -31,9 +36,11 @@ import (
 type Exporter struct {
 	cfg    Config
 	logger *zap.Logger
-	dec    *decoderSet
+	dec    *decoder.Set
+	// kallsymsPath is where kaddrs are looked up: the decoders' kallsyms.
+	kallsymsPath string
 
-	sink SpanSink // set before Start; nil: span ring buffers are left unread
+	sink spans.Sink // set before Start; nil: span ring buffers are left unread
 
 	mu            sync.Mutex // guards everything below, and serialises collections
 	started       bool
@@ -45,8 +52,8 @@ type Exporter struct {
 	decoderErrors map[string]uint64
 	collections   uint64
 
-	budget *budget      // what other processes made the exporter keep
-	queued atomic.Int64 // spans read and not yet taken by the sink
+	budget *budget.Budget // what other processes made the exporter keep
+	queued atomic.Int64   // spans read and not yet taken by the sink
 }
 
 // New checks cfg and prepares an Exporter; nothing is loaded until Start.
@@ -59,11 +66,13 @@ func New(cfg Config, logger *zap.Logger) (*Exporter, error) {
 	}
 	cfg.Names = slices.Clone(cfg.Names)
 	cfg = cfg.withDefaults()
+	env := decoder.DefaultEnv()
 	return &Exporter{
-		budget:        newBudget(int64(cfg.MaxSeries), cfg.MaxMemory),
+		budget:        budget.New(int64(cfg.MaxSeries), cfg.MaxMemory),
 		cfg:           cfg,
 		logger:        logger,
-		dec:           newDecoderSet(defaultDecoderEnv()),
+		dec:           decoder.NewSet(env),
+		kallsymsPath:  env.KallsymsPath,
 		failures:      map[string]error{},
 		programs:      map[string]map[string]error{},
 		decoderErrors: map[string]uint64{},
@@ -73,7 +82,7 @@ func New(cfg Config, logger *zap.Logger) (*Exporter, error) {
 // SetSpanSink makes Start read every config's tracing.spans ring buffers
 // and hand their spans to sink. Call it before Start; without it the ring
 // buffers are loaded and left unread.
-func (e *Exporter) SetSpanSink(sink SpanSink) {
+func (e *Exporter) SetSpanSink(sink spans.Sink) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.sink = sink
@@ -113,7 +122,7 @@ func (e *Exporter) Start(ctx context.Context) error {
 		e.configs = append(e.configs, lc)
 		e.decoderErrors[name] = 0
 		e.logger.Info("ebpf_exporter config loaded",
-			zap.String("config", name), zap.Int("programs", len(lc.programs)),
+			zap.String("config", name), zap.Int("programs", lc.obj.Programs()),
 			zap.Int("counters", len(lc.cfg.Metrics.Counters)), zap.Int("histograms", len(lc.cfg.Metrics.Histograms)))
 	}
 	e.mu.Unlock()
@@ -164,23 +173,23 @@ func (e *Exporter) Stats() Stats {
 		MaxQueuedSpans: int64(e.cfg.MaxQueuedSpans),
 		QueuedSpans:    e.queued.Load(),
 	}
-	s.Series, s.Memory, s.Dropped = e.budget.usage()
+	s.Series, s.Memory, s.Dropped = e.budget.Usage()
 	for _, lc := range e.configs {
 		for _, p := range lc.perf {
 			s.PerfEventsLost += p.lostCount()
 		}
 		for _, r := range lc.spans {
-			c := r.snapshot()
+			c := r.Snapshot()
 			if s.Spans == nil {
-				s.Spans = map[string]SpanStats{}
+				s.Spans = map[string]spans.Counts{}
 			}
 			st := s.Spans[lc.cfg.Name]
-			st.Records += c.records
-			st.Spans += c.spans
-			st.DecodeErrors += c.decodeErrors
-			st.Dropped += c.dropped
+			st.Records += c.Records
+			st.Spans += c.Spans
+			st.DecodeErrors += c.DecodeErrors
+			st.Dropped += c.Dropped
 			s.Spans[lc.cfg.Name] = st
-			s.DecoderErrors[lc.cfg.Name] += c.decodeErrors
+			s.DecoderErrors[lc.cfg.Name] += c.DecodeErrors
 		}
 	}
 	return s
@@ -243,7 +252,7 @@ func (e *Exporter) CollectContext(ctx context.Context) (_ pmetric.Metrics, skipp
 		decoderErrors := maps.Clone(e.decoderErrors)
 		for _, lc := range e.configs {
 			for _, r := range lc.spans {
-				decoderErrors[lc.cfg.Name] += r.snapshot().decodeErrors
+				decoderErrors[lc.cfg.Name] += r.Snapshot().DecodeErrors
 			}
 		}
 		appendSelfMetrics(rm, enabled, decoderErrors, e.start, now)
@@ -254,22 +263,20 @@ func (e *Exporter) CollectContext(ctx context.Context) (_ pmetric.Metrics, skipp
 
 // loadedConfig is one running config.
 type loadedConfig struct {
-	cfg      *ProgramConfig
-	coll     *ebpf.Collection
-	programs map[string]attachPlan
-	closers  []io.Closer // links and perf events, closed in reverse order
-	metrics  map[string]*metricMap
-	perf     []*perfCounter
-	spans    []*spanReader
-	cgroups  *cgroupIDMapSync
-	start    pcommon.Timestamp
+	cfg     *spec.ProgramConfig
+	obj     *loader.Object // the object, loaded and attached
+	metrics map[string]*metricMap
+	perf    []*perfCounter
+	spans   []*spans.Reader
+	cgroups *cgroupIDMapSync
+	start   pcommon.Timestamp
 }
 
 // metricMap is a counter's or histogram's map.
 type metricMap struct {
 	m      *ebpf.Map
 	perCPU bool
-	labels []Label
+	labels []spec.Label
 	cache  *labelCache
 	batch  batchBuffers
 }
@@ -289,7 +296,7 @@ const batchChunk = 4096
 func (lc *loadedConfig) close() error {
 	var errs []error
 	for _, r := range lc.spans {
-		if err := r.close(); err != nil {
+		if err := r.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -303,21 +310,14 @@ func (lc *loadedConfig) close() error {
 	for _, mm := range lc.metrics {
 		mm.cache.release()
 	}
-	for i := len(lc.closers) - 1; i >= 0; i-- {
-		if err := lc.closers[i].Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	lc.closers = nil
-	if lc.coll != nil {
-		lc.coll.Close()
-		lc.coll = nil
+	if err := lc.obj.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
 // collect reads the config's maps into sm.
-func (lc *loadedConfig) collect(sm pmetric.ScopeMetrics, dec *decoderSet, now pcommon.Timestamp) []error {
+func (lc *loadedConfig) collect(sm pmetric.ScopeMetrics, dec *decoder.Set, now pcommon.Timestamp) []error {
 	contents := map[string]mapContents{}
 	caches := map[string]*labelCache{}
 	var errs []error
@@ -349,7 +349,7 @@ func (lc *loadedConfig) collect(sm pmetric.ScopeMetrics, dec *decoderSet, now pc
 // per-CPU and LRU kinds), one element at a time otherwise. The entries
 // returned share the map's buffers: they are valid until its next read.
 func readMap(mm *metricMap) ([]mapEntry, error) {
-	if onlyKeyZero(mm.labels, mm.perCPU) {
+	if spec.OnlyKeyZero(mm.labels, mm.perCPU) {
 		return readKeyZero(mm)
 	}
 	if !mm.batch.unsupported {

@@ -11,6 +11,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spans"
 )
 
 // Exporter is only implemented on Linux.
@@ -47,7 +49,7 @@ func (*Exporter) Failures() map[string]error { return nil }
 func (*Exporter) Stats() Stats { return Stats{} }
 
 // SetSpanSink does nothing.
-func (*Exporter) SetSpanSink(SpanSink) {}
+func (*Exporter) SetSpanSink(spans.Sink) {}
 
 // Programs is empty.
 func (*Exporter) Programs() map[string]map[string]error { return nil }

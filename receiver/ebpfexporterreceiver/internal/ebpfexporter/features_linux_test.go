@@ -17,6 +17,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
 )
 
 // Kernel feature probes for the tests: each tries the feature itself, the
@@ -29,7 +31,7 @@ import (
 // hang a guest; see ebpfx_kprobe.bpf.c). The tests' workload calls
 // getpriority. __x64_sys_getpriority, or __arm64_sys_getpriority on arm64
 // (EBPFX_SYS_GETPRIORITY of ebpfx.bpf.h).
-var fixtureSymbol = syscallPrefix() + "getpriority"
+var fixtureSymbol = loader.SyscallPrefix() + "getpriority"
 
 // getpriority makes one getpriority call: the fixtures' workload.
 func getpriority() { _, _ = unix.Getpriority(unix.PRIO_PROCESS, 0) }

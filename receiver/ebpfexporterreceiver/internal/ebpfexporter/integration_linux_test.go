@@ -26,6 +26,7 @@ import (
 	"unsafe"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -35,6 +36,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
 )
 
 const tcpHelperEnv = "EBPFX_TCP_HELPER"
@@ -496,10 +499,10 @@ metrics:
 		}
 	}
 	require.Contains(t, failures, "ebpfx_usdt")
-	assert.ErrorIs(t, failures["ebpfx_usdt"], ErrNotSupported)
+	assert.ErrorIs(t, failures["ebpfx_usdt"], loader.ErrNotSupported)
 	assert.Contains(t, failures["ebpfx_usdt"].Error(), "USDT probes are not supported")
 
-	var ce *ConfigError
+	var ce *spec.ConfigError
 	require.ErrorAs(t, failures["badkey"], &ce)
 	assert.Equal(t, filepath.Join(dir, "badkey.yaml"), ce.File)
 	assert.Equal(t, "metrics.counters[0].labels", ce.Field)
@@ -551,7 +554,7 @@ func TestIntegrationKprobeFentry(t *testing.T) {
 		refused func(error) bool
 	}{
 		{"ebpfx_kprobe", probeKprobe, func(err error) bool {
-			return !kprobesAvailable() && (errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist))
+			return !loader.KprobesAvailable() && (errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist))
 		}},
 		{"ebpfx_fentry", probeFentry, func(err error) bool { return errors.Is(err, os.ErrPermission) }},
 	} {

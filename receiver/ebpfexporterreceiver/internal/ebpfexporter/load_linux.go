@@ -6,208 +6,52 @@
 package ebpfexporter
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
-	"io"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spans"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
-// loadConfig reads <name>.yaml and <name>.bpf.o, checks the maps against
-// the config, loads the programs and attaches them. A program that cannot
-// be attached is logged and reported in progs while the rest of the config
-// runs, as ebpf_exporter does; with Strict it fails the config. On error
-// nothing of the config is left loaded; progs then holds the programs that
-// failed to attach, if any.
+// loadConfig reads <name>.yaml (logging its warnings), has the loader load
+// and attach its object (see loader.Load for what fails the config and
+// what is only reported in progs) and starts reading its maps. On error
+// nothing of the config is left loaded.
 func (e *Exporter) loadConfig(name string) (_ *loadedConfig, progs map[string]error, err error) {
-	cfg, spec, err := e.readConfig(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	objErr := objErrorf(name, cfg.BPFPath)
-	plans, progs, err := e.planPrograms(spec, objErr)
-	if err != nil {
-		return nil, progs, err
-	}
-	metrics, err := checkMaps(cfg, spec)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(cfg.Kaddrs) > 0 {
-		if err := setKaddrs(cfg, spec, e.dec.env.kallsymsPath); err != nil {
-			return nil, nil, err
-		}
-	}
-	coll, err := loadCollection(spec, plans, objErr)
-	if err != nil {
-		return nil, nil, err
-	}
-	lc := &loadedConfig{
-		cfg:      cfg,
-		coll:     coll,
-		programs: plans,
-		metrics:  map[string]*metricMap{},
-		start:    pcommon.NewTimestampFromTime(time.Now()),
-	}
-	defer func() {
-		if err != nil {
-			_ = lc.close()
-		}
-	}()
-	lc.closers = attachPrograms(coll, spec, plans, progs, objErr)
-	if err := e.reportUnattached(name, progs); err != nil {
-		return nil, failedOnly(progs), err
-	}
-	if err := e.startReaders(name, lc, metrics, objErr); err != nil {
-		return nil, nil, err
-	}
-	return lc, progs, nil
-}
-
-// errorfFunc makes an error as fmt.Errorf does.
-type errorfFunc func(format string, args ...any) error
-
-// objErrorf returns the constructor of the errors about config name's
-// object file: ConfigErrors naming the config and the file.
-func objErrorf(name, file string) errorfFunc {
-	return func(format string, args ...any) error {
-		return &ConfigError{Config: name, File: file, Err: fmt.Errorf(format, args...)}
-	}
-}
-
-// readConfig reads <name>.yaml (logging its warnings) and the spec of the
-// object it names.
-func (e *Exporter) readConfig(name string) (*ProgramConfig, *ebpf.CollectionSpec, error) {
-	cfg, warnings, err := LoadProgramConfig(e.cfg.ConfigDir, name)
+	cfg, warnings, err := spec.LoadProgramConfig(e.cfg.ConfigDir, name)
 	for _, w := range warnings {
 		e.logger.Warn(w)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	spec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
+	obj, progs, err := loader.Load(cfg, loader.Options{Strict: e.cfg.Strict, KallsymsPath: e.kallsymsPath, Logger: e.logger})
 	if err != nil {
-		return nil, nil, &ConfigError{Config: name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
+		return nil, progs, err
 	}
-	return cfg, spec, nil
-}
-
-// planPrograms plans the attachment of every program from its section,
-// before anything is loaded: with Strict a section that cannot be attached
-// fails the config (progs then names only that program); otherwise it is
-// reported in progs and still loaded. SEC("?...") programs are dropped from
-// spec, as libbpf does not autoload them.
-func (e *Exporter) planPrograms(spec *ebpf.CollectionSpec, objErr errorfFunc) (plans map[string]attachPlan, progs map[string]error, err error) {
-	plans = map[string]attachPlan{}
-	progs = map[string]error{}
-	for _, pname := range slices.Sorted(maps.Keys(spec.Programs)) {
-		plan, err := planAttach(spec.Programs[pname].SectionName)
-		if err != nil {
-			err = objErr("program %q: %w", pname, err)
-			if e.cfg.Strict {
-				return nil, map[string]error{pname: err}, err
-			}
-			progs[pname] = err
-			continue
-		}
-		if plan.disabled {
-			delete(spec.Programs, pname)
-			continue
-		}
-		plans[pname] = plan
+	lc := &loadedConfig{
+		cfg:     cfg,
+		obj:     obj,
+		metrics: map[string]*metricMap{},
+		start:   pcommon.NewTimestampFromTime(time.Now()),
 	}
-	return plans, progs, nil
-}
-
-// loadCollection loads the object into the kernel, pinning under libbpf's
-// default root the maps that ask for it.
-func loadCollection(spec *ebpf.CollectionSpec, plans map[string]attachPlan, objErr errorfFunc) (*ebpf.Collection, error) {
-	opts := ebpf.CollectionOptions{Cache: btf.NewCache()}
-	for _, ms := range spec.Maps {
-		if ms.Pinning != ebpf.PinNone {
-			opts.Maps.PinPath = "/sys/fs/bpf" // libbpf's default pin root
-		}
+	if err := e.startReaders(name, lc); err != nil {
+		_ = lc.close()
+		return nil, nil, err
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
-	if err != nil {
-		return nil, objErr("error loading bpf object into the kernel: %w", explainLoadError(err, plans))
-	}
-	return coll, nil
-}
-
-// attachPrograms attaches every planned program of coll, records each
-// outcome in progs (nil: attached) and returns the links to close.
-func attachPrograms(coll *ebpf.Collection, spec *ebpf.CollectionSpec, plans map[string]attachPlan, progs map[string]error, objErr errorfFunc) []io.Closer {
-	var links []io.Closer
-	for _, pname := range slices.Sorted(maps.Keys(plans)) {
-		plan := plans[pname]
-		prog := coll.Programs[pname]
-		if prog == nil {
-			continue
-		}
-		if plan.kind == attachNone {
-			// libbpf's bpf_program__attach fails such a program (EOPNOTSUPP):
-			// ebpf_exporter reports it as a missed attachment.
-			progs[pname] = objErr("program %q: not attached: SEC %q names no target, and libbpf does not auto-attach such a section", pname, plan.section)
-			continue
-		}
-		closers, err := attachProgram(prog, spec.Programs[pname], plan)
-		if err != nil {
-			for _, c := range closers {
-				_ = c.Close()
-			}
-			progs[pname] = objErr("program %q: failed to attach %s (SEC %q): %w", pname, plan.kind, plan.section, err)
-			continue
-		}
-		links = append(links, closers...)
-		progs[pname] = nil
-	}
-	return links
-}
-
-// reportUnattached logs each program that is not attached; with Strict the
-// first (by name) fails the config instead.
-func (e *Exporter) reportUnattached(name string, progs map[string]error) error {
-	for _, pname := range slices.Sorted(maps.Keys(progs)) {
-		if perr := progs[pname]; perr != nil {
-			if e.cfg.Strict {
-				return perr
-			}
-			e.logger.Warn("program not attached; the rest of its config runs (strict: true fails the config instead)",
-				zap.String("config", name), zap.String("program", pname), zap.Error(perr))
-		}
-	}
-	return nil
-}
-
-// failedOnly returns the programs of progs that failed.
-func failedOnly(progs map[string]error) map[string]error {
-	out := map[string]error{}
-	for p, err := range progs {
-		if err != nil {
-			out[p] = err
-		}
-	}
-	return out
+	return lc, progs, nil
 }
 
 // startReaders binds the loaded maps to lc: the metrics' maps and the
 // perf_event_array counters, the cgroup id map (synced once now) and the
 // span ring buffers (when the receiver is in a traces pipeline).
-func (e *Exporter) startReaders(name string, lc *loadedConfig, metrics map[string]*metricMap, objErr errorfFunc) error {
+func (e *Exporter) startReaders(name string, lc *loadedConfig) error {
+	objErr := lc.cfg.ObjectErrorf
 	logger := e.logger.With(zap.String("config", name))
-	if err := e.bindMetricMaps(lc, metrics, logger, objErr); err != nil {
+	if err := e.bindMetricMaps(lc, logger, objErr); err != nil {
 		return err
 	}
 	if err := lc.startCgroupIDMap(objErr); err != nil {
@@ -218,21 +62,15 @@ func (e *Exporter) startReaders(name string, lc *loadedConfig, metrics map[strin
 
 // bindMetricMaps gives each metric its loaded map and opens the
 // perf_event_array counters.
-func (e *Exporter) bindMetricMaps(lc *loadedConfig, metrics map[string]*metricMap, logger *zap.Logger, objErr errorfFunc) error {
-	for mname, mm := range metrics {
-		m := lc.coll.Maps[mname]
-		if m == nil {
-			return objErr("map %q is missing after load", mname)
-		}
-		mm.m = m
-		mm.cache.budget, mm.cache.config = e.budget, lc.cfg.Name
-		lc.metrics[mname] = mm
+func (e *Exporter) bindMetricMaps(lc *loadedConfig, logger *zap.Logger, objErr func(format string, args ...any) error) error {
+	for mname, mm := range lc.obj.Metrics {
+		lc.metrics[mname] = &metricMap{m: mm.Map, perCPU: mm.PerCPU, labels: mm.Labels, cache: newLabelCache(e.budget, lc.cfg.Name)}
 	}
 	for _, c := range lc.cfg.Metrics.Counters {
 		if !c.PerfEventArray {
 			continue
 		}
-		pc, err := newPerfCounter(lc.cfg.Name, c, lc.coll.Maps[c.Name], e.dec, e.budget, logger)
+		pc, err := newPerfCounter(lc.cfg.Name, c, lc.obj.Coll.Maps[c.Name], e.dec, e.budget, logger)
 		if err != nil {
 			return objErr("perf_event_array counter %q: %w", c.Name, err)
 		}
@@ -243,11 +81,11 @@ func (e *Exporter) bindMetricMaps(lc *loadedConfig, metrics map[string]*metricMa
 
 // startCgroupIDMap fills the config's cgroup id map, if it has one, a first
 // time.
-func (lc *loadedConfig) startCgroupIDMap(objErr errorfFunc) error {
+func (lc *loadedConfig) startCgroupIDMap(objErr func(format string, args ...any) error) error {
 	if lc.cfg.CgroupIDMap.Name == "" {
 		return nil
 	}
-	cg, err := newCgroupIDMapSync(lc.cfg.CgroupIDMap, lc.coll.Maps[lc.cfg.CgroupIDMap.Name])
+	cg, err := newCgroupIDMapSync(lc.cfg.CgroupIDMap, lc.obj.Coll.Maps[lc.cfg.CgroupIDMap.Name])
 	if err != nil {
 		return objErr("cgroup_id_map: %w", err)
 	}
@@ -260,241 +98,17 @@ func (lc *loadedConfig) startCgroupIDMap(objErr errorfFunc) error {
 
 // startSpanReaders reads the spans' ring buffers into the traces sink; with
 // no sink (no traces pipeline) they stay loaded and unread, said once.
-func (e *Exporter) startSpanReaders(name string, lc *loadedConfig, logger *zap.Logger, objErr errorfFunc) error {
+func (e *Exporter) startSpanReaders(name string, lc *loadedConfig, logger *zap.Logger, objErr func(format string, args ...any) error) error {
 	if len(lc.cfg.Tracing.Spans) > 0 && e.sink == nil {
 		logger.Warn("tracing.spans are configured but the receiver is in no traces pipeline: their ring buffers are loaded and left unread")
 		return nil
 	}
 	for i, s := range lc.cfg.Tracing.Spans {
-		r, err := newSpanReader(name, s, lc.coll.Maps[s.RingBuf], e.dec, e.sink, e.budget, &e.queued, e.cfg.MaxQueuedSpans, logger)
+		r, err := spans.NewReader(name, s, lc.obj.Coll.Maps[s.RingBuf], e.dec, e.sink, e.budget, &e.queued, e.cfg.MaxQueuedSpans, logger)
 		if err != nil {
 			return objErr("tracing.spans[%d]: ring buffer %q: %w", i, s.RingBuf, err)
 		}
 		lc.spans = append(lc.spans, r)
 	}
 	return nil
-}
-
-var percpuMapTypes = map[ebpf.MapType]bool{
-	ebpf.PerCPUHash:  true,
-	ebpf.PerCPUArray: true,
-	ebpf.LRUCPUHash:  true,
-}
-
-var readableMapTypes = map[ebpf.MapType]bool{
-	ebpf.Hash: true, ebpf.Array: true, ebpf.LRUHash: true,
-	ebpf.PerCPUHash: true, ebpf.PerCPUArray: true, ebpf.LRUCPUHash: true,
-}
-
-// checkMaps checks every metric's map in the object against the config:
-// it must exist, hold u64 values, and its key must be exactly what the
-// labels cut (sizes plus paddings; the cpu label of a per-CPU map is not
-// part of the key).
-func checkMaps(cfg *ProgramConfig, spec *ebpf.CollectionSpec) (map[string]*metricMap, error) {
-	out := map[string]*metricMap{}
-	fail := func(field, format string, args ...any) error {
-		return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: field, Err: fmt.Errorf(format, args...)}
-	}
-	check := func(field, name string, labels []Label) error {
-		ms, ok := spec.Maps[name]
-		if !ok {
-			return fail(field+".name", "failed to retrieve map %q: %s has no map of that name (the map name must equal the metric name)", name, cfg.BPFPath)
-		}
-		if !readableMapTypes[ms.Type] {
-			return fail(field+".name", "map %q is a %s; metrics are read from hash, array, lru_hash and their per-CPU variants", name, ms.Type)
-		}
-		if ms.ValueSize != 8 {
-			return fail(field+".name", "value size for map %q is not expected 8 bytes (u64), it is %d bytes", name, ms.ValueSize)
-		}
-		perCPU := percpuMapTypes[ms.Type]
-		if err := checkKeySize(labels, perCPU, ms); err != nil {
-			return fail(field+".labels", "map %q: %v", name, err)
-		}
-		out[name] = &metricMap{perCPU: perCPU, labels: labels, cache: newLabelCache(nil, "")}
-		return nil
-	}
-	for i, c := range cfg.Metrics.Counters {
-		field := fmt.Sprintf("metrics.counters[%d]", i)
-		if c.PerfEventArray {
-			ms, ok := spec.Maps[c.Name]
-			if !ok {
-				return nil, fail(field+".name", "failed to retrieve perf event array %q: no map of that name in %s", c.Name, cfg.BPFPath)
-			}
-			if ms.Type != ebpf.PerfEventArray {
-				return nil, fail(field+".perf_event_array", "map %q is a %s, not a perf event array", c.Name, ms.Type)
-			}
-			continue
-		}
-		if err := check(field, c.Name, c.Labels); err != nil {
-			return nil, err
-		}
-	}
-	for i, h := range cfg.Metrics.Histograms {
-		if err := check(fmt.Sprintf("metrics.histograms[%d]", i), h.Name, h.Labels); err != nil {
-			return nil, err
-		}
-	}
-	for i, s := range cfg.Tracing.Spans {
-		ms, ok := spec.Maps[s.RingBuf]
-		if !ok {
-			return nil, fail(fmt.Sprintf("tracing.spans[%d].ringbuf", i), "no map %q in %s", s.RingBuf, cfg.BPFPath)
-		}
-		if ms.Type != ebpf.RingBuf {
-			return nil, fail(fmt.Sprintf("tracing.spans[%d].ringbuf", i), "map %q is a %s, not a ring buffer", s.RingBuf, ms.Type)
-		}
-	}
-	if m := cfg.CgroupIDMap; m.Name != "" {
-		ms, ok := spec.Maps[m.Name]
-		if !ok {
-			return nil, fail("cgroup_id_map.name", "failed to get map %q: no map of that name in %s", m.Name, cfg.BPFPath)
-		}
-		typ := m.Type
-		if typ == "" {
-			typ = CgroupIDMapHashType
-		}
-		want := uint32(8)
-		if typ == CgroupIDMapCgrpStorageType {
-			want = 4
-		}
-		if ms.KeySize != want {
-			return nil, fail("cgroup_id_map.type", "key size for map %q is not expected %d bytes for map type %s, it is %d bytes", m.Name, want, typ, ms.KeySize)
-		}
-		if ms.ValueSize != 8 {
-			return nil, fail("cgroup_id_map.name", "value size for map %q is not expected 8 bytes (u64), it is %d bytes", m.Name, ms.ValueSize)
-		}
-	}
-	return out, nil
-}
-
-// checkKeySize checks that labels cut the map's key exactly.
-func checkKeySize(labels []Label, perCPU bool, ms *ebpf.MapSpec) error {
-	keyType := ""
-	if ms.Key != nil {
-		keyType = fmt.Sprintf(" (BTF key type %s)", btfTypeName(ms.Key))
-	}
-	if onlyKeyZero(labels, perCPU) {
-		if ms.KeySize != 4 {
-			what := "with no labels"
-			if len(labels) > 0 {
-				what = "whose only label is cpu"
-			}
-			return fmt.Errorf("a metric %s reads key uint32(0), but the map has %d-byte keys%s", what, ms.KeySize, keyType)
-		}
-		if len(labels) == 1 && labels[0].Size+labels[0].Padding != 2 {
-			return fmt.Errorf("the cpu label of a per-CPU map is the CPU number as a uint16: its size must be 2, got size %d padding %d", labels[0].Size, labels[0].Padding)
-		}
-		return nil
-	}
-	total := uint(0)
-	for _, l := range labels {
-		total += l.Size + l.Padding
-	}
-	if perCPU && labels[len(labels)-1].Name == "cpu" {
-		last := labels[len(labels)-1]
-		if last.Size+last.Padding != 2 {
-			return fmt.Errorf("the cpu label of a per-CPU map is the CPU number as a uint16: its size must be 2, got size %d padding %d", last.Size, last.Padding)
-		}
-		total -= 2
-	}
-	if total != uint(ms.KeySize) {
-		return fmt.Errorf("label sizes and paddings add up to %d bytes, but the map has %d-byte keys%s", total, ms.KeySize, keyType)
-	}
-	return nil
-}
-
-func btfTypeName(t btf.Type) string {
-	switch t := t.(type) {
-	case *btf.Struct:
-		return "struct " + t.Name
-	case *btf.Union:
-		return "union " + t.Name
-	}
-	if t.TypeName() != "" {
-		return t.TypeName()
-	}
-	return fmt.Sprintf("%T", t)
-}
-
-// setKaddrs sets each "const volatile u64 kaddr_<symbol>" to the
-// symbol's address, as ebpf_exporter does for kaddrs.
-func setKaddrs(cfg *ProgramConfig, spec *ebpf.CollectionSpec, kallsymsPath string) error {
-	addrs, err := readKaddrs(kallsymsPath)
-	if err != nil {
-		return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: "kaddrs", Err: fmt.Errorf("error populating kaddrs: %w", err)}
-	}
-	for i, sym := range cfg.Kaddrs {
-		field := fmt.Sprintf("kaddrs[%d]", i)
-		addr, ok := addrs[sym]
-		if !ok {
-			return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: field, Err: fmt.Errorf("error finding kaddr for %q", sym)}
-		}
-		vname := "kaddr_" + sym
-		v, ok := spec.Variables[vname]
-		if !ok {
-			return &ConfigError{Config: cfg.Name, File: cfg.BPFPath, Field: field, Err: fmt.Errorf("error setting kaddr value for %q: the object has no global %q (declare const volatile u64 %s)", sym, vname, vname)}
-		}
-		if err := v.Set(addr); err != nil {
-			return &ConfigError{Config: cfg.Name, File: cfg.BPFPath, Field: field, Err: fmt.Errorf("error setting kaddr value for %q (const volatile %q) to 0x%x: %w", sym, vname, addr, err)}
-		}
-	}
-	return nil
-}
-
-// readKaddrs maps symbol names to addresses like ebpf_exporter: lines of
-// exactly three space-separated fields, the last occurrence winning.
-func readKaddrs(path string) (map[string]uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]uint64{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		parts := strings.Split(sc.Text(), " ")
-		if len(parts) != 3 {
-			continue
-		}
-		addr, err := strconv.ParseUint(parts[0], 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("error parsing addr %q from line %q: %w", parts[0], sc.Text(), err)
-		}
-		out[parts[2]] = addr
-	}
-	return out, sc.Err()
-}
-
-// explainLoadError replaces the loader's EPERM advice (raise MEMLOCK)
-// with the real reason when an fentry/fexit/fmod_ret program is refused:
-// this kernel does not allow BPF trampolines.
-//
-// A tracepoint/ program whose tracepoint this kernel lacks fails to load
-// too (its context type trace_event_raw_* is missing from the kernel's BTF,
-// so its CO-RE relocations fail): that is said, wrapping os.ErrNotExist.
-func explainLoadError(err error, plans map[string]attachPlan) error {
-	for _, name := range slices.Sorted(maps.Keys(plans)) {
-		p := plans[name]
-		if p.kind != attachTracepoint || !strings.Contains(err.Error(), "program "+name+":") {
-			continue
-		}
-		events := "/sys/kernel/tracing/events"
-		if _, serr := os.Stat(events); serr != nil {
-			continue // tracefs not mounted: cannot tell
-		}
-		if _, serr := os.Stat(filepath.Join(events, p.group, p.name)); errors.Is(serr, os.ErrNotExist) {
-			return fmt.Errorf("program %q (SEC %q): this kernel has no tracepoint %s:%s (not in %s) (%w); the loader said: %v", name, p.section, p.group, p.name, events, os.ErrNotExist, err)
-		}
-	}
-	if !errors.Is(err, os.ErrPermission) {
-		return err
-	}
-	for _, name := range slices.Sorted(maps.Keys(plans)) {
-		p := plans[name]
-		trampoline := strings.HasPrefix(p.section, "fentry") || strings.HasPrefix(p.section, "fexit") || strings.HasPrefix(p.section, "fmod_ret")
-		if trampoline && strings.Contains(err.Error(), "program "+name+":") {
-			return fmt.Errorf("program %q (SEC %q): the kernel refused to load it (%w): fentry/fexit/fmod_ret programs need BPF trampolines, which this kernel does not allow; use a tracepoint/, raw_tp/ or tp_btf/ hook instead", name, p.section, os.ErrPermission)
-		}
-	}
-	return err
 }

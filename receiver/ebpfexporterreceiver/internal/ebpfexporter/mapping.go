@@ -5,6 +5,7 @@ package ebpfexporter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,10 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // ScopePrefix starts the instrumentation scope name of every config's
@@ -56,12 +61,12 @@ type labelCache struct {
 	// Every entry is charged to the budget (nil: unlimited) when it is
 	// put and credited when it is swept; a new key that does not fit is
 	// left out of the collection and counted for config by reason.
-	budget  *budget
+	budget  *budget.Budget
 	config  string
 	charged int64     // bytes charged for the entries
 	dropped [2]uint64 // this collection's drops: max_series, max_memory
 
-	layout *bucketLayout // a histogram's, computed on first use
+	layout *spec.BucketLayout // a histogram's, computed on first use
 
 	// The order of the last full sort: a series key's rank is its place
 	// in it. While no new key turns up, series are placed by rank, not
@@ -138,7 +143,7 @@ func (c *labelCache) get(raw []byte) (*cachedLabels, bool) {
 // full reports whether a new key would find no series left in the
 // budget (counted as dropped): it is then not decoded at all.
 func (c *labelCache) full() bool {
-	if c == nil || !c.budget.full() {
+	if c == nil || !c.budget.Full() {
 		return false
 	}
 	c.dropped[0]++
@@ -152,12 +157,12 @@ func (c *labelCache) put(raw []byte, v *cachedLabels) bool {
 		return true
 	}
 	if c.budget != nil {
-		cost := seriesCost(len(raw), v.values, v.key)
-		switch c.budget.admit(cost) {
+		cost := budget.SeriesCost(len(raw), v.values, v.key)
+		switch c.budget.Admit(cost) {
 		case "":
 			v.cost = cost
 			c.charged += cost
-		case DropMaxSeries:
+		case budget.DropMaxSeries:
 			c.dropped[0]++
 			return false
 		default:
@@ -194,7 +199,7 @@ func (c *labelCache) sweep() {
 		}
 		c.used = len(c.entries)
 		if c.budget != nil {
-			c.budget.release(n, cost)
+			c.budget.Release(n, cost)
 			c.charged -= cost
 		}
 	}
@@ -214,15 +219,15 @@ func (c *labelCache) sweep() {
 
 // flushDrops counts the keys left out since the last call.
 func (c *labelCache) flushDrops() {
-	c.budget.drop(c.config, DropMaxSeries, c.dropped[0])
-	c.budget.drop(c.config, DropMaxMemory, c.dropped[1])
+	c.budget.Drop(c.config, budget.DropMaxSeries, c.dropped[0])
+	c.budget.Drop(c.config, budget.DropMaxMemory, c.dropped[1])
 	c.dropped = [2]uint64{}
 }
 
 // release credits every entry, for good: the cache is not used again.
 func (c *labelCache) release() {
 	c.flushDrops()
-	c.budget.release(int64(len(c.entries)), c.charged)
+	c.budget.Release(int64(len(c.entries)), c.charged)
 	c.entries, c.charged, c.peak = map[string]*cachedLabels{}, 0, 0
 }
 
@@ -239,11 +244,11 @@ func (c *labelCache) scratchIndex(size int) map[string]int {
 }
 
 // histogramLayout returns h's bucket layout, computed once per cache.
-func (c *labelCache) histogramLayout(h Histogram) (*bucketLayout, error) {
+func (c *labelCache) histogramLayout(h spec.Histogram) (*spec.BucketLayout, error) {
 	if c != nil && c.layout != nil {
 		return c.layout, nil
 	}
-	l, err := histogramBounds(h)
+	l, err := spec.HistogramLayout(h)
 	if c != nil && err == nil {
 		c.layout = l
 	}
@@ -252,17 +257,11 @@ func (c *labelCache) histogramLayout(h Histogram) (*bucketLayout, error) {
 
 // newLabelCache makes a metric's cache, charged to b (nil: unlimited) for
 // config.
-func newLabelCache(b *budget, config string) *labelCache {
+func newLabelCache(b *budget.Budget, config string) *labelCache {
 	return &labelCache{entries: map[string]*cachedLabels{}, budget: b, config: config}
 }
 
 var zeroKey = []byte{0, 0, 0, 0}
-
-// onlyKeyZero reports whether a metric reads just key uint32(0): one with
-// no labels, or a per-CPU one whose only label is cpu.
-func onlyKeyZero(labels []Label, perCPU bool) bool {
-	return len(labels) == 0 || (perCPU && len(labels) == 1 && labels[0].Name == "cpu")
-}
 
 // decodeSeries turns a map's entries into label sets and values exactly as
 // ebpf_exporter does:
@@ -279,9 +278,9 @@ func onlyKeyZero(labels []Label, perCPU bool) bool {
 //   - rows whose decoded labels are equal are summed.
 //
 // The result is sorted by label values.
-func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderSet, cache *labelCache) ([]series, error) {
+func decodeSeries(entries []mapEntry, perCPU bool, labels []spec.Label, dec *decoder.Set, cache *labelCache) ([]series, error) {
 	addCPU := perCPU && len(labels) > 0 && labels[len(labels)-1].Name == "cpu"
-	zeroOnly := onlyKeyZero(labels, perCPU)
+	zeroOnly := spec.OnlyKeyZero(labels, perCPU)
 
 	var rows []row
 	if cache != nil {
@@ -294,8 +293,8 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 			if cache.full() {
 				return nil // left out, counted
 			}
-			decoded, err := dec.decodeLabels(raw, labels)
-			if errors.Is(err, ErrSkipLabelSet) {
+			decoded, err := dec.DecodeLabels(raw, labels)
+			if errors.Is(err, decoder.ErrSkipLabelSet) {
 				cache.put(raw, &cachedLabels{skip: true})
 				return nil
 			}
@@ -343,7 +342,7 @@ func decodeSeries(entries []mapEntry, perCPU bool, labels []Label, dec *decoderS
 				if !zeroOnly {
 					cpuKey = append(cpuKey, e.key...)
 				}
-				cpuKey = hostOrder.AppendUint16(cpuKey, uint16(cpu))
+				cpuKey = binary.NativeEndian.AppendUint16(cpuKey, uint16(cpu))
 				raw = cpuKey
 			}
 			if err := add(raw, v); err != nil {
@@ -438,7 +437,7 @@ type histSeries struct {
 // A bucket label that does not parse fails the whole metric, as in
 // ebpf_exporter. rows come from decodeSeries. The counts share the
 // cache's scratch space: they are valid until its next collection.
-func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]histSeries, error) {
+func histogramSeries(rows []series, layout *spec.BucketLayout, cache *labelCache) ([]histSeries, error) {
 	var groups []int
 	if cache != nil {
 		groups = cache.groups[:0]
@@ -457,7 +456,7 @@ func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]
 		}
 		groups = append(groups, len(out)-1)
 	}
-	n := len(layout.keys)
+	n := len(layout.Keys)
 	var counts []uint64
 	if cache != nil {
 		cache.groups = groups
@@ -473,15 +472,15 @@ func histogramSeries(rows []series, layout *bucketLayout, cache *labelCache) ([]
 		out[i].value.counts = counts[i*n : (i+1)*n : (i+1)*n]
 	}
 	for i, r := range rows {
-		layout.set(&out[groups[i]].value, r.cached.bucket.le, r.value)
+		out[groups[i]].value.set(layout, r.cached.bucket.le, r.value)
 	}
 	for i := range out {
-		layout.finish(&out[i].value)
+		out[i].value.finish(layout)
 	}
 	return out, nil
 }
 
-func labelNames(labels []Label) []string {
+func labelNames(labels []spec.Label) []string {
 	names := make([]string, len(labels))
 	for i, l := range labels {
 		names[i] = l.Name
@@ -498,7 +497,7 @@ func putAttributes(m pcommon.Map, names, values []string) {
 
 // appendCounter adds a monotonic cumulative Sum named like the counter,
 // one data point per series.
-func appendCounter(ms pmetric.MetricSlice, c Counter, ss []series, start, now pcommon.Timestamp) {
+func appendCounter(ms pmetric.MetricSlice, c spec.Counter, ss []series, start, now pcommon.Timestamp) {
 	if len(ss) == 0 {
 		return // as in ebpf_exporter, no series: nothing exported
 	}
@@ -523,7 +522,7 @@ func appendCounter(ms pmetric.MetricSlice, c Counter, ss []series, start, now pc
 // appendHistogram adds a cumulative explicit-bucket Histogram: the bounds
 // are the layout's upper bounds, the counts per bucket, plus an empty
 // overflow bucket (every value the map holds is in a finite bucket).
-func appendHistogram(ms pmetric.MetricSlice, h Histogram, layout *bucketLayout, hs []histSeries, start, now pcommon.Timestamp) {
+func appendHistogram(ms pmetric.MetricSlice, h spec.Histogram, layout *spec.BucketLayout, hs []histSeries, start, now pcommon.Timestamp) {
 	if len(hs) == 0 {
 		return
 	}
@@ -539,7 +538,7 @@ func appendHistogram(ms pmetric.MetricSlice, h Histogram, layout *bucketLayout, 
 		dp := dps.AppendEmpty()
 		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(now)
-		dp.ExplicitBounds().FromRaw(layout.bounds)
+		dp.ExplicitBounds().FromRaw(layout.Bounds)
 		bc := dp.BucketCounts()
 		bc.EnsureCapacity(len(s.value.counts) + 1)
 		bc.Append(s.value.counts...)
@@ -568,7 +567,7 @@ type mapContents struct {
 // Metrics whose map is missing from contents are skipped; each metric
 // that fails to decode is skipped and counted in the returned error count
 // (ebpf_exporter's decoder_errors_total), its error in errs.
-func configMetrics(sm pmetric.ScopeMetrics, cfg *ProgramConfig, contents map[string]mapContents, dec *decoderSet, caches map[string]*labelCache, start, now pcommon.Timestamp) (errs []error) {
+func configMetrics(sm pmetric.ScopeMetrics, cfg *spec.ProgramConfig, contents map[string]mapContents, dec *decoder.Set, caches map[string]*labelCache, start, now pcommon.Timestamp) (errs []error) {
 	ms := sm.Metrics()
 	for _, c := range cfg.Metrics.Counters {
 		mc, ok := contents[c.Name]

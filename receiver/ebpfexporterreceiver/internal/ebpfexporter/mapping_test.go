@@ -5,6 +5,7 @@ package ebpfexporter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 const (
@@ -33,6 +36,9 @@ func golden(t *testing.T, name string, md pmetric.Metrics) {
 
 func entry(key []byte, values ...uint64) mapEntry { return mapEntry{key: key, values: values} }
 
+func u32(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v) }
+func u64(v uint64) []byte { return binary.NativeEndian.AppendUint64(nil, v) }
+
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 func comm(s string) []byte {
@@ -44,7 +50,7 @@ func comm(s string) []byte {
 // mapToMetrics runs one config's map contents through the pure mapping.
 func mapToMetrics(t *testing.T, yamlText string, contents map[string]mapContents) (pmetric.Metrics, []error) {
 	t.Helper()
-	cfg, _, err := ParseProgramConfig("golden", "golden.yaml", []byte(yamlText))
+	cfg, _, err := spec.ParseProgramConfig("golden", "golden.yaml", []byte(yamlText))
 	require.NoError(t, err)
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
@@ -53,7 +59,7 @@ func mapToMetrics(t *testing.T, yamlText string, contents map[string]mapContents
 	for name := range contents {
 		caches[name] = newLabelCache(nil, "")
 	}
-	errs := configMetrics(sm, cfg, contents, newDecoderSet(testEnv(t)), caches, goldenStart, goldenNow)
+	errs := configMetrics(sm, cfg, contents, decoder.NewSet(decoder.Env{}), caches, goldenStart, goldenNow)
 	return md, errs
 }
 
@@ -248,8 +254,8 @@ func TestGoldenSelfMetrics(t *testing.T) {
 // TestLabelCacheKeepsOnlyLiveKeys checks the decoded-label cache is reused
 // for keys seen in the previous collection and forgets the others.
 func TestLabelCacheKeepsOnlyLiveKeys(t *testing.T) {
-	labels := []Label{{Name: "comm", Size: 16, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^a"}}}}}
-	dec := newDecoderSet(testEnv(t))
+	labels := []spec.Label{{Name: "comm", Size: 16, Decoders: []spec.Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^a"}}}}}
+	dec := decoder.NewSet(decoder.Env{})
 	cache := newLabelCache(nil, "")
 	cache.rotate()
 	ss, err := decodeSeries([]mapEntry{entry(comm("a1"), 1), entry(comm("b1"), 1)}, false, labels, dec, cache)
@@ -276,17 +282,17 @@ func TestLabelCacheKeepsOnlyLiveKeys(t *testing.T) {
 func TestCachedCollectionsEqualUncached(t *testing.T) {
 	// pid, and a name whose regexp keeps the first letter only (so "ab"
 	// and "ac" are one series) and drops names starting with "z".
-	labels := []Label{
-		{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
-		{Name: "name", Size: 16, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^([a-y])"}}}},
+	labels := []spec.Label{
+		{Name: "pid", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
+		{Name: "name", Size: 16, Decoders: []spec.Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^([a-y])"}}}},
 	}
-	histLabels := []Label{
-		{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
-		{Name: "bucket", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
+	histLabels := []spec.Label{
+		{Name: "pid", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
+		{Name: "bucket", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
 	}
-	layout, err := histogramBounds(Histogram{BucketType: HistogramBucketExp2, BucketMin: 0, BucketMax: 3})
+	layout, err := spec.HistogramLayout(spec.Histogram{BucketType: spec.HistogramBucketExp2, BucketMin: 0, BucketMax: 3})
 	require.NoError(t, err)
-	dec := newDecoderSet(testEnv(t))
+	dec := decoder.NewSet(decoder.Env{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	names := []string{"ab", "ac", "b", "zz", "c"}
 	for _, perCPU := range []bool{false, true} {

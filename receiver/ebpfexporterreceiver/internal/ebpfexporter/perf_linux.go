@@ -16,6 +16,10 @@ import (
 	"github.com/cilium/ebpf/perf"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // perfPagesPerCPU sizes each CPU's perf buffer (ebpf_exporter uses 1024
@@ -30,12 +34,12 @@ const defaultFlushInterval = time.Hour
 // (the label sizes and paddings) are decoded into labels and count one.
 // Every flush_interval the counts start over (a new start timestamp).
 type perfCounter struct {
-	counter Counter
+	counter spec.Counter
 	rd      *perf.Reader
-	dec     *decoderSet
+	dec     *decoder.Set
 	logger  *zap.Logger
 	flush   time.Duration
-	budget  *budget // charged for every series in counts
+	budget  *budget.Budget // charged for every series in counts
 	config  string
 
 	mu      sync.Mutex
@@ -48,7 +52,7 @@ type perfCounter struct {
 	wg sync.WaitGroup
 }
 
-func newPerfCounter(config string, c Counter, m *ebpf.Map, dec *decoderSet, b *budget, logger *zap.Logger) (*perfCounter, error) {
+func newPerfCounter(config string, c spec.Counter, m *ebpf.Map, dec *decoder.Set, b *budget.Budget, logger *zap.Logger) (*perfCounter, error) {
 	rd, err := perf.NewReader(m, perfPagesPerCPU*os.Getpagesize())
 	if err != nil {
 		return nil, err
@@ -92,8 +96,8 @@ func (p *perfCounter) loop() {
 			continue
 		}
 		// Samples are padded to 8 bytes: only the label bytes count.
-		values, err := p.dec.decodeLabels(rec.RawSample[:size], p.counter.Labels)
-		if errors.Is(err, ErrSkipLabelSet) {
+		values, err := p.dec.DecodeLabels(rec.RawSample[:size], p.counter.Labels)
+		if errors.Is(err, decoder.ErrSkipLabelSet) {
 			continue
 		}
 		p.mu.Lock()
@@ -116,9 +120,9 @@ func (p *perfCounter) loop() {
 // add starts the series of key k if the budget has room for it; a sample
 // of a series that does not fit is counted as dropped.
 func (p *perfCounter) add(k string, values []string) {
-	cost := seriesCost(0, values, k)
-	if reason := p.budget.admit(cost); reason != "" {
-		p.budget.drop(p.config, reason, 1)
+	cost := budget.SeriesCost(0, values, k)
+	if reason := p.budget.Admit(cost); reason != "" {
+		p.budget.Drop(p.config, reason, 1)
 		return
 	}
 	p.charged += cost
@@ -134,7 +138,7 @@ func (p *perfCounter) flushLocked() {
 
 // releaseLocked forgets every series and credits the budget.
 func (p *perfCounter) releaseLocked() {
-	p.budget.release(int64(len(p.counts)), p.charged)
+	p.budget.Release(int64(len(p.counts)), p.charged)
 	p.counts, p.charged = map[string]*series{}, 0
 }
 

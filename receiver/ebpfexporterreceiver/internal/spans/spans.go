@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpfexporter
+package spans
 
 import (
 	"context"
@@ -15,11 +15,14 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
-// SpanSink receives the spans read from the configs' span ring buffers,
+// Sink receives the spans read from the configs' span ring buffers,
 // one batch at a time. An error counts the batch's spans as dropped.
-type SpanSink func(context.Context, ptrace.Traces) error
+type Sink func(context.Context, ptrace.Traces) error
 
 // TracingScope is the instrumentation scope of every span, the one
 // ebpf_exporter's tracer has (its tracing package's import path).
@@ -46,7 +49,7 @@ const nilSpanID = "0000000000000000"
 
 // ServiceName is the service.name of a span ring buffer's spans: the
 // config's service, else $OTEL_SERVICE_NAME, else "ebpf_exporter".
-func ServiceName(s Span) string {
+func ServiceName(s spec.Span) string {
 	if s.Service != "" {
 		return s.Service
 	}
@@ -80,14 +83,14 @@ type spanClock func() (wall time.Time, mono uint64)
 //     parent span id is kept as given (none: a root span).
 type spanDecoder struct {
 	config string
-	span   Span
-	dec    *decoderSet
+	span   spec.Span
+	dec    *decoder.Set
 	clock  spanClock
 	size   uint
 	rng    *rand.Rand
 }
 
-func newSpanDecoder(config string, s Span, dec *decoderSet, clock spanClock) *spanDecoder {
+func newSpanDecoder(config string, s spec.Span, dec *decoder.Set, clock spanClock) *spanDecoder {
 	size := uint(0)
 	for _, l := range s.Labels {
 		size += l.Size + l.Padding
@@ -108,9 +111,9 @@ func (d *spanDecoder) decode(raw []byte, spans ptrace.SpanSlice) error {
 	if uint(len(raw)) > d.size {
 		raw = raw[:d.size]
 	}
-	values, err := d.dec.decodeLabels(raw, d.span.Labels)
+	values, err := d.dec.DecodeLabels(raw, d.span.Labels)
 	if err != nil {
-		if errors.Is(err, ErrSkipLabelSet) {
+		if errors.Is(err, decoder.ErrSkipLabelSet) {
 			return err
 		}
 		return fmt.Errorf("failed to decode labels: %w", err)
@@ -259,4 +262,12 @@ func newSpanBatch(service string) (ptrace.Traces, ptrace.SpanSlice) {
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName(TracingScope)
 	return td, ss.Spans()
+}
+
+// Counts are one span ring buffer's counters.
+type Counts struct {
+	Records      uint64 // records read
+	Spans        uint64 // spans the sink accepted
+	DecodeErrors uint64 // records that did not decode to a span
+	Dropped      uint64 // spans the sink refused or the queue had no room for
 }

@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpfexporter
+package spec
 
 import (
 	"bytes"
@@ -94,7 +94,7 @@ const (
 )
 
 // Tracing is ebpf_exporter's span configuration: each span ring buffer's
-// records become spans (see spans.go).
+// records become spans (package spans).
 type Tracing struct {
 	Spans []Span `yaml:"spans"`
 }
@@ -142,6 +142,12 @@ func (e *ConfigError) Error() string {
 }
 
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// ObjectErrorf returns a ConfigError about c's object file (BPFPath),
+// formatted as fmt.Errorf does.
+func (c *ProgramConfig) ObjectErrorf(format string, args ...any) error {
+	return &ConfigError{Config: c.Name, File: c.BPFPath, Err: fmt.Errorf(format, args...)}
+}
 
 // LoadProgramConfig reads and validates <dir>/<name>.yaml the way
 // ebpf_exporter does. Unknown YAML keys are accepted (ebpf_exporter ignores
@@ -252,7 +258,7 @@ func validateProgramConfig(cfg *ProgramConfig) error {
 				return fail(fmt.Sprintf("%s.labels[%d].name", field, j), `"le" is reserved for histogram buckets`)
 			}
 		}
-		if _, err := histogramBounds(h); err != nil {
+		if _, err := HistogramLayout(h); err != nil {
 			return fail(field, "%v", err)
 		}
 	}
@@ -347,4 +353,10 @@ func validateLabels(cfg *ProgramConfig, field string, labels []Label) error {
 		}
 	}
 	return nil
+}
+
+// OnlyKeyZero reports whether a metric reads just key uint32(0): one with
+// no labels, or a per-CPU one whose only label is cpu.
+func OnlyKeyZero(labels []Label, perCPU bool) bool {
+	return len(labels) == 0 || (perCPU && len(labels) == 1 && labels[0].Name == "cpu")
 }

@@ -10,13 +10,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // churnLabels are a per-process map's: pid and comm, as a local user
 // chooses them by spawning processes with ever new names.
-var churnLabels = []Label{
-	{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
-	{Name: "comm", Size: 16, Decoders: []Decoder{{Name: "string"}}},
+var churnLabels = []spec.Label{
+	{Name: "pid", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
+	{Name: "comm", Size: 16, Decoders: []spec.Decoder{{Name: "string"}}},
 }
 
 // churn runs collections over a map that holds perMap keys at a time, each
@@ -25,7 +29,7 @@ var churnLabels = []Label{
 // the input freed) and the series each collection exported.
 func churn(t *testing.T, cache *labelCache, collections, perMap int) (heap int64, exported []int) {
 	t.Helper()
-	dec := newDecoderSet(testEnv(t))
+	dec := decoder.NewSet(decoder.Env{})
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -57,10 +61,10 @@ func churn(t *testing.T, cache *labelCache, collections, perMap int) (heap int64
 func TestLabelCacheChurnIsBounded(t *testing.T) {
 	const collections, perMap = 100, 10_000
 	t.Run("fits", func(t *testing.T) {
-		b := newBudget(DefaultMaxSeries, DefaultMaxMemory)
+		b := budget.New(DefaultMaxSeries, DefaultMaxMemory)
 		cache := newLabelCache(b, "churn")
 		heap, exported := churn(t, cache, collections, perMap)
-		series, bytes, dropped := b.usage()
+		series, bytes, dropped := b.Usage()
 		for i, n := range exported {
 			require.Equal(t, perMap, n, "collection %d exports every key", i)
 		}
@@ -72,10 +76,10 @@ func TestLabelCacheChurnIsBounded(t *testing.T) {
 	})
 	t.Run("over", func(t *testing.T) {
 		const maxSeries = 4000
-		b := newBudget(maxSeries, DefaultMaxMemory)
+		b := budget.New(maxSeries, DefaultMaxMemory)
 		cache := newLabelCache(b, "churn")
 		heap, exported := churn(t, cache, collections, perMap)
-		series, bytes, dropped := b.usage()
+		series, bytes, dropped := b.Usage()
 		for i, n := range exported {
 			require.LessOrEqual(t, n, maxSeries, "collection %d", i)
 		}
@@ -89,17 +93,17 @@ func TestLabelCacheChurnIsBounded(t *testing.T) {
 		for _, n := range exported {
 			admitted += n
 		}
-		assert.Equal(t, uint64(collections*perMap-admitted), dropped[DropKey{"churn", DropMaxSeries}], "every key left out is counted")
-		assert.Positive(t, dropped[DropKey{"churn", DropMaxSeries}])
+		assert.Equal(t, uint64(collections*perMap-admitted), dropped[budget.DropKey{Config: "churn", Reason: budget.DropMaxSeries}], "every key left out is counted")
+		assert.Positive(t, dropped[budget.DropKey{Config: "churn", Reason: budget.DropMaxSeries}])
 
-		b2 := newBudget(DefaultMaxSeries, 1<<20) // bytes bind first
+		b2 := budget.New(DefaultMaxSeries, 1<<20) // bytes bind first
 		cache2 := newLabelCache(b2, "bytes")
 		_, _ = churn(t, cache2, 3, perMap)
-		_, bytes2, dropped2 := b2.usage()
+		_, bytes2, dropped2 := b2.Usage()
 		assert.LessOrEqual(t, bytes2, int64(1<<20))
-		assert.Positive(t, dropped2[DropKey{"bytes", DropMaxMemory}])
+		assert.Positive(t, dropped2[budget.DropKey{Config: "bytes", Reason: budget.DropMaxMemory}])
 		cache2.release()
-		series2, bytes2, _ := b2.usage()
+		series2, bytes2, _ := b2.Usage()
 		assert.Zero(t, series2, "released")
 		assert.Zero(t, bytes2, "released")
 	})

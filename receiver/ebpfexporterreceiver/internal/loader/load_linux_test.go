@@ -3,7 +3,7 @@
 
 //go:build linux
 
-package ebpfexporter
+package loader
 
 import (
 	"path/filepath"
@@ -12,10 +12,16 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
-func label(name string, size, padding uint) Label {
-	return Label{Name: name, Size: size, Padding: padding, Decoders: []Decoder{{Name: "uint"}}}
+// fixturesDir holds the fixtures built for this machine's architecture.
+var fixturesDir = testutil.ArchDir("../../../../testdata/ebpf_exporter")
+
+func label(name string, size, padding uint) spec.Label {
+	return spec.Label{Name: name, Size: size, Padding: padding, Decoders: []spec.Decoder{{Name: "uint"}}}
 }
 
 // TestCheckKeySize pins which label layouts fit which keys (no kernel needed).
@@ -25,21 +31,21 @@ func TestCheckKeySize(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		labels []Label
+		labels []spec.Label
 		perCPU bool
 		spec   *ebpf.MapSpec
 		err    string
 	}{
-		{"sizes add up", []Label{label("a", 4, 0), label("b", 1, 3), label("c", 8, 0)}, false, hash(16), ""},
-		{"too short", []Label{label("a", 4, 0), label("b", 4, 0)}, false, hash(12), "label sizes and paddings add up to 8 bytes, but the map has 12-byte keys"},
-		{"padding counts", []Label{label("a", 4, 4)}, false, hash(4), "add up to 8 bytes, but the map has 4-byte keys"},
+		{"sizes add up", []spec.Label{label("a", 4, 0), label("b", 1, 3), label("c", 8, 0)}, false, hash(16), ""},
+		{"too short", []spec.Label{label("a", 4, 0), label("b", 4, 0)}, false, hash(12), "label sizes and paddings add up to 8 bytes, but the map has 12-byte keys"},
+		{"padding counts", []spec.Label{label("a", 4, 4)}, false, hash(4), "add up to 8 bytes, but the map has 4-byte keys"},
 		{"no labels: u32 key", nil, false, hash(4), ""},
 		{"no labels: other key", nil, false, hash(8), "a metric with no labels reads key uint32(0), but the map has 8-byte keys"},
-		{"per-CPU with cpu last", []Label{label("pid", 4, 0), label("cpu", 2, 0)}, true, hash(4), ""},
-		{"per-CPU cpu label not 2 bytes", []Label{label("pid", 4, 0), label("cpu", 4, 0)}, true, hash(4), "the cpu label of a per-CPU map is the CPU number as a uint16"},
-		{"per-CPU only cpu", []Label{label("cpu", 2, 0)}, true, hash(4), ""},
-		{"per-CPU only cpu, wide key", []Label{label("cpu", 2, 0)}, true, hash(8), "whose only label is cpu reads key uint32(0)"},
-		{"cpu label on a shared map is an ordinary label", []Label{label("cpu", 4, 0)}, false, hash(4), ""},
+		{"per-CPU with cpu last", []spec.Label{label("pid", 4, 0), label("cpu", 2, 0)}, true, hash(4), ""},
+		{"per-CPU cpu label not 2 bytes", []spec.Label{label("pid", 4, 0), label("cpu", 4, 0)}, true, hash(4), "the cpu label of a per-CPU map is the CPU number as a uint16"},
+		{"per-CPU only cpu", []spec.Label{label("cpu", 2, 0)}, true, hash(4), ""},
+		{"per-CPU only cpu, wide key", []spec.Label{label("cpu", 2, 0)}, true, hash(8), "whose only label is cpu reads key uint32(0)"},
+		{"cpu label on a shared map is an ordinary label", []spec.Label{label("cpu", 4, 0)}, false, hash(4), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := checkKeySize(c.labels, c.perCPU, c.spec)
@@ -56,15 +62,15 @@ func TestCheckKeySize(t *testing.T) {
 // TestCheckMapsAgainstObject checks a fixture's object against configs
 // that do and do not match it (no kernel needed: only the ELF is read).
 func TestCheckMapsAgainstObject(t *testing.T) {
-	spec, err := ebpf.LoadCollectionSpec(filepath.Join(fixturesDir, "ebpfx_counters.bpf.o"))
+	objSpec, err := ebpf.LoadCollectionSpec(filepath.Join(fixturesDir, "ebpfx_counters.bpf.o"))
 	require.NoError(t, err)
-	cfg, _, err := LoadProgramConfig(fixturesDir, "ebpfx_counters")
+	cfg, _, err := spec.LoadProgramConfig(fixturesDir, "ebpfx_counters")
 	require.NoError(t, err)
-	metrics, err := checkMaps(cfg, spec)
+	metrics, err := checkMaps(cfg, objSpec)
 	require.NoError(t, err)
 	assert.Len(t, metrics, len(cfg.Metrics.Counters))
-	assert.True(t, metrics["ebpfx_getppid_per_cpu_total"].perCPU)
-	assert.False(t, metrics["ebpfx_syscalls_total"].perCPU)
+	assert.True(t, metrics["ebpfx_getppid_per_cpu_total"].PerCPU)
+	assert.False(t, metrics["ebpfx_syscalls_total"].PerCPU)
 
 	for _, c := range []struct {
 		name, yaml, field, msg string
@@ -75,11 +81,11 @@ func TestCheckMapsAgainstObject(t *testing.T) {
 		{"cgroup id map key size", "metrics:\n  counters: [{name: ebpfx_getppid_calls_total, help: x}]\ncgroup_id_map: {name: ebpfx_getppid_calls_total, regexps: [x]}\n", "cgroup_id_map.type", "key size for map \"ebpfx_getppid_calls_total\" is not expected 8 bytes for map type hash, it is 4 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, _, err := ParseProgramConfig("t", "t.yaml", []byte(c.yaml))
+			cfg, _, err := spec.ParseProgramConfig("t", "t.yaml", []byte(c.yaml))
 			require.NoError(t, err)
 			cfg.BPFPath = "t.bpf.o"
-			_, err = checkMaps(cfg, spec)
-			var ce *ConfigError
+			_, err = checkMaps(cfg, objSpec)
+			var ce *spec.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, c.field, ce.Field)
 			assert.Contains(t, err.Error(), c.msg)
@@ -108,19 +114,19 @@ func TestSectionsOfFixtures(t *testing.T) {
 		"ebpfx_kprobe": attachKprobe, "ebpfx_fentry": attachTracing,
 	}
 	for name, kind := range want {
-		spec, err := ebpf.LoadCollectionSpec(filepath.Join(fixturesDir, name+".bpf.o"))
+		objSpec, err := ebpf.LoadCollectionSpec(filepath.Join(fixturesDir, name+".bpf.o"))
 		require.NoError(t, err, name)
 		kinds := map[attachKind]bool{}
-		for _, p := range spec.Programs {
+		for _, p := range objSpec.Programs {
 			plan, err := planAttach(p.SectionName)
 			require.NoError(t, err, p.SectionName)
 			kinds[plan.kind] = true
 		}
 		assert.True(t, kinds[kind], "%s: %v", name, kinds)
 	}
-	spec, err := ebpf.LoadCollectionSpec(filepath.Join(fixturesDir, "ebpfx_usdt.bpf.o"))
+	objSpec, err := ebpf.LoadCollectionSpec(filepath.Join(fixturesDir, "ebpfx_usdt.bpf.o"))
 	require.NoError(t, err)
-	for _, p := range spec.Programs {
+	for _, p := range objSpec.Programs {
 		_, err := planAttach(p.SectionName)
 		assert.ErrorIs(t, err, ErrNotSupported)
 	}

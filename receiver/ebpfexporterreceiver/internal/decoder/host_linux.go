@@ -3,7 +3,7 @@
 
 //go:build linux
 
-package ebpfexporter
+package decoder
 
 import (
 	"io/fs"
@@ -17,22 +17,23 @@ import (
 
 func errnoName(n uint64) string { return unix.ErrnoName(syscall.Errno(n)) }
 
-// cgroupResolver maps cgroup ids (what bpf_get_current_cgroup_id returns:
+// CgroupResolver maps cgroup ids (what bpf_get_current_cgroup_id returns:
 // the cgroupfs file handle, which is the directory's inode on cgroup v2) to
 // their path under root, walking the tree again on a miss at most once a
 // second.
-type cgroupResolver struct {
+type CgroupResolver struct {
 	mu     sync.Mutex
 	root   string
 	paths  map[uint64]string
 	walked time.Time
 }
 
-func newCgroupResolver(root string) *cgroupResolver {
-	return &cgroupResolver{root: root, paths: map[uint64]string{}}
+// NewCgroupResolver resolves the ids of the cgroups under root.
+func NewCgroupResolver(root string) *CgroupResolver {
+	return &CgroupResolver{root: root, paths: map[uint64]string{}}
 }
 
-func (c *cgroupResolver) resolve(id uint64) string {
+func (c *CgroupResolver) resolve(id uint64) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.paths[id]; ok {
@@ -45,8 +46,8 @@ func (c *cgroupResolver) resolve(id uint64) string {
 	return c.paths[id]
 }
 
-// all returns every cgroup (id -> path), walking the tree first.
-func (c *cgroupResolver) all() map[uint64]string {
+// All returns every cgroup (id -> path), walking the tree first.
+func (c *CgroupResolver) All() map[uint64]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.walkLocked()
@@ -57,7 +58,7 @@ func (c *cgroupResolver) all() map[uint64]string {
 	return out
 }
 
-func (c *cgroupResolver) walkLocked() {
+func (c *CgroupResolver) walkLocked() {
 	paths := map[uint64]string{}
 	_ = filepath.WalkDir(c.root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

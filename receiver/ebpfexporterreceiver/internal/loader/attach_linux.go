@@ -3,7 +3,7 @@
 
 //go:build linux
 
-package ebpfexporter
+package loader
 
 import (
 	"errors"
@@ -47,7 +47,7 @@ func attachProgram(prog *ebpf.Program, ps *ebpf.ProgramSpec, plan attachPlan) ([
 	case attachKprobe, attachKretprobe:
 		sym := plan.symbol
 		if plan.syscall {
-			sym = syscallPrefix() + sym
+			sym = SyscallPrefix() + sym
 		}
 		opts := &link.KprobeOptions{Offset: plan.offset}
 		if plan.kind == attachKprobe {
@@ -55,7 +55,7 @@ func attachProgram(prog *ebpf.Program, ps *ebpf.ProgramSpec, plan attachPlan) ([
 		} else {
 			l, err = link.Kretprobe(sym, prog, nil)
 		}
-		if err != nil && !kprobesAvailable() {
+		if err != nil && !KprobesAvailable() {
 			err = fmt.Errorf("kprobes are not available in this kernel (CONFIG_KPROBES is off: no kprobe PMU in /sys/bus/event_source/devices and no kprobe_events in tracefs); use a tracepoint, raw_tp/ or tp_btf/ hook instead: %w", err)
 		}
 	case attachUprobe, attachUretprobe:
@@ -176,8 +176,8 @@ func parseCPUList(s string) ([]int, error) {
 	return cpus, nil
 }
 
-// kprobesAvailable reports whether the kernel can create kprobes at all.
-func kprobesAvailable() bool {
+// KprobesAvailable reports whether the kernel can create kprobes at all.
+func KprobesAvailable() bool {
 	for _, p := range []string{
 		"/sys/bus/event_source/devices/kprobe/type",
 		"/sys/kernel/tracing/kprobe_events",

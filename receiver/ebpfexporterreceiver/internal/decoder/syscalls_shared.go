@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpfexporter
+package decoder
 
 // syscallNamesFrom424 are the system calls numbered alike on every
 // architecture (Linux 5.1 on: 424, pidfd_send_signal, and after), up to

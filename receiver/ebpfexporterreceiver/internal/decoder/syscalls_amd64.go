@@ -3,7 +3,7 @@
 
 //go:build amd64
 
-package ebpfexporter
+package decoder
 
 import "maps"
 

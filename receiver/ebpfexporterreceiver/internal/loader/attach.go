@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpfexporter
+package loader
 
 import (
 	"errors"
@@ -277,9 +277,9 @@ func resolveBinary(file string) (string, error) {
 	return "", fmt.Errorf("uprobe binary %q not found in %s", file, strings.Join(search, ":"))
 }
 
-// syscallPrefix is the arch prefix of syscall entry points, as libbpf
+// SyscallPrefix is the arch prefix of syscall entry points, as libbpf
 // uses for ksyscall/.
-func syscallPrefix() string {
+func SyscallPrefix() string {
 	switch runtime.GOARCH {
 	case "amd64":
 		return "__x64_sys_"

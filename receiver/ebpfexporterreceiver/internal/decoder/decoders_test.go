@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpfexporter
+package decoder
 
 import (
 	"encoding/binary"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // Fixture files the host-reading decoders are pointed at.
@@ -51,7 +53,7 @@ C 02  Network controller
 	80  Network controller
 `
 
-func testEnv(t testing.TB) decoderEnv {
+func testEnv(t testing.TB) Env {
 	t.Helper()
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -59,23 +61,23 @@ func testEnv(t testing.TB) decoderEnv {
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 		return p
 	}
-	return decoderEnv{
-		kallsymsPath:   write("kallsyms", testKallsyms),
-		partitionsPath: write("partitions", testPartitions),
-		pciIDsPath:     write("pci.ids", testPCIIDs),
-		cgroupPath: func(id uint64) string {
+	return Env{
+		KallsymsPath:   write("kallsyms", testKallsyms),
+		PartitionsPath: write("partitions", testPartitions),
+		PCIIDsPath:     write("pci.ids", testPCIIDs),
+		CgroupPath: func(id uint64) string {
 			if id == 4242 {
 				return "/sys/fs/cgroup/system.slice/sshd.service"
 			}
 			return ""
 		},
-		ifaceName: func(idx uint32) string {
+		IfaceName: func(idx uint32) string {
 			if idx == 1 {
 				return "lo"
 			}
 			return ""
 		},
-		errnoName: errnoName,
+		ErrnoName: errnoName,
 	}
 }
 
@@ -86,13 +88,13 @@ func u64(v uint64) []byte { return binary.NativeEndian.AppendUint64(nil, v) }
 type decodeCase struct {
 	name    string
 	in      []byte
-	conf    Decoder
+	conf    spec.Decoder
 	want    string
 	wantErr string // substring; "" means no error
 	skip    bool   // want ErrSkipLabelSet
 }
 
-func runDecodeCases(t *testing.T, s *decoderSet, decoder string, cases []decodeCase) {
+func runDecodeCases(t *testing.T, s *Set, decoder string, cases []decodeCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(decoder+"/"+c.name, func(t *testing.T) {
@@ -112,7 +114,7 @@ func runDecodeCases(t *testing.T, s *decoderSet, decoder string, cases []decodeC
 }
 
 func TestDecoderUint(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "uint", []decodeCase{
 		{name: "u8", in: []byte{200}, want: "200"},
 		{name: "u16", in: u16(65535), want: "65535"},
@@ -124,7 +126,7 @@ func TestDecoderUint(t *testing.T) {
 }
 
 func TestDecoderString(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "string", []decodeCase{
 		{name: "nul terminated", in: []byte("bash\x00\x00\x00garbage"), want: "bash"},
 		{name: "no nul", in: []byte("exactly16bytes!!"), want: "exactly16bytes!!"},
@@ -133,14 +135,14 @@ func TestDecoderString(t *testing.T) {
 }
 
 func TestDecoderHex(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "hex", []decodeCase{
 		{name: "bytes", in: []byte{0xde, 0xad, 0xbe, 0xef, 0x00, 0x0a}, want: "deadbeef000a"},
 	})
 }
 
 func TestDecoderKsym(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "ksym", []decodeCase{
 		{name: "exact", in: u64(0xffffffff82202560), want: "do_nanosleep"},
 		// Several symbols at one address: the last one in file order.
@@ -153,7 +155,7 @@ func TestDecoderKsym(t *testing.T) {
 }
 
 func TestDecoderKstack(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	stack := append(append(append(u64(0xffffffff82202570), u64(0xffffffff81379d41)...), u64(0x10)...), u64(0)...)
 	stack = append(stack, u64(0xffffffff82202560)...) // after the terminating zero: ignored
 	runDecodeCases(t, s, "kstack", []decodeCase{
@@ -164,9 +166,9 @@ func TestDecoderKstack(t *testing.T) {
 
 func TestDecoderKsymMissingKallsyms(t *testing.T) {
 	env := testEnv(t)
-	env.kallsymsPath = filepath.Join(t.TempDir(), "missing")
-	s := newDecoderSet(env)
-	_, err := s.decodeOne("ksym", u64(1), Decoder{})
+	env.KallsymsPath = filepath.Join(t.TempDir(), "missing")
+	s := NewSet(env)
+	_, err := s.decodeOne("ksym", u64(1), spec.Decoder{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "error opening kallsyms")
 }
@@ -196,7 +198,7 @@ func TestDecoderSyscall(t *testing.T) {
 	if cases == nil {
 		t.Skip("no syscall table for " + runtime.GOARCH)
 	}
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "syscall", append(cases, []decodeCase{
 		{name: "last known", in: []byte("461"), want: "lsm_list_modules"},
 		{name: "unknown", in: []byte("462"), want: "unknown_syscall:462"},
@@ -208,7 +210,7 @@ func TestDecoderErrno(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("errno names are Linux's")
 	}
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "errno", []decodeCase{
 		{name: "EPERM", in: []byte("1"), want: "EPERM"},
 		{name: "ESRCH", in: []byte("3"), want: "ESRCH"},
@@ -220,7 +222,7 @@ func TestDecoderErrno(t *testing.T) {
 }
 
 func TestDecoderCgroup(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "cgroup", []decodeCase{
 		{name: "known", in: []byte("4242"), want: "/sys/fs/cgroup/system.slice/sshd.service"},
 		{name: "unknown", in: []byte("7"), want: "unknown_cgroup_id:7"},
@@ -229,35 +231,35 @@ func TestDecoderCgroup(t *testing.T) {
 }
 
 func TestDecoderStaticMap(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	m := map[string]string{"1": "read", "2": "write"}
 	runDecodeCases(t, s, "static_map", []decodeCase{
-		{name: "hit", in: []byte("2"), conf: Decoder{StaticMap: m}, want: "write"},
-		{name: "miss", in: []byte("3"), conf: Decoder{StaticMap: m}, want: "unknown:3"},
-		{name: "miss allowed", in: []byte("3"), conf: Decoder{StaticMap: m, AllowUnknown: true}, want: "3"},
-		{name: "no map", in: []byte("3"), conf: Decoder{}, want: "empty mapping"},
+		{name: "hit", in: []byte("2"), conf: spec.Decoder{StaticMap: m}, want: "write"},
+		{name: "miss", in: []byte("3"), conf: spec.Decoder{StaticMap: m}, want: "unknown:3"},
+		{name: "miss allowed", in: []byte("3"), conf: spec.Decoder{StaticMap: m, AllowUnknown: true}, want: "3"},
+		{name: "no map", in: []byte("3"), conf: spec.Decoder{}, want: "empty mapping"},
 	})
 }
 
 func TestDecoderRegexp(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
-	conf := Decoder{Regexps: []string{"^sshd$", "^nginx"}}
+	s := NewSet(testEnv(t))
+	conf := spec.Decoder{Regexps: []string{"^sshd$", "^nginx"}}
 	runDecodeCases(t, s, "regexp", []decodeCase{
 		{name: "first matches", in: []byte("sshd"), conf: conf, want: "sshd"},
 		// ebpf_exporter's label is the match, not the input (the parity test found it).
 		{name: "second matches: the match", in: []byte("nginx-worker"), conf: conf, want: "nginx"},
 		{name: "no match skips the label set", in: []byte("bash"), conf: conf, skip: true},
-		{name: "one group: the group", in: []byte("nginx-worker-3"), conf: Decoder{Regexps: []string{`^nginx-(\w+)`}}, want: "worker"},
-		{name: "one group that did not take part: empty", in: []byte("nginx"), conf: Decoder{Regexps: []string{`^nginx(-\w+)?`}}, want: ""},
-		{name: "two groups: passed over", in: []byte("nginx-worker"), conf: Decoder{Regexps: []string{`^(nginx)-(\w+)`, "worker$"}}, want: "worker"},
-		{name: "two groups only: skipped", in: []byte("nginx-worker"), conf: Decoder{Regexps: []string{`^(nginx)-(\w+)`}}, skip: true},
-		{name: "no regexps", in: []byte("bash"), conf: Decoder{}, wantErr: `error decoding with decoder "regexp": no regexps defined in config`},
-		{name: "bad regexp", in: []byte("bash"), conf: Decoder{Regexps: []string{"("}}, wantErr: `error compiling regexp "("`},
+		{name: "one group: the group", in: []byte("nginx-worker-3"), conf: spec.Decoder{Regexps: []string{`^nginx-(\w+)`}}, want: "worker"},
+		{name: "one group that did not take part: empty", in: []byte("nginx"), conf: spec.Decoder{Regexps: []string{`^nginx(-\w+)?`}}, want: ""},
+		{name: "two groups: passed over", in: []byte("nginx-worker"), conf: spec.Decoder{Regexps: []string{`^(nginx)-(\w+)`, "worker$"}}, want: "worker"},
+		{name: "two groups only: skipped", in: []byte("nginx-worker"), conf: spec.Decoder{Regexps: []string{`^(nginx)-(\w+)`}}, skip: true},
+		{name: "no regexps", in: []byte("bash"), conf: spec.Decoder{}, wantErr: `error decoding with decoder "regexp": no regexps defined in config`},
+		{name: "bad regexp", in: []byte("bash"), conf: spec.Decoder{Regexps: []string{"("}}, wantErr: `error compiling regexp "("`},
 	})
 }
 
 func TestDecoderDname(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "dname", []decodeCase{
 		{name: "name", in: []byte("\x07example\x03com\x00"), want: "example.com."},
 		{name: "padded", in: []byte("\x03www\x00\x00\x00"), want: "www..."},
@@ -267,7 +269,7 @@ func TestDecoderDname(t *testing.T) {
 }
 
 func TestDecoderInetIP(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	v6 := []byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}
 	mapped := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1}
 	runDecodeCases(t, s, "inet_ip", []decodeCase{
@@ -279,7 +281,7 @@ func TestDecoderInetIP(t *testing.T) {
 }
 
 func TestDecoderIfname(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "ifname", []decodeCase{
 		{name: "known", in: u32(1), want: "lo"},
 		{name: "unknown", in: u32(77), want: "unknown:77"},
@@ -288,7 +290,7 @@ func TestDecoderIfname(t *testing.T) {
 }
 
 func TestDecoderMajorMinor(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	enc := func(major, minor uint32) []byte { // the kernel's new_encode_dev
 		return u32((minor & 0xff) | (major << 8) | ((minor &^ 0xff) << 12))
 	}
@@ -301,7 +303,7 @@ func TestDecoderMajorMinor(t *testing.T) {
 }
 
 func TestDecoderPCI(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
+	s := NewSet(testEnv(t))
 	runDecodeCases(t, s, "pci_vendor", []decodeCase{
 		{name: "intel", in: []byte("32902"), want: "Intel Corporation"}, // 0x8086
 		{name: "unknown", in: []byte("48879"), want: "unknown pci vendor: 0xbeef"},
@@ -327,37 +329,37 @@ func TestDecoderPCI(t *testing.T) {
 
 func TestDecoderPCIMissingDB(t *testing.T) {
 	env := testEnv(t)
-	env.pciIDsPath = filepath.Join(t.TempDir(), "pci.ids")
-	s := newDecoderSet(env)
+	env.PCIIDsPath = filepath.Join(t.TempDir(), "pci.ids")
+	s := NewSet(env)
 	for _, d := range []string{"pci_vendor", "pci_device", "pci_class", "pci_subclass"} {
 		runDecodeCases(t, s, d, []decodeCase{{name: "missing", in: []byte("32902"), want: "missing pci.ids db"}})
 	}
 }
 
 func TestDecodeLabels(t *testing.T) {
-	s := newDecoderSet(testEnv(t))
-	labels := []Label{
-		{Name: "pid", Size: 4, Decoders: []Decoder{{Name: "uint"}}},
-		{Name: "kind", Size: 1, Padding: 3, Decoders: []Decoder{{Name: "uint"}, {Name: "static_map", StaticMap: map[string]string{"1": "one"}}}},
-		{Name: "comm", Size: 8, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^b.*"}}}},
+	s := NewSet(testEnv(t))
+	labels := []spec.Label{
+		{Name: "pid", Size: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
+		{Name: "kind", Size: 1, Padding: 3, Decoders: []spec.Decoder{{Name: "uint"}, {Name: "static_map", StaticMap: map[string]string{"1": "one"}}}},
+		{Name: "comm", Size: 8, Decoders: []spec.Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^b.*"}}}},
 	}
 	key := append(append(u32(42), 1, 0xee, 0xee, 0xee), []byte("bash\x00\x00\x00\x00")...)
-	got, err := s.decodeLabels(key, labels)
+	got, err := s.DecodeLabels(key, labels)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"42", "one", "bash"}, got)
 
 	other := append(append(u32(42), 1, 0, 0, 0), []byte("zsh\x00\x00\x00\x00\x00")...)
-	_, err = s.decodeLabels(other, labels)
+	_, err = s.DecodeLabels(other, labels)
 	require.ErrorIs(t, err, ErrSkipLabelSet)
 
-	_, err = s.decodeLabels(key[:15], labels)
+	_, err = s.DecodeLabels(key[:15], labels)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "error decoding labels: total size of key"), err.Error())
 	assert.Contains(t, err.Error(), "is 15 bytes, but we have labels to decode 16")
 
-	_, err = s.decodeLabels(u32(1), []Label{{Name: "x", Size: 4}})
+	_, err = s.DecodeLabels(u32(1), []spec.Label{{Name: "x", Size: 4}})
 	assert.EqualError(t, err, `error decoding label "x": no decoders set`)
-	_, err = s.decodeLabels(u32(1), []Label{{Name: "x", Size: 4, Decoders: []Decoder{{Name: "nope"}}}})
+	_, err = s.DecodeLabels(u32(1), []spec.Label{{Name: "x", Size: 4, Decoders: []spec.Decoder{{Name: "nope"}}}})
 	assert.EqualError(t, err, `unknown decoder "nope"`)
 	assert.False(t, errors.Is(err, ErrSkipLabelSet))
 }

@@ -3,7 +3,7 @@
 
 //go:build !amd64 && !arm64
 
-package ebpfexporter
+package decoder
 
 // syscallNames is only filled in for amd64 and arm64; elsewhere every number decodes
 // to "unknown_syscall:<n>".

@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpfexporter
+package decoder
 
 import (
 	"encoding/binary"
@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // ErrSkipLabelSet is returned by a decoder (regexp) to drop the whole key.
@@ -20,27 +22,30 @@ var ErrSkipLabelSet = errors.New("this label set should be skipped")
 // hostOrder is the byte order of map keys and values: the host's.
 var hostOrder = binary.NativeEndian
 
-type decodeFunc func(in []byte, conf Decoder) ([]byte, error)
+type decodeFunc func(in []byte, conf spec.Decoder) ([]byte, error)
 
-// decoderEnv is what the decoders that look things up on the host read.
+// Env is what the decoders that look things up on the host read.
 // Tests point it at fixtures.
-type decoderEnv struct {
-	kallsymsPath   string                    // ksym, kstack
-	cgroupPath     func(id uint64) string    // cgroup; "" when unknown
-	ifaceName      func(idx uint32) string   // ifname; "" when unknown
-	partitionsPath string                    // majorminor
-	pciIDsPath     string                    // pci_*
-	errnoName      func(errno uint64) string // errno; "" when unknown
+type Env struct {
+	KallsymsPath   string                    // ksym, kstack
+	CgroupPath     func(id uint64) string    // cgroup; "" when unknown
+	IfaceName      func(idx uint32) string   // ifname; "" when unknown
+	PartitionsPath string                    // majorminor
+	PCIIDsPath     string                    // pci_*
+	ErrnoName      func(errno uint64) string // errno; "" when unknown
 }
 
-func defaultDecoderEnv() decoderEnv {
-	return decoderEnv{
-		kallsymsPath:   "/proc/kallsyms",
-		cgroupPath:     newCgroupResolver("/sys/fs/cgroup").resolve,
-		ifaceName:      netIfaceName,
-		partitionsPath: "/proc/partitions",
-		pciIDsPath:     "/usr/share/misc/pci.ids",
-		errnoName:      errnoName,
+// DefaultEnv reads the host: /proc/kallsyms, the cgroup v2 tree under
+// /sys/fs/cgroup, the network interfaces, /proc/partitions and
+// /usr/share/misc/pci.ids.
+func DefaultEnv() Env {
+	return Env{
+		KallsymsPath:   "/proc/kallsyms",
+		CgroupPath:     NewCgroupResolver("/sys/fs/cgroup").resolve,
+		IfaceName:      netIfaceName,
+		PartitionsPath: "/proc/partitions",
+		PCIIDsPath:     "/usr/share/misc/pci.ids",
+		ErrnoName:      errnoName,
 	}
 }
 
@@ -52,9 +57,9 @@ func netIfaceName(idx uint32) string {
 	return iface.Name
 }
 
-// decoderSet holds every decoder ebpf_exporter knows, by config name. It
+// Set holds every decoder ebpf_exporter knows, by config name. It
 // is safe for concurrent use.
-type decoderSet struct {
+type Set struct {
 	mu       sync.Mutex
 	decoders map[string]decodeFunc
 	regexps  map[string]*regexp.Regexp
@@ -62,14 +67,15 @@ type decoderSet struct {
 	pci      *pciDB
 	ifnames  map[uint32][]byte
 	devnames map[uint64][]byte
-	env      decoderEnv
+	env      Env
 }
 
-func newDecoderSet(env decoderEnv) *decoderSet {
-	s := &decoderSet{
+// NewSet returns the decoders, reading the host through env.
+func NewSet(env Env) *Set {
+	s := &Set{
 		regexps:  map[string]*regexp.Regexp{},
-		ksyms:    newKallsyms(env.kallsymsPath),
-		pci:      newPCIDB(env.pciIDsPath),
+		ksyms:    newKallsyms(env.KallsymsPath),
+		pci:      newPCIDB(env.PCIIDsPath),
 		ifnames:  map[uint32][]byte{},
 		devnames: map[uint64][]byte{},
 		env:      env,
@@ -97,10 +103,10 @@ func newDecoderSet(env decoderEnv) *decoderSet {
 	return s
 }
 
-// decodeLabels cuts a key into its labels and decodes each, as
+// DecodeLabels cuts a key into its labels and decodes each, as
 // ebpf_exporter does: the label sizes plus paddings must add up to the key
 // length exactly. ErrSkipLabelSet is returned as is.
-func (s *decoderSet) decodeLabels(in []byte, labels []Label) ([]string, error) {
+func (s *Set) DecodeLabels(in []byte, labels []spec.Label) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
@@ -130,7 +136,7 @@ func (s *decoderSet) decodeLabels(in []byte, labels []Label) ([]string, error) {
 	return values, nil
 }
 
-func (s *decoderSet) decodeLocked(in []byte, l Label) ([]byte, error) {
+func (s *Set) decodeLocked(in []byte, l spec.Label) ([]byte, error) {
 	result := in
 	for _, d := range l.Decoders {
 		fn, ok := s.decoders[d.Name]
@@ -150,15 +156,15 @@ func (s *decoderSet) decodeLocked(in []byte, l Label) ([]byte, error) {
 }
 
 // decodeOne runs a single decoder; tests use it.
-func (s *decoderSet) decodeOne(name string, in []byte, conf Decoder) ([]byte, error) {
+func (s *Set) decodeOne(name string, in []byte, conf spec.Decoder) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	conf.Name = name
-	return s.decodeLocked(in, Label{Name: "test", Size: uint(len(in)), Decoders: []Decoder{conf}})
+	return s.decodeLocked(in, spec.Label{Name: "test", Size: uint(len(in)), Decoders: []spec.Decoder{conf}})
 }
 
 // uint: 1, 2, 4 or 8 bytes in host order to decimal.
-func decodeUint(in []byte, _ Decoder) ([]byte, error) {
+func decodeUint(in []byte, _ spec.Decoder) ([]byte, error) {
 	var v uint64
 	switch len(in) {
 	case 8:
@@ -176,7 +182,7 @@ func decodeUint(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // string: up to the first NUL.
-func decodeString(in []byte, _ Decoder) ([]byte, error) {
+func decodeString(in []byte, _ spec.Decoder) ([]byte, error) {
 	for i, b := range in {
 		if b == 0 {
 			return in[:i], nil
@@ -186,18 +192,18 @@ func decodeString(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // hex: lowercase hex of the bytes.
-func decodeHex(in []byte, _ Decoder) ([]byte, error) {
+func decodeHex(in []byte, _ spec.Decoder) ([]byte, error) {
 	return []byte(hex.EncodeToString(in)), nil
 }
 
 // inet_ip: 4 or 16 bytes as Go's net.IP prints them.
-func decodeInetIP(in []byte, _ Decoder) ([]byte, error) {
+func decodeInetIP(in []byte, _ spec.Decoder) ([]byte, error) {
 	return []byte(net.IP(in).String()), nil
 }
 
 // dname: DNS wire-format name (length-prefixed labels) to dotted form;
 // input that overruns is returned unchanged.
-func decodeDname(in []byte, _ Decoder) ([]byte, error) {
+func decodeDname(in []byte, _ spec.Decoder) ([]byte, error) {
 	if len(in) == 0 {
 		return []byte("."), nil
 	}
@@ -216,7 +222,7 @@ func decodeDname(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // static_map: look the (already decoded) value up in the map.
-func decodeStaticMap(in []byte, conf Decoder) ([]byte, error) {
+func decodeStaticMap(in []byte, conf spec.Decoder) ([]byte, error) {
 	if conf.StaticMap == nil {
 		return []byte("empty mapping"), nil
 	}
@@ -231,7 +237,7 @@ func decodeStaticMap(in []byte, conf Decoder) ([]byte, error) {
 }
 
 // syscall: decimal syscall number to its name.
-func decodeSyscall(in []byte, _ Decoder) ([]byte, error) {
+func decodeSyscall(in []byte, _ spec.Decoder) ([]byte, error) {
 	n, err := strconv.Atoi(string(in))
 	if err != nil {
 		return nil, err
@@ -243,14 +249,14 @@ func decodeSyscall(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // errno: decimal errno to its E* name.
-func (s *decoderSet) decodeErrno(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodeErrno(in []byte, _ spec.Decoder) ([]byte, error) {
 	n, err := strconv.ParseUint(string(in), 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("error parsing %q as uint", string(in))
 	}
 	name := ""
-	if s.env.errnoName != nil {
-		name = s.env.errnoName(n)
+	if s.env.ErrnoName != nil {
+		name = s.env.ErrnoName(n)
 	}
 	if name == "" {
 		name = fmt.Sprintf("unknown:%d", n)
@@ -262,7 +268,7 @@ func (s *decoderSet) decodeErrno(in []byte, _ Decoder) ([]byte, error) {
 // ebpf_exporter v2.5.1 does: the expression's group when it has exactly one,
 // the whole match when it has none (an expression with more groups is
 // passed over). No match drops the whole label set.
-func (s *decoderSet) decodeRegexp(in []byte, conf Decoder) ([]byte, error) {
+func (s *Set) decodeRegexp(in []byte, conf spec.Decoder) ([]byte, error) {
 	if conf.Regexps == nil {
 		return nil, errors.New("no regexps defined in config")
 	}
@@ -286,7 +292,7 @@ func (s *decoderSet) decodeRegexp(in []byte, conf Decoder) ([]byte, error) {
 }
 
 // ksym: 8-byte kernel address to the symbol starting exactly there.
-func (s *decoderSet) decodeKsym(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodeKsym(in []byte, _ spec.Decoder) ([]byte, error) {
 	if len(in) < 8 {
 		return nil, fmt.Errorf("ksym needs 8 bytes, got %d", len(in))
 	}
@@ -303,7 +309,7 @@ func (s *decoderSet) decodeKsym(in []byte, _ Decoder) ([]byte, error) {
 
 // kstack: array of 8-byte frame addresses (ending at the first zero) to
 // newline-separated symbols, "??" for frames below every symbol.
-func (s *decoderSet) decodeKstack(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodeKstack(in []byte, _ spec.Decoder) ([]byte, error) {
 	var addrs []uint64
 	for off := 0; off+8 <= len(in); off += 8 {
 		ptr := hostOrder.Uint64(in[off : off+8])
@@ -330,14 +336,14 @@ func (s *decoderSet) decodeKstack(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // cgroup: decimal cgroup id to its path under /sys/fs/cgroup.
-func (s *decoderSet) decodeCgroup(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodeCgroup(in []byte, _ spec.Decoder) ([]byte, error) {
 	id, err := strconv.Atoi(string(in))
 	if err != nil {
 		return nil, err
 	}
 	path := ""
-	if s.env.cgroupPath != nil {
-		path = s.env.cgroupPath(uint64(id))
+	if s.env.CgroupPath != nil {
+		path = s.env.CgroupPath(uint64(id))
 	}
 	if path == "" {
 		path = fmt.Sprintf("unknown_cgroup_id:%d", id)
@@ -346,7 +352,7 @@ func (s *decoderSet) decodeCgroup(in []byte, _ Decoder) ([]byte, error) {
 }
 
 // ifname: 4-byte interface index to its name.
-func (s *decoderSet) decodeIfname(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodeIfname(in []byte, _ spec.Decoder) ([]byte, error) {
 	if len(in) < 4 {
 		return nil, fmt.Errorf("ifname needs 4 bytes, got %d", len(in))
 	}
@@ -355,8 +361,8 @@ func (s *decoderSet) decodeIfname(in []byte, _ Decoder) ([]byte, error) {
 		return name, nil
 	}
 	name := ""
-	if s.env.ifaceName != nil {
-		name = s.env.ifaceName(idx)
+	if s.env.IfaceName != nil {
+		name = s.env.IfaceName(idx)
 	}
 	if name == "" {
 		return fmt.Appendf(nil, "unknown:%d", idx), nil

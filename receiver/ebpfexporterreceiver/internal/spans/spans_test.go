@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpfexporter
+package spans
 
 import (
 	"encoding/binary"
@@ -12,21 +12,24 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // execSpan is the layout of ebpf_exporter's examples/exec-trace.yaml.
-var execSpan = Span{
+var execSpan = spec.Span{
 	Name:    "exec",
 	RingBuf: "exec_spans",
 	Service: "exec-trace",
-	Labels: []Label{
-		{Name: "trace_id", Size: 16, Decoders: []Decoder{{Name: "hex"}}},
-		{Name: "parent_span_id", Size: 8, Decoders: []Decoder{{Name: "hex"}}},
-		{Name: "span_id", Size: 8, Decoders: []Decoder{{Name: "hex"}}},
-		{Name: "span_monotonic_timestamp_ns", Size: 8, Decoders: []Decoder{{Name: "uint"}}},
-		{Name: "span_duration_ns", Size: 8, Decoders: []Decoder{{Name: "uint"}}},
-		{Name: "span_name", Size: 16, Decoders: []Decoder{{Name: "string"}}},
-		{Name: "pid", Size: 4, Padding: 4, Decoders: []Decoder{{Name: "uint"}}},
+	Labels: []spec.Label{
+		{Name: "trace_id", Size: 16, Decoders: []spec.Decoder{{Name: "hex"}}},
+		{Name: "parent_span_id", Size: 8, Decoders: []spec.Decoder{{Name: "hex"}}},
+		{Name: "span_id", Size: 8, Decoders: []spec.Decoder{{Name: "hex"}}},
+		{Name: "span_monotonic_timestamp_ns", Size: 8, Decoders: []spec.Decoder{{Name: "uint"}}},
+		{Name: "span_duration_ns", Size: 8, Decoders: []spec.Decoder{{Name: "uint"}}},
+		{Name: "span_name", Size: 16, Decoders: []spec.Decoder{{Name: "string"}}},
+		{Name: "pid", Size: 4, Padding: 4, Decoders: []spec.Decoder{{Name: "uint"}}},
 	},
 }
 
@@ -54,9 +57,9 @@ var (
 	fixed   = func() (time.Time, uint64) { return wallNow, 500e9 }
 )
 
-func decodeOne(t *testing.T, s Span, raw []byte) (ptrace.Span, error) {
+func decodeOne(t *testing.T, s spec.Span, raw []byte) (ptrace.Span, error) {
 	t.Helper()
-	d := newSpanDecoder("cfg", s, newDecoderSet(testEnv(t)), fixed)
+	d := newSpanDecoder("cfg", s, decoder.NewSet(decoder.Env{}), fixed)
 	spans := ptrace.NewSpanSlice()
 	err := d.decode(raw, spans)
 	if err != nil {
@@ -95,7 +98,7 @@ func TestSpanRecordDefaults(t *testing.T) {
 	assert.Empty(t, sp.Name(), "an empty span_name still replaces the name, as in ebpf_exporter")
 
 	// No span_name, no timestamp, no ids: the ring buffer's name, now, random ids.
-	bare := Span{RingBuf: "rb", Labels: []Label{{Name: "comm", Size: 4, Decoders: []Decoder{{Name: "string"}}}}}
+	bare := spec.Span{RingBuf: "rb", Labels: []spec.Label{{Name: "comm", Size: 4, Decoders: []spec.Decoder{{Name: "string"}}}}}
 	sp, err = decodeOne(t, bare, []byte("abc\x00"))
 	require.NoError(t, err)
 	assert.Equal(t, "rb", sp.Name())
@@ -121,24 +124,24 @@ func TestSpanRecordErrors(t *testing.T) {
 	assert.Contains(t, err.Error(), "failed to decode labels")
 
 	wide := execSpan
-	wide.Labels = append([]Label{}, execSpan.Labels...)
-	wide.Labels[2] = Label{Name: "span_id", Size: 8, Decoders: []Decoder{{Name: "uint"}}}
+	wide.Labels = append([]spec.Label{}, execSpan.Labels...)
+	wide.Labels[2] = spec.Label{Name: "span_id", Size: 8, Decoders: []spec.Decoder{{Name: "uint"}}}
 	_, err = decodeOne(t, wide, rec{traceLo: 1, span: 5}.bytes())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `error parsing span_id "5"`)
 
-	skip := Span{RingBuf: "rb", Labels: []Label{{Name: "comm", Size: 4, Decoders: []Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^nginx$"}}}}}}
+	skip := spec.Span{RingBuf: "rb", Labels: []spec.Label{{Name: "comm", Size: 4, Decoders: []spec.Decoder{{Name: "string"}, {Name: "regexp", Regexps: []string{"^nginx$"}}}}}}
 	_, err = decodeOne(t, skip, []byte("abc\x00"))
-	assert.ErrorIs(t, err, ErrSkipLabelSet, "a record a regexp drops is skipped, not an error")
+	assert.ErrorIs(t, err, decoder.ErrSkipLabelSet, "a record a regexp drops is skipped, not an error")
 }
 
 func TestServiceName(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "")
-	assert.Equal(t, "ebpf_exporter", ServiceName(Span{}))
-	assert.Equal(t, "svc", ServiceName(Span{Service: "svc"}))
+	assert.Equal(t, "ebpf_exporter", ServiceName(spec.Span{}))
+	assert.Equal(t, "svc", ServiceName(spec.Span{Service: "svc"}))
 	t.Setenv("OTEL_SERVICE_NAME", "from-env")
-	assert.Equal(t, "from-env", ServiceName(Span{}))
-	assert.Equal(t, "svc", ServiceName(Span{Service: "svc"}))
+	assert.Equal(t, "from-env", ServiceName(spec.Span{}))
+	assert.Equal(t, "svc", ServiceName(spec.Span{Service: "svc"}))
 }
 
 func TestSpanBatch(t *testing.T) {

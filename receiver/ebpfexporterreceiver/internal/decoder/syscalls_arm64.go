@@ -3,7 +3,7 @@
 
 //go:build arm64
 
-package ebpfexporter
+package decoder
 
 import "maps"
 

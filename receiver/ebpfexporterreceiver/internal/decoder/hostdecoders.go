@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpfexporter
+package decoder
 
 import (
 	"bufio"
@@ -13,11 +13,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // majorminor: 4-byte new_encode_dev() device number to the name
 // /proc/partitions gives it.
-func (s *decoderSet) decodeMajorMinor(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodeMajorMinor(in []byte, _ spec.Decoder) ([]byte, error) {
 	if len(in) < 4 {
 		return nil, fmt.Errorf("majorminor needs 4 bytes, got %d", len(in))
 	}
@@ -26,7 +28,7 @@ func (s *decoderSet) decodeMajorMinor(in []byte, _ Decoder) ([]byte, error) {
 		return name, nil
 	}
 	major, minor := devMajor(num), devMinor(num)
-	f, err := os.Open(s.env.partitionsPath)
+	f, err := os.Open(s.env.PartitionsPath)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +273,7 @@ func (p *pciDB) parse(r io.Reader) {
 // pciLookup decodes a decimal id, formats it as hex of the given width and
 // looks it up in pci.ids, printing what ebpf_exporter prints when the id or
 // the database is missing.
-func (s *decoderSet) pciLookup(in []byte, format, what string, lookup func(db *pciDB, key string) (string, bool)) ([]byte, error) {
+func (s *Set) pciLookup(in []byte, format, what string, lookup func(db *pciDB, key string) (string, bool)) ([]byte, error) {
 	db := s.pci.get()
 	if db == nil {
 		return []byte(missingPCIIDsText), nil
@@ -287,15 +289,15 @@ func (s *decoderSet) pciLookup(in []byte, format, what string, lookup func(db *p
 	return []byte("unknown pci " + what + ": 0x" + key), nil
 }
 
-func (s *decoderSet) decodePCIVendor(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodePCIVendor(in []byte, _ spec.Decoder) ([]byte, error) {
 	return s.pciLookup(in, "%02x", "vendor", func(db *pciDB, k string) (string, bool) { v, ok := db.vendors[k]; return v, ok })
 }
 
-func (s *decoderSet) decodePCIDevice(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodePCIDevice(in []byte, _ spec.Decoder) ([]byte, error) {
 	return s.pciLookup(in, "%04x", "device", func(db *pciDB, k string) (string, bool) { v, ok := db.products[k]; return v, ok })
 }
 
-func (s *decoderSet) decodePCIClass(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodePCIClass(in []byte, _ spec.Decoder) ([]byte, error) {
 	return s.pciLookup(in, "%02x", "class", func(db *pciDB, k string) (string, bool) {
 		if c, ok := db.classes[k]; ok {
 			return c.name, true
@@ -304,7 +306,7 @@ func (s *decoderSet) decodePCIClass(in []byte, _ Decoder) ([]byte, error) {
 	})
 }
 
-func (s *decoderSet) decodePCISubclass(in []byte, _ Decoder) ([]byte, error) {
+func (s *Set) decodePCISubclass(in []byte, _ spec.Decoder) ([]byte, error) {
 	db := s.pci.get()
 	if db == nil {
 		return []byte(missingPCIIDsText), nil

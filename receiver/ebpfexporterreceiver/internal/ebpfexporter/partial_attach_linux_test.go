@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
 )
 
 // TestIntegrationPartialAttach: by default (as ebpf_exporter) a config
@@ -25,7 +27,7 @@ import (
 // kprobes (the 6.1 VMs) both programs attach and count, strict or not.
 func TestIntegrationPartialAttach(t *testing.T) {
 	testutil.RequireRoot(t)
-	kprobes := kprobesAvailable()
+	kprobes := loader.KprobesAvailable()
 	e, err := New(Config{ConfigDir: fixturesDir, Names: []string{"ebpfx_partial"}}, zaptest.NewLogger(t))
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
@@ -96,5 +98,5 @@ func TestIntegrationUSDTReported(t *testing.T) {
 	assert.Empty(t, e.Failures())
 	perr := e.Programs()["ebpfx_usdt"]["ebpfx_usdt"]
 	require.Error(t, perr)
-	assert.ErrorIs(t, perr, ErrNotSupported)
+	assert.ErrorIs(t, perr, loader.ErrNotSupported)
 }

@@ -3,7 +3,7 @@
 
 //go:build linux
 
-package ebpfexporter
+package spans
 
 import (
 	"context"
@@ -17,6 +17,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/decoder"
+	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
 // maxSpanBatch bounds the spans handed to the sink at once; a batch is
@@ -31,52 +35,47 @@ func monotonicClock() (time.Time, uint64) {
 	return time.Now(), uint64(ts.Nano())
 }
 
-// spanCounts are one span ring buffer's counters.
-type spanCounts struct {
-	records      uint64 // records read
-	spans        uint64 // spans the sink accepted
-	decodeErrors uint64 // records that did not decode to a span
-	dropped      uint64 // spans the sink refused or the queue had no room for
-}
-
 // spanQueueBatches bounds the batches waiting for the sink (the spans in
 // them are bounded by max_queued_spans, shared by all ring buffers).
 const spanQueueBatches = 256
 
-// spanReader reads one tracing.spans ring buffer and hands its spans to the
+// Reader reads one tracing.spans ring buffer and hands its spans to the
 // sink in batches. The ring buffer is read as it fills whatever the sink
 // does: a sink that blocks or is slow leaves batches queued, up to
 // max_queued_spans spans over all ring buffers, and records read beyond
 // that are dropped, counted, and not decoded (the kernel side never fills
 // up, so no drop goes uncounted).
-type spanReader struct {
+type Reader struct {
 	rd      *ringbuf.Reader
 	dec     *spanDecoder
 	config  string
 	service string
-	sink    SpanSink
+	sink    Sink
 	logger  *zap.Logger
 
-	budget    *budget
+	budget    *budget.Budget
 	queued    *atomic.Int64 // spans in batches not yet taken by the sink, all readers'
 	maxQueued int64
 	batches   chan ptrace.Traces
 
 	mu     sync.Mutex
-	counts spanCounts
+	counts Counts
 
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg, send sync.WaitGroup
 }
 
-func newSpanReader(config string, s Span, m *ebpf.Map, dec *decoderSet, sink SpanSink, b *budget, queued *atomic.Int64, maxQueued int, logger *zap.Logger) (*spanReader, error) {
+// NewReader reads ring buffer m of span s of config into sink, in its own
+// goroutines, until Close; drops are counted in b, and queued (shared by all
+// readers) bounds the spans waiting for the sink at maxQueued.
+func NewReader(config string, s spec.Span, m *ebpf.Map, dec *decoder.Set, sink Sink, b *budget.Budget, queued *atomic.Int64, maxQueued int, logger *zap.Logger) (*Reader, error) {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &spanReader{
+	r := &Reader{
 		rd:        rd,
 		dec:       newSpanDecoder(config, s, dec, monotonicClock),
 		config:    config,
@@ -97,7 +96,7 @@ func newSpanReader(config string, s Span, m *ebpf.Map, dec *decoderSet, sink Spa
 	return r, nil
 }
 
-func (r *spanReader) loop() {
+func (r *Reader) loop() {
 	defer r.wg.Done()
 	defer close(r.batches)
 	td, spans := newSpanBatch(r.service)
@@ -113,17 +112,17 @@ func (r *spanReader) loop() {
 		}
 		if r.queued.Load()+int64(spans.Len()) >= r.maxQueued {
 			r.mu.Lock()
-			r.counts.records++
-			r.counts.dropped++
+			r.counts.Records++
+			r.counts.Dropped++
 			r.mu.Unlock()
-			r.budget.drop(r.config, DropQueueFull, 1)
+			r.budget.Drop(r.config, budget.DropQueueFull, 1)
 		} else {
 			derr := r.dec.decode(rec.RawSample, spans)
-			failed := derr != nil && !errors.Is(derr, ErrSkipLabelSet)
+			failed := derr != nil && !errors.Is(derr, decoder.ErrSkipLabelSet)
 			r.mu.Lock()
-			r.counts.records++
+			r.counts.Records++
 			if failed {
-				r.counts.decodeErrors++
+				r.counts.DecodeErrors++
 			}
 			r.mu.Unlock()
 			if failed {
@@ -140,16 +139,16 @@ func (r *spanReader) loop() {
 		default: // as many batches as spanQueueBatches wait
 			r.queued.Add(-n)
 			r.mu.Lock()
-			r.counts.dropped += uint64(n)
+			r.counts.Dropped += uint64(n)
 			r.mu.Unlock()
-			r.budget.drop(r.config, DropQueueFull, uint64(n))
+			r.budget.Drop(r.config, budget.DropQueueFull, uint64(n))
 		}
 		td, spans = newSpanBatch(r.service)
 	}
 }
 
 // sendLoop hands the queued batches to the sink, one at a time.
-func (r *spanReader) sendLoop() {
+func (r *Reader) sendLoop() {
 	defer r.send.Done()
 	for td := range r.batches {
 		n := uint64(td.SpanCount())
@@ -157,27 +156,28 @@ func (r *spanReader) sendLoop() {
 		r.queued.Add(-int64(n))
 		r.mu.Lock()
 		if err != nil {
-			r.counts.dropped += n
+			r.counts.Dropped += n
 		} else {
-			r.counts.spans += n
+			r.counts.Spans += n
 		}
 		r.mu.Unlock()
 		if err != nil {
-			r.budget.drop(r.config, DropRefused, n)
+			r.budget.Drop(r.config, budget.DropRefused, n)
 			r.logger.Warn("spans refused by the pipeline", zap.Uint64("spans", n), zap.Error(err))
 		}
 	}
 }
 
-func (r *spanReader) snapshot() spanCounts {
+// Snapshot returns the reader's counters now.
+func (r *Reader) Snapshot() Counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.counts
 }
 
-// close stops the reader; a batch being handed over is cancelled, and
+// Close stops the reader; a batch being handed over is cancelled, and
 // those still queued are handed over with the cancelled context.
-func (r *spanReader) close() error {
+func (r *Reader) Close() error {
 	r.cancel()
 	err := r.rd.Close()
 	r.wg.Wait()
