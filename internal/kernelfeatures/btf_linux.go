@@ -59,7 +59,7 @@ func TracepointProto(tp string) (*btf.FuncProto, error) {
 // ExitHasGroupDead reports whether sched_process_exit passes group_dead
 // (Linux 6.16+): (void *ctx, task, group_dead). Without it the producers
 // tell a process exit from a thread exit by the thread group's live count
-// and claim the one process exit per process in a map (bpf/seq.bpf.c).
+// and claim the one process exit per process in a map (the seq producers).
 func ExitHasGroupDead() (bool, error) {
 	proto, err := TracepointProto("sched_process_exit")
 	if err != nil {
