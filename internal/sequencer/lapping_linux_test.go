@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 )
@@ -29,8 +30,8 @@ import (
 // exercised thousands of times.
 func TestLappedAccountingStress(t *testing.T) {
 	testutil.RequireRoot(t)
-	if err := ProbeAtomics(); err != nil {
-		t.Skipf("the sequencer needs BPF atomic fetch (Linux 5.12), which this kernel lacks: %v", err)
+	if err := kernelfeatures.Atomics.Probe(); err != nil {
+		t.Skip(kernelfeatures.Atomics.Missing("the sequencer", err))
 	}
 	if _, err := exec.LookPath("stress-ng"); err != nil {
 		t.Fatalf("stress-ng is needed (make deps installs it): %v", err)

@@ -13,10 +13,10 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -172,92 +172,103 @@ type Sequencer struct {
 	closers   []func() error // the sources' readers
 }
 
-// RealtimePath says whether the kernel is PREEMPT_RT ("1").
-var RealtimePath = "/sys/kernel/realtime"
-
-// Realtime reports whether the running kernel is PREEMPT_RT.
-func Realtime() bool {
-	b, err := os.ReadFile(RealtimePath)
-	return err == nil && strings.TrimSpace(string(b)) == "1"
-}
-
 const rtPerfWarning = "perf buffers on a PREEMPT_RT kernel: the perf buffer's epoll wake-ups can hang epoll_ctl and flood isolated cores with IPIs; use the sequencer or the ring buffer"
 
 // Open checks the kernel and privileges, picks the transport (see Transport),
 // loads its programs, attaches them and maps what the reader reads. On any
 // error nothing is left loaded.
 func Open(opts Options) (*Sequencer, error) {
-	if opts.RingSlots <= 0 || opts.RingSlots&(opts.RingSlots-1) != 0 {
-		return nil, fmt.Errorf("ring size %d slots is not a power of two", opts.RingSlots)
-	}
-	if opts.MaxArgs < 0 || opts.MaxArgs > MaxArgs {
-		return nil, fmt.Errorf("max args %d out of range 0..%d", opts.MaxArgs, MaxArgs)
-	}
-	if opts.RingBufWakeup > RingBufWakeupEvery {
-		return nil, fmt.Errorf("unknown ring buffer wake-up policy %d", opts.RingBufWakeup)
-	}
-	if opts.StageOnly && opts.Transport != TransportSequencer {
-		return nil, fmt.Errorf("stage only: the transport must be %s, not %q", TransportSequencer, opts.Transport)
-	}
-	if err := Preflight(); err != nil {
+	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	noFetchWhy := "the producers without it were asked for (NoFetch)"
-	switch opts.ExitTracking {
-	case ExitAuto:
-		has, err := ExitHasGroupDead()
-		if err != nil {
-			return nil, err
-		}
-		opts.ExitTracking = ExitLiveCount
-		if has {
-			opts.ExitTracking = ExitGroupDead
-		}
-	case ExitGroupDead, ExitLiveCount:
-	default:
-		return nil, fmt.Errorf("unknown exit tracking %q", opts.ExitTracking)
+	if err := preflight(); err != nil {
+		return nil, err
+	}
+	var err error
+	if opts.ExitTracking, err = opts.ExitTracking.resolve(); err != nil {
+		return nil, err
 	}
 	// Kernels with memcg accounting (5.11+) need no memlock rlimit; where the
 	// raise is refused the load below still works, so the error is ignored.
 	_ = rlimit.RemoveMemlock()
 
+	noFetchWhy := "the producers without it were asked for (NoFetch)"
 	if !opts.NoFetch {
-		if err := ProbeAtomics(); err != nil {
+		if err := kernelfeatures.Atomics.Probe(); err != nil {
 			opts.NoFetch = true
-			noFetchWhy = AtomicsFeature.Lacks(err)
+			noFetchWhy = kernelfeatures.Atomics.Lacks(err)
 		}
 	}
 	if opts.NoFetch {
 		return openNoFetch(opts, noFetchWhy)
 	}
-
-	rt := Realtime()
 	switch opts.Transport {
 	case TransportSequencer, TransportRingBuf:
 		return open(opts, opts.Transport, "configured")
 	case TransportPerfBuf:
 		s, err := open(opts, opts.Transport, "configured")
-		if err == nil && rt {
+		if err == nil && kernelfeatures.Realtime() {
 			s.why, s.warn = rtPerfWarning, true
 		}
 		return s, err
 	case "", TransportAuto:
-	default:
-		return nil, fmt.Errorf("unknown transport %q", opts.Transport)
+		return openAuto(opts)
 	}
-	// auto: BPF atomics (Preflight checked 5.12+) and the sequencer loads.
+	return nil, fmt.Errorf("unknown transport %q", opts.Transport)
+}
+
+// validate checks the options that need no kernel.
+func (o Options) validate() error {
+	if o.RingSlots <= 0 || o.RingSlots&(o.RingSlots-1) != 0 {
+		return fmt.Errorf("ring size %d slots is not a power of two", o.RingSlots)
+	}
+	if o.MaxArgs < 0 || o.MaxArgs > MaxArgs {
+		return fmt.Errorf("max args %d out of range 0..%d", o.MaxArgs, MaxArgs)
+	}
+	if o.RingBufWakeup > RingBufWakeupEvery {
+		return fmt.Errorf("unknown ring buffer wake-up policy %d", o.RingBufWakeup)
+	}
+	if o.StageOnly && o.Transport != TransportSequencer {
+		return fmt.Errorf("stage only: the transport must be %s, not %q", TransportSequencer, o.Transport)
+	}
+	return nil
+}
+
+// resolve is e, with ExitAuto made group_dead where the kernel passes it
+// and the live count where it does not.
+func (e ExitTracking) resolve() (ExitTracking, error) {
+	switch e {
+	case ExitAuto:
+		has, err := kernelfeatures.ExitHasGroupDead()
+		if err != nil {
+			return e, err
+		}
+		if has {
+			return ExitGroupDead, nil
+		}
+		return ExitLiveCount, nil
+	case ExitGroupDead, ExitLiveCount:
+		return e, nil
+	}
+	return e, fmt.Errorf("unknown exit tracking %q", e)
+}
+
+// openAuto opens the first transport that loads: the sequencer (BPF atomics,
+// which Open checked), else the ring buffer, else perf buffers, which are
+// never chosen on a PREEMPT_RT kernel.
+func openAuto(opts Options) (*Sequencer, error) {
 	s, errSeq := open(opts, TransportSequencer, "BPF atomics available (Linux 5.12+) and the sequencer's programs load")
 	if errSeq == nil {
 		return s, nil
 	}
-	if err := features.HaveMapType(ebpf.RingBuf); err == nil {
+	if kernelfeatures.RingBuf.Present() {
 		s, err := open(opts, TransportRingBuf, fmt.Sprintf("the sequencer did not load (%v); the kernel has the BPF ring buffer", errSeq))
 		if err == nil {
 			return s, nil
 		}
 		errSeq = errors.Join(errSeq, err)
 	}
-	if rt {
+	if kernelfeatures.Realtime() {
 		return nil, fmt.Errorf("no transport: the sequencer and the BPF ring buffer are unavailable, and perf buffers are not chosen automatically on a PREEMPT_RT kernel (set transport: perfbuf to force them): %w", errSeq)
 	}
 	return open(opts, TransportPerfBuf, fmt.Sprintf("neither the sequencer nor the BPF ring buffer loaded (%v)", errSeq))
@@ -289,109 +300,145 @@ func (s *Sequencer) Transport() Transport { return s.transport }
 // Why says why the transport was chosen; with warn it is a warning about it.
 func (s *Sequencer) Why() (why string, warn bool) { return s.why, s.warn }
 
+// open opens transport tr in four steps: the spec of its programs, loaded,
+// attached, and the control block (and the sequencer's slots) mapped.
 func open(opts Options, tr Transport, why string) (_ *Sequencer, err error) {
-	load := loadSeq
-	if opts.NoFetch {
-		load = loadSeqnf
-	}
-	spec, err := load()
+	spec, err := opts.spec(tr)
 	if err != nil {
-		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
+		return nil, err
 	}
-	// Only this transport's lifecycle programs (and the snapshot iterator),
-	// and only the maps they use.
-	progs := opts.programs(tr)
-	for name := range spec.Programs {
-		if !slices.Contains(progs, name) {
-			delete(spec.Programs, name)
-		}
-	}
-	keep := map[string]bool{}
-	for _, m := range opts.maps(tr) {
-		keep[m] = true
-	}
-	for name := range spec.Maps {
-		if !keep[name] && !strings.HasPrefix(name, ".") {
-			delete(spec.Maps, name)
-		}
-	}
-	ringBytes := opts.RingSlots * slotSize
-	switch tr {
-	case TransportSequencer:
-		spec.Maps["seq_slots"].MaxEntries = uint32(opts.RingSlots)
-	case TransportRingBuf:
-		spec.Maps["seq_rb"].MaxEntries = uint32(max(ringBytes, os.Getpagesize()))
-	}
-	var mask uint32
-	for _, t := range opts.Events {
-		if !t.Valid() {
-			return nil, fmt.Errorf("unknown event type %d", t)
-		}
-		mask |= 1 << t
-	}
-	synth := SynthOptions{SyscallNR: -1}
-	if opts.Synth != nil {
-		synth = *opts.Synth
-	}
-	var shed uint32
-	for _, t := range opts.Shed {
-		if !t.Valid() || t == event.Exit {
-			return nil, fmt.Errorf("event type %d cannot be shed", t)
-		}
-		shed |= 1 << t
-	}
-	for name, v := range map[string]any{
-		"seq_shed_mask":  shed,
-		"seq_shed_above": opts.ShedAbove,
-		"seq_ring_mask":  uint64(opts.RingSlots - 1),
-		"seq_event_mask": mask,
-		"seq_max_args":   uint32(opts.MaxArgs),
-		// Ring buffer: a forced wake-up every 64 tickets, or when a quarter of the buffer is unread.
-		"seq_rb_wakeup_mask":  uint64(RingBufWakeupTickets - 1),
-		"seq_rb_wakeup_bytes": uint64(ringBytes / 4),
-		"seq_rb_wakeup_mode":  uint32(opts.RingBufWakeup),
-		"seq_synth_tgid":      synth.TargetTGID,
-		"seq_synth_nr":        synth.SyscallNR,
-	} {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
-		}
-	}
-
 	s := &Sequencer{transport: tr, why: why, opts: opts}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	if s.coll, err = bpfload.NewCollection(spec); err != nil {
-		return nil, explainLoad(err)
+	if err := s.load(spec); err != nil {
+		return nil, err
 	}
-	for _, name := range progs {
+	if err := s.attach(); err != nil {
+		return nil, err
+	}
+	if err := s.mapRing(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// spec is the embedded object's spec for transport tr: only its lifecycle
+// programs (and the snapshot iterator) and the maps they use, the ring
+// sized and the programs' settings set.
+func (o Options) spec(tr Transport) (*ebpf.CollectionSpec, error) {
+	load := loadSeq
+	if o.NoFetch {
+		load = loadSeqnf
+	}
+	spec, err := load()
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
+	}
+	progs := o.programs(tr)
+	for name := range spec.Programs {
+		if !slices.Contains(progs, name) {
+			delete(spec.Programs, name)
+		}
+	}
+	keep := o.maps(tr)
+	for name := range spec.Maps {
+		if !slices.Contains(keep, name) && !strings.HasPrefix(name, ".") {
+			delete(spec.Maps, name)
+		}
+	}
+	switch tr {
+	case TransportSequencer:
+		spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
+	case TransportRingBuf:
+		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
+	}
+	return spec, o.setVariables(spec)
+}
+
+// setVariables sets the programs' settings (volatile const in seq.bpf.c).
+func (o Options) setVariables(spec *ebpf.CollectionSpec) error {
+	var mask uint32
+	for _, t := range o.Events {
+		if !t.Valid() {
+			return fmt.Errorf("unknown event type %d", t)
+		}
+		mask |= 1 << t
+	}
+	synth := SynthOptions{SyscallNR: -1}
+	if o.Synth != nil {
+		synth = *o.Synth
+	}
+	var shed uint32
+	for _, t := range o.Shed {
+		if !t.Valid() || t == event.Exit {
+			return fmt.Errorf("event type %d cannot be shed", t)
+		}
+		shed |= 1 << t
+	}
+	for name, v := range map[string]any{
+		"seq_shed_mask":  shed,
+		"seq_shed_above": o.ShedAbove,
+		"seq_ring_mask":  uint64(o.RingSlots - 1),
+		"seq_event_mask": mask,
+		"seq_max_args":   uint32(o.MaxArgs),
+		// Ring buffer: a forced wake-up every 64 tickets, or when a quarter of the buffer is unread.
+		"seq_rb_wakeup_mask":  uint64(RingBufWakeupTickets - 1),
+		"seq_rb_wakeup_bytes": uint64(o.RingSlots * slotSize / 4),
+		"seq_rb_wakeup_mode":  uint32(o.RingBufWakeup),
+		"seq_synth_tgid":      synth.TargetTGID,
+		"seq_synth_nr":        synth.SyscallNR,
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// load loads spec into the kernel and keeps its programs, in the order of
+// Options.programs, and the transport's maps.
+func (s *Sequencer) load(spec *ebpf.CollectionSpec) (err error) {
+	if s.coll, err = bpfload.NewCollection(spec); err != nil {
+		return explainLoad(err)
+	}
+	for _, name := range s.opts.programs(s.transport) {
 		s.progs = append(s.progs, s.coll.Programs[name])
 	}
-	for _, m := range opts.maps(tr) {
+	for _, m := range s.opts.maps(s.transport) {
 		s.maps = append(s.maps, s.coll.Maps[m])
 	}
-	// Every program but the snapshot iterator (the last) on its tracepoint.
+	return nil
+}
+
+// attach attaches every program but the snapshot iterator (the last) to its
+// tracepoint.
+func (s *Sequencer) attach() error {
 	for _, p := range s.progs[:len(s.progs)-1] {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
 		if err != nil {
-			return nil, fmt.Errorf("attach %s: %w", p, err)
+			return fmt.Errorf("attach %s: %w", p, err)
 		}
 		s.links = append(s.links, l)
 	}
-	// The slots and the doorbell are the sequencer's; the other transports
-	// keep only their head and parked flag in the control block.
+	return nil
+}
+
+// mapRing maps what the reader reads: the slots and the doorbell are the
+// sequencer's; the other transports keep only their head and parked flag
+// in the control block.
+func (s *Sequencer) mapRing() (err error) {
 	slots := 0
-	if tr == TransportSequencer {
-		slots = opts.RingSlots
+	if s.transport == TransportSequencer {
+		slots = s.opts.RingSlots
 	}
 	if s.mapped, err = ringmap.Map(s.coll, slots); err != nil {
-		return nil, err
+		return err
 	}
-	s.ctl, s.ringLen = s.mapped.Control(), ringBytes
-	return s, nil
+	s.ctl, s.ringLen = s.mapped.Control(), s.opts.RingSlots*slotSize
+	return nil
 }
 
 // Control is the mapped struct seq_ctl (head and parked flag).
@@ -601,11 +648,11 @@ func explainLoad(err error) error {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, unix.EPERM):
-		return fmt.Errorf("load BPF programs: permission denied; the seq receiver needs CAP_BPF and CAP_PERFMON (or root): %w", err)
+		err = kernelfeatures.PermissionDenied(who, err)
 	case strings.Contains(msg, "BPF_ATOMIC") || strings.Contains(msg, "unknown opcode") || strings.Contains(msg, "invalid BPF_STX"):
-		return fmt.Errorf("load BPF programs: this kernel lacks BPF atomic fetch-add/exchange (Linux 5.12 or newer is needed): %w", err)
+		err = kernelfeatures.Atomics.Missing(who, err)
 	case strings.Contains(msg, "tp_btf") || strings.Contains(msg, "attach_btf"):
-		return fmt.Errorf("load BPF programs: this kernel cannot attach tp_btf programs to the sched_process_* tracepoints (needs BTF and Linux 5.5+): %w", err)
+		err = kernelfeatures.TPBTF.Missing(who, err)
 	}
 	return fmt.Errorf("load BPF programs: %w", err)
 }

@@ -104,19 +104,3 @@ func TestEventTypesMatchBPF(t *testing.T) {
 	}
 	require.Equal(t, uint32(seqSeqEventTypeSEQ_EV_MAX), uint32(event.NumTypes))
 }
-
-// The probe's atomic instructions reach the kernel with their operation in
-// the immediate: without it each is the plain add that Linux 5.10 takes, and
-// the probe passes on kernels that refuse the producers.
-func TestAtomicsProbeEncoding(t *testing.T) {
-	var b bytes.Buffer
-	require.NoError(t, atomicsProbe().Marshal(&b, binary.LittleEndian))
-	var imms []int32
-	raw := b.Bytes()
-	for i := 0; i+8 <= len(raw); i += 8 {
-		if raw[i] == 0xdb { // BPF_STX | BPF_ATOMIC | BPF_DW
-			imms = append(imms, int32(binary.LittleEndian.Uint32(raw[i+4:])))
-		}
-	}
-	require.Equal(t, []int32{immFetchAdd, immXchg, immCmpXchg}, imms)
-}

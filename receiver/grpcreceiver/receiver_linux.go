@@ -28,6 +28,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/bootclock"
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
@@ -133,7 +134,7 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 	r.set.Logger.Info("grpc receiver: capturing HTTP/2", zap.String("hook", string(c.Hook())), zap.String("why", c.Why()),
 		zap.Strings("tls_libssl", c.LibSSL()), zap.Strings("tls_go", describeGo(c.GoBinaries())))
 	if c.NoFetch() {
-		r.set.Logger.Warn("grpc receiver: this kernel lacks BPF atomic fetch (Linux 5.12): its programs are those built without it; their records go through the BPF ring buffer, numbered by the reader in ring order, and only the raw_syscalls hook is available", zap.String("why", c.Why()))
+		r.set.Logger.Warn("grpc receiver: its programs are those built without "+kernelfeatures.Atomics.String()+" (why says why); their records go through the BPF ring buffer, numbered by the reader in ring order, and only the raw_syscalls hook is available", zap.String("why", c.Why()))
 	}
 	if skipped := c.GoSkipped(); len(skipped) > 0 {
 		r.set.Logger.Warn("grpc receiver: running Go executables whose crypto/tls is not probed", zap.Int("count", len(skipped)), zap.Strings("why", skipped))

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 
@@ -145,14 +146,14 @@ func createReceiver(t *testing.T, cfg *Config, next consumer.Logs) *seqReceiver 
 
 // atomics: whether this kernel has BPF atomic fetch (Linux 5.12+), which the
 // sequencer needs; without it auto picks the ring buffer, numbered by the reader.
-var atomics = sequencer.ProbeAtomics() == nil
+var atomics = kernelfeatures.Atomics.Present()
 
 // skipWithoutAtomics skips the sequencer and perf buffer transports on a
 // kernel without BPF atomic fetch: the receiver refuses them there (and
 // TestTransportsWithoutAtomics checks that it says why).
 func skipWithoutAtomics(t *testing.T, tr sequencer.Transport) {
 	if !atomics && (tr == sequencer.TransportSequencer || tr == sequencer.TransportPerfBuf) {
-		t.Skipf("transport %s needs BPF atomic fetch (Linux 5.12+), which this kernel lacks", tr)
+		t.Skip(kernelfeatures.Atomics.Missing("transport "+string(tr), kernelfeatures.Atomics.Probe()))
 	}
 }
 
@@ -221,7 +222,7 @@ func testShellTree(t *testing.T, transport sequencer.Transport) {
 	}
 	if transport == sequencer.TransportPerfBuf {
 		why, warn := r.seq.Why()
-		assert.Equal(t, sequencer.Realtime(), warn, "perf buffers warn on PREEMPT_RT, and only there: %s", why)
+		assert.Equal(t, kernelfeatures.Realtime(), warn, "perf buffers warn on PREEMPT_RT, and only there: %s", why)
 	}
 	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()
 

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
@@ -133,7 +134,7 @@ func exitCase(t *testing.T, mode string) (pid int64, code int) {
 func TestThreadCasesOneProcessExit(t *testing.T) {
 	testutil.RequireRoot(t)
 	modes := []sequencer.ExitTracking{sequencer.ExitLiveCount}
-	if has, err := sequencer.ExitHasGroupDead(); err == nil && has {
+	if has, err := kernelfeatures.ExitHasGroupDead(); err == nil && has {
 		modes = append(modes, sequencer.ExitGroupDead)
 	}
 	cases := []struct {

@@ -35,6 +35,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 )
 
 // The fixture's contract (ebpfx_bench.bpf.c): getpgid(fillMagic) adds one
@@ -57,6 +59,7 @@ func main() {
 	warmup := flag.Duration("warmup", 3*time.Second, "collections before the window")
 	png := flag.String("png", "", "also plot both processes' CPU over the window into this PNG")
 	flag.Parse()
+	fmt.Printf("The %s.\n\n", kernelfeatures.Summary(kernelfeatures.BTF, kernelfeatures.TPBTF, kernelfeatures.RingBuf, kernelfeatures.Kprobes))
 	if err := run(*collector, *reference, *dir, *png, *duration, *warmup); err != nil {
 		fmt.Fprintln(os.Stderr, "ebpfxbench:", err)
 		os.Exit(1)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
 )
 
@@ -56,23 +57,11 @@ func probeKprobe(t *testing.T) error {
 	return l.Close()
 }
 
-// probeFentry loads a minimal fentry program on getpriority and attaches
-// it (a BPF trampoline).
+// probeFentry is whether the kernel takes an fentry program on getpriority
+// (kernelfeatures.Trampolines probes exactly that).
 func probeFentry(t *testing.T) error {
 	t.Helper()
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: fixtureSymbol,
-		License: "GPL", Instructions: returnZero(),
-	})
-	if err != nil {
-		return err
-	}
-	defer prog.Close()
-	l, err := link.AttachTracing(link.TracingOptions{Program: prog})
-	if err != nil {
-		return err
-	}
-	return l.Close()
+	return kernelfeatures.Trampolines.Probe()
 }
 
 // probeTracepoint tells whether the kernel has the tracepoint group:name:

@@ -25,6 +25,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 
@@ -531,7 +532,7 @@ func requireRefused(t *testing.T, name string, err error) {
 	require.Error(t, err, "%s: the probe says this kernel refuses it, but it loaded", name)
 	switch name {
 	case "ebpfx_kprobe":
-		assert.Contains(t, err.Error(), `program "ebpfx_kprobe": failed to attach kprobe (SEC "kprobe/`+fixtureSymbol+`"): kprobes are not available in this kernel`)
+		assert.Contains(t, err.Error(), `program "ebpfx_kprobe": failed to attach kprobe (SEC "kprobe/`+fixtureSymbol+`"): this kernel lacks kprobes`)
 	case "ebpfx_fentry":
 		assert.ErrorIs(t, err, os.ErrPermission)
 		assert.Contains(t, err.Error(), `program "ebpfx_fentry" (SEC "fentry/`+fixtureSymbol+`"): the kernel refused to load it`)
@@ -554,7 +555,7 @@ func TestIntegrationKprobeFentry(t *testing.T) {
 		refused func(error) bool
 	}{
 		{"ebpfx_kprobe", probeKprobe, func(err error) bool {
-			return !loader.KprobesAvailable() && (errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist))
+			return !kernelfeatures.Kprobes.Present() && (errors.Is(err, link.ErrNotSupported) || errors.Is(err, os.ErrNotExist))
 		}},
 		{"ebpfx_fentry", probeFentry, func(err error) bool { return errors.Is(err, os.ErrPermission) }},
 	} {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
@@ -27,7 +28,7 @@ import (
 // kprobes (the 6.1 VMs) both programs attach and count, strict or not.
 func TestIntegrationPartialAttach(t *testing.T) {
 	testutil.RequireRoot(t)
-	kprobes := loader.KprobesAvailable()
+	kprobes := kernelfeatures.Kprobes.Present()
 	e, err := New(Config{ConfigDir: fixturesDir, Names: []string{"ebpfx_partial"}}, zaptest.NewLogger(t))
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
@@ -42,7 +43,7 @@ func TestIntegrationPartialAttach(t *testing.T) {
 		require.NoError(t, kerr, "this kernel has kprobes: the kprobe attaches")
 	} else {
 		require.Error(t, kerr)
-		assert.Contains(t, kerr.Error(), `program "ebpfx_partial_kprobe": failed to attach kprobe (SEC "kprobe/`+fixtureSymbol+`"): kprobes are not available in this kernel`)
+		assert.Contains(t, kerr.Error(), `program "ebpfx_partial_kprobe": failed to attach kprobe (SEC "kprobe/`+fixtureSymbol+`"): this kernel lacks kprobes`)
 	}
 
 	const calls = 37
@@ -80,7 +81,7 @@ func TestIntegrationPartialAttach(t *testing.T) {
 	require.NoError(t, strict.Start(context.Background()))
 	t.Cleanup(func() { assert.NoError(t, strict.Shutdown(context.Background())) })
 	require.Contains(t, strict.Failures(), "ebpfx_partial")
-	assert.Contains(t, strict.Failures()["ebpfx_partial"].Error(), "kprobes are not available in this kernel")
+	assert.Contains(t, strict.Failures()["ebpfx_partial"].Error(), "this kernel lacks kprobes")
 	sp := strict.Programs()["ebpfx_partial"]
 	require.Len(t, sp, 1, "a strict config that failed lists its failed programs only")
 	assert.Error(t, sp["ebpfx_partial_kprobe"])

@@ -19,6 +19,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 )
 
 // attachProgram attaches one loaded program as its section says. The
@@ -40,7 +42,7 @@ func attachProgram(prog *ebpf.Program, ps *ebpf.ProgramSpec, plan attachPlan) ([
 		l, err = link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ps.AttachType})
 		if err != nil && !strings.HasPrefix(plan.section, "tp_btf") &&
 			(errors.Is(err, os.ErrPermission) || errors.Is(err, link.ErrNotSupported) || errors.Is(err, syscall.Errno(524)) /* ENOTSUPP */) {
-			err = fmt.Errorf("%w (fentry/fexit/fmod_ret need BPF trampolines, which this kernel refuses; use a tracepoint or tp_btf/ hook)", err)
+			err = kernelfeatures.Trampolines.Missing("an fentry/, fexit/ or fmod_ret/ program", err)
 		}
 	case attachLSM:
 		l, err = link.AttachLSM(link.LSMOptions{Program: prog})
@@ -55,8 +57,8 @@ func attachProgram(prog *ebpf.Program, ps *ebpf.ProgramSpec, plan attachPlan) ([
 		} else {
 			l, err = link.Kretprobe(sym, prog, nil)
 		}
-		if err != nil && !KprobesAvailable() {
-			err = fmt.Errorf("kprobes are not available in this kernel (CONFIG_KPROBES is off: no kprobe PMU in /sys/bus/event_source/devices and no kprobe_events in tracefs); use a tracepoint, raw_tp/ or tp_btf/ hook instead: %w", err)
+		if kerr := kernelfeatures.Kprobes.Probe(); err != nil && kerr != nil {
+			err = fmt.Errorf("%w: %w", kernelfeatures.Kprobes.Missing("a kprobe/ program", kerr), err)
 		}
 	case attachUprobe, attachUretprobe:
 		return attachUprobeProgram(prog, plan)
@@ -174,20 +176,6 @@ func parseCPUList(s string) ([]int, error) {
 		}
 	}
 	return cpus, nil
-}
-
-// KprobesAvailable reports whether the kernel can create kprobes at all.
-func KprobesAvailable() bool {
-	for _, p := range []string{
-		"/sys/bus/event_source/devices/kprobe/type",
-		"/sys/kernel/tracing/kprobe_events",
-		"/sys/kernel/debug/tracing/kprobe_events",
-	} {
-		if _, err := os.Stat(p); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 func tracefsEvents() string {

@@ -11,6 +11,5 @@
 //
 // It changes when the kernel interface or the attach kinds do. Only the
 // ebpfexporter runner calls Load (once per config at Start) and closes the
-// Object at Shutdown; its tests also ask KprobesAvailable and
-// SyscallPrefix. What is read from the maps afterwards is not here.
+// Object at Shutdown; its tests also ask SyscallPrefix. What is read from the maps afterwards is not here.
 package loader

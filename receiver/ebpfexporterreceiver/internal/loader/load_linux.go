@@ -21,6 +21,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 )
 
@@ -443,7 +444,7 @@ func explainLoadError(err error, plans map[string]attachPlan) error {
 		p := plans[name]
 		trampoline := strings.HasPrefix(p.section, "fentry") || strings.HasPrefix(p.section, "fexit") || strings.HasPrefix(p.section, "fmod_ret")
 		if trampoline && strings.Contains(err.Error(), "program "+name+":") {
-			return fmt.Errorf("program %q (SEC %q): the kernel refused to load it (%w): fentry/fexit/fmod_ret programs need BPF trampolines, which this kernel does not allow; use a tracepoint/, raw_tp/ or tp_btf/ hook instead", name, p.section, os.ErrPermission)
+			return fmt.Errorf("program %q (SEC %q): the kernel refused to load it: %w", name, p.section, kernelfeatures.Trampolines.Missing("an fentry/, fexit/ or fmod_ret/ program", os.ErrPermission))
 		}
 	}
 	return err

@@ -196,30 +196,3 @@ func (c *Capture) Close() error {
 	}
 	return errors.Join(errs...)
 }
-
-// mapRingBuf maps the control block (the head the programs count) and opens
-// the ring buffer's numbering reader: the h2nf programs (Plan.NoFetch).
-func (c *Capture) mapRingBuf() (err error) {
-	if c.ring, err = ringmap.Map(c.coll, 0); err != nil {
-		return err
-	}
-	counters := c.coll.Maps["seq_counters"]
-	failed := func() (uint64, error) {
-		var per []h2SeqStats
-		if err := counters.Lookup(uint32(0), &per); err != nil {
-			return 0, fmt.Errorf("read seq_counters: %w", err)
-		}
-		var n uint64
-		for _, p := range per {
-			n += p.OutputFailed
-		}
-		return n, nil
-	}
-	// Every record is numbered, however short (seq_commit writes at least
-	// a byte): the decoder judges and counts the malformed.
-	if c.rb, err = sequencer.NewRingBufSource(c.coll.Maps["seq_rb"], c.ring.Control(), 1, failed); err != nil {
-		return err
-	}
-	c.reader = c.rb
-	return nil
-}

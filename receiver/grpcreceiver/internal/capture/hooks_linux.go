@@ -8,16 +8,9 @@ package capture
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/link"
-
-	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 )
 
 // ErrSyscallHookRefused is why Open fails where the kernel refuses to attach
@@ -70,35 +63,16 @@ type Plan struct {
 	NoFetch bool
 }
 
-// taskPtRegs is the helper the sock_* and sys_* programs read the system
-// call's registers with.
-var taskPtRegs = sequencer.Feature{What: "the bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)", Probe: func() error { return features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs) }}
+// who is the loader named in what the kernel or the process lacks.
+const who = "the grpc receiver"
 
 // Preflight checks what the programs need and picks the hook for want, and
 // the programs built without BPF atomic fetch where the kernel lacks it (or
 // noFetch asks for them). It names every missing privilege or kernel
 // feature and the fix; Plan.Why says which hook and why.
 func Preflight(want Hook, noFetch bool) (Plan, error) {
-	fail := func(err error) (Plan, error) { return Plan{}, err }
-	if missing := sequencer.MissingCapabilities(); len(missing) > 0 {
-		return fail(fmt.Errorf("the grpc receiver needs the capabilities CAP_BPF and CAP_PERFMON (or root); missing %s: run the collector as root or grant them with `setcap cap_bpf,cap_perfmon+ep <collector binary>`", strings.Join(missing, " and ")))
-	}
-	if _, err := os.Stat(sequencer.BTFPath); err != nil {
-		return fail(fmt.Errorf("kernel BTF not found at %s (%v): the grpc receiver needs a kernel built with CONFIG_DEBUG_INFO_BTF=y", sequencer.BTFPath, err))
-	}
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return fail(fmt.Errorf("read kernel BTF: %w", err))
-	}
-	has := func(tp string) bool {
-		var td *btf.Typedef
-		return spec.TypeByName("btf_trace_"+tp, &td) == nil
-	}
-	if !has("inet_sock_set_state") {
-		return fail(errors.New("kernel BTF has no sock:inet_sock_set_state tracepoint (Linux 4.16+, with BTF): the grpc receiver cannot follow TCP connections on this kernel"))
-	}
-	if err := sequencer.ProbeFeatures("the grpc receiver", sequencer.BaseFeatures...); err != nil {
-		return fail(err)
+	if err := checkKernel(); err != nil {
+		return Plan{}, err
 	}
 	// Without BPF atomic fetch (before Linux 5.12): the h2nf programs,
 	// raw_syscalls only, their records in a ring buffer, numbered by the
@@ -107,46 +81,73 @@ func Preflight(want Hook, noFetch bool) (Plan, error) {
 	var lacks []string
 	if noFetch {
 		lacks = append(lacks, "the programs built without BPF atomic fetch were asked for")
-	} else if err := sequencer.AtomicsFeature.Probe(); err != nil {
+	} else if err := kernelfeatures.Atomics.Probe(); err != nil {
 		noFetch = true
-		lacks = append(lacks, sequencer.AtomicsFeature.Lacks(err))
+		lacks = append(lacks, kernelfeatures.Atomics.Lacks(err))
 	}
-	if err := taskPtRegs.Probe(); err != nil {
-		lacks = append(lacks, taskPtRegs.Lacks(err))
+	if err := kernelfeatures.TaskPtRegs.Probe(); err != nil {
+		lacks = append(lacks, kernelfeatures.TaskPtRegs.Lacks(err))
 	}
-	socketOK := has(socketTracepoints[0]) && has(socketTracepoints[1])
-	rawOK := has("sys_exit")
 	if len(lacks) > 0 {
 		because := strings.Join(lacks, ", and ")
 		if noFetch {
 			because += "; their records go to a BPF ring buffer, numbered by the reader in ring order"
 		}
-		switch want {
-		case HookSocket, HookSyscalls:
-			return fail(fmt.Errorf("hook %s: %s; the %s hook needs BPF atomic fetch (Linux 5.12) and bpf_task_pt_regs (Linux 5.15): set hook: raw_syscalls (or auto)", want, because, want))
-		case HookRawSyscalls, "", HookAuto:
-		default:
-			return fail(fmt.Errorf("unknown hook %q (want %v)", want, Hooks))
-		}
-		if !rawOK {
-			return fail(fmt.Errorf("%s, and kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS), the one hook left: the grpc receiver cannot run on this kernel", because))
-		}
-		if want == HookRawSyscalls {
-			return Plan{HookRawSyscalls, "configured; " + because, noFetch}, nil
-		}
-		return Plan{HookRawSyscalls, because + "; using raw_syscalls:sys_exit, whose tracepoint passes the registers, and the fd walk", noFetch}, nil
+		return planRawSyscalls(want, because, noFetch)
 	}
+	return planHook(want)
+}
+
+// checkKernel checks what every hook needs: the capabilities, BTF and
+// tp_btf programs, the connections' tracepoint, and the shared ring.
+func checkKernel() error {
+	if err := kernelfeatures.RequireCapabilities(who); err != nil {
+		return err
+	}
+	if err := kernelfeatures.Require(who, kernelfeatures.BTF, kernelfeatures.TPBTF); err != nil {
+		return err
+	}
+	if !kernelfeatures.HasTracepoint("inet_sock_set_state") {
+		return errors.New("kernel BTF has no sock:inet_sock_set_state tracepoint (Linux 4.16+, with BTF): the grpc receiver cannot follow TCP connections on this kernel")
+	}
+	return kernelfeatures.Require(who, kernelfeatures.Ring...)
+}
+
+// planRawSyscalls plans for a kernel that leaves raw_syscalls the only
+// hook, because of what it lacks (or what was asked for).
+func planRawSyscalls(want Hook, because string, noFetch bool) (Plan, error) {
+	switch want {
+	case HookSocket, HookSyscalls:
+		return Plan{}, fmt.Errorf("hook %s: %s; the %s hook needs %s and %s: set hook: raw_syscalls (or auto)",
+			want, because, want, kernelfeatures.Atomics, kernelfeatures.TaskPtRegs)
+	case HookRawSyscalls, "", HookAuto:
+	default:
+		return Plan{}, fmt.Errorf("unknown hook %q (want %v)", want, Hooks)
+	}
+	if !kernelfeatures.HasTracepoint("sys_exit") {
+		return Plan{}, fmt.Errorf("%s, and kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS), the one hook left: the grpc receiver cannot run on this kernel", because)
+	}
+	if want == HookRawSyscalls {
+		return Plan{HookRawSyscalls, "configured; " + because, noFetch}, nil
+	}
+	return Plan{HookRawSyscalls, because + "; using raw_syscalls:sys_exit, whose tracepoint passes the registers, and the fd walk", noFetch}, nil
+}
+
+// planHook plans want on a kernel that has what every hook needs; auto
+// takes the socket tracepoints where the kernel has them.
+func planHook(want Hook) (Plan, error) {
+	socketOK := kernelfeatures.HasTracepoint(socketTracepoints[0]) && kernelfeatures.HasTracepoint(socketTracepoints[1])
 	switch want {
 	case HookSocket:
 		if !socketOK {
-			return fail(errors.New("hook socket: this kernel has no sock:sock_send_length/sock_recv_length tracepoints (Linux 6.3+); set hook: syscalls, raw_syscalls (or auto)"))
+			return Plan{}, errors.New("hook socket: this kernel has no sock:sock_send_length/sock_recv_length tracepoints (Linux 6.3+); set hook: syscalls, raw_syscalls (or auto)")
 		}
 		return Plan{Hook: HookSocket, Why: "configured"}, nil
 	case HookSyscalls:
 		return Plan{Hook: HookSyscalls, Why: "configured"}, checkSyscallTracepoints()
 	case HookRawSyscalls:
-		if !rawOK {
-			return fail(errors.New("hook raw_syscalls: kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS); set hook: syscalls or socket (or auto)"))
+		if !kernelfeatures.HasTracepoint("sys_exit") {
+			return Plan{}, errors.New("hook raw_syscalls: kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS); set hook: syscalls or socket (or auto)")
 		}
 		return Plan{Hook: HookRawSyscalls, Why: "configured"}, nil
 	case "", HookAuto:
@@ -155,17 +156,16 @@ func Preflight(want Hook, noFetch bool) (Plan, error) {
 		}
 		return Plan{Hook: HookSyscalls, Why: "the kernel lacks sock:sock_send_length (Linux 6.3+): using the system call exits and the fd walk"}, checkSyscallTracepoints()
 	}
-	return fail(fmt.Errorf("unknown hook %q (want %v)", want, Hooks))
+	return Plan{}, fmt.Errorf("unknown hook %q (want %v)", want, Hooks)
 }
 
-// checkSyscallTracepoints finds the syscall exit tracepoints in tracefs.
+// checkSyscallTracepoints finds the syscall exit tracepoints in tracefs, or
+// names the fix and the hooks that need none.
 func checkSyscallTracepoints() error {
-	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
-		if _, err := os.Stat(dir + "/events/syscalls/sys_exit_write"); err == nil {
-			return nil
-		}
+	if err := kernelfeatures.Require(who, kernelfeatures.SyscallTracepoints); err != nil {
+		return fmt.Errorf("%w; or use a Linux 6.3+ kernel (hook: socket), or set hook: raw_syscalls (no tracefs needed)", err)
 	}
-	return errors.New("the syscalls/sys_exit_* tracepoints are not found in tracefs: mount it (`mount -t tracefs nodev /sys/kernel/tracing`) and use a kernel with CONFIG_FTRACE_SYSCALLS=y, or a Linux 6.3+ kernel (hook: socket), or set hook: raw_syscalls (no tracefs needed)")
+	return nil
 }
 
 // hookPrograms names the programs that see the bytes on hook.
@@ -180,18 +180,4 @@ func hookPrograms(hook Hook) []string {
 		}
 	}
 	return progs
-}
-
-// tracepointLink attaches the syscalls hook's programs (a test replaces it
-// to see the refusal where the kernel has none).
-var tracepointLink = link.Tracepoint
-
-// attachBTF attaches a tp_btf program to its tracepoint.
-func (c *Capture) attachBTF(prog, tracepoint string) error {
-	l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[prog], AttachType: ebpf.AttachTraceRawTp})
-	if err != nil {
-		return fmt.Errorf("attach %s: %w", tracepoint, err)
-	}
-	c.links = append(c.links, l)
-	return nil
 }

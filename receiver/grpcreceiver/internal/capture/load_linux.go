@@ -14,14 +14,15 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
+	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
 // Limits of the programs (bpf/h2.bpf.c).
@@ -164,9 +165,63 @@ func burst(rate, ringBytes int) int {
 	return max(min(rate/8, ringBytes/16), MinBurst)
 }
 
-// open loads and attaches the programs of p.Hook.
+// open opens what p planned in four steps: the spec of its programs, loaded,
+// the ring mapped, and the programs attached. The ring comes before the
+// hooks: nothing is written before it can be read.
 func open(o Options, p Plan) (_ *Capture, err error) {
-	hook, why := p.Hook, p.Why
+	multi := o.TLS && !o.SingleUprobes && kernelfeatures.UprobeMulti.Present()
+	loop, why := frameLoop(o, p)
+	spec, err := o.spec(p, multi, loop)
+	if err != nil {
+		return nil, err
+	}
+	c := &Capture{hook: p.Hook, why: why, multi: multi}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	if err := c.load(spec, o.programs(p.Hook)); err != nil {
+		return nil, err
+	}
+	if err := c.mapRing(o.RingSlots, p.NoFetch); err != nil {
+		return nil, err
+	}
+	if err := c.attach(o); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// frameLoop is how the programs walk the frames, and p.Why with it said:
+// kernels before 5.17 have no bpf_loop, and the walk then runs in a bounded
+// loop of global functions (h2_step_bounded), fewer steps per call. The h2nf
+// objects have only that.
+func frameLoop(o Options, p Plan) (bpfLoop bool, why string) {
+	err := kernelfeatures.BPFLoop.Probe()
+	if err == nil && !o.BoundedLoop && !p.NoFetch {
+		return true, p.Why
+	}
+	reason := "forced"
+	if err != nil {
+		reason = kernelfeatures.BPFLoop.Lacks(err)
+	}
+	return false, fmt.Sprintf("%s; the frame walk runs in a bounded loop of %d steps per call (%s)", p.Why, BoundedSteps, reason)
+}
+
+// programs names the programs open loads for hook, with the TLS probes.
+func (o Options) programs(hook Hook) []string {
+	progs := append(hookPrograms(hook), "h2_state")
+	if o.TLS {
+		progs = append(progs, tlsPrograms...)
+	}
+	return progs
+}
+
+// spec is the embedded object's spec for p: only the programs open loads,
+// the TLS probes as uprobe_multi where multi, the maps sized and the
+// programs' settings set.
+func (o Options) spec(p Plan, multi, bpfLoop bool) (*ebpf.CollectionSpec, error) {
 	load := loadH2
 	if p.NoFetch {
 		load = loadH2nf
@@ -175,30 +230,36 @@ func open(o Options, p Plan) (_ *Capture, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse embedded BPF object: %w", err)
 	}
-	progs := append(hookPrograms(hook), "h2_state")
-	multi := false
-	if o.TLS {
-		progs = append(progs, tlsPrograms...)
-		if multi = !o.SingleUprobes && features.HaveBPFLinkUprobeMulti() == nil; multi {
-			for _, p := range tlsPrograms {
-				spec.Programs[p].AttachType = ebpf.AttachTraceUprobeMulti
-			}
+	progs := o.programs(p.Hook)
+	for name := range spec.Programs {
+		if !slices.Contains(progs, name) {
+			delete(spec.Programs, name)
 		}
-	} else {
+	}
+	if multi {
+		for _, p := range tlsPrograms {
+			spec.Programs[p].AttachType = ebpf.AttachTraceUprobeMulti
+		}
+	}
+	if err := o.sizeMaps(spec, p.NoFetch); err != nil {
+		return nil, err
+	}
+	return spec, o.setVariables(spec, bpfLoop)
+}
+
+// sizeMaps sizes the ring and the connection maps, and drops the maps the
+// programs loaded do not use.
+func (o Options) sizeMaps(spec *ebpf.CollectionSpec, noFetch bool) error {
+	if !o.TLS {
 		delete(spec.Maps, "h2_go_calls")
 		// The socket programs name these two in h2_tls_mark, which
 		// h2_tls_on = 0 leaves dead: the least that loads.
 		spec.Maps["h2_tls_calls"].MaxEntries = 64
 		spec.Maps["h2_ssl_isn"].MaxEntries = 64
 	}
-	for name := range spec.Programs {
-		if !slices.Contains(progs, name) {
-			delete(spec.Programs, name)
-		}
-	}
 	delete(spec.Maps, "seq_scratchbuf") // seq_ring.h's; h2 stages in h2_scratchbuf
 	spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
-	if p.NoFetch {
+	if noFetch {
 		// The ring's bytes go to the ring buffer (a power of two of pages);
 		// the slots and the doorbell are left unused.
 		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
@@ -217,7 +278,7 @@ func open(o Options, p Plan) (_ *Capture, err error) {
 	// 16384, 8 CPUs: 1.0 + 3.6 + 1.5 MiB.
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
-		return nil, fmt.Errorf("possible CPUs: %w", err)
+		return fmt.Errorf("possible CPUs: %w", err)
 	}
 	pending := o.MaxPending
 	if pending <= 0 {
@@ -228,6 +289,19 @@ func open(o Options, p Plan) (_ *Capture, err error) {
 	spec.Maps["h2_not_h2"].MaxEntries = uint32(pending + lruSlack*ncpu)
 	// The users' shares: 16 bytes of value, about 90 bytes an entry.
 	spec.Maps["h2_users"].MaxEntries = uint32(o.MaxUsers + lruSlack*ncpu)
+	return nil
+}
+
+// setVariables sets the programs' settings (volatile const in h2.bpf.c).
+// With the TLS probes (h2_tls_on), socket calls look for an OpenSSL call of
+// their thread (h2_tls_mark): one map lookup more per call.
+func (o Options) setVariables(spec *ebpf.CollectionSpec, bpfLoop bool) error {
+	flag := func(b bool) uint32 {
+		if b {
+			return 1
+		}
+		return 0
+	}
 	for name, v := range map[string]any{
 		"seq_ring_mask": uint64(o.RingSlots - 1),
 		"h2_hdr_cap":    uint32(o.HeaderCap),
@@ -237,104 +311,139 @@ func open(o Options, p Plan) (_ *Capture, err error) {
 		"h2_frame_cost": uint64(o.FrameCost),
 		"h2_user_rate":  uint64(o.UserRate),
 		"h2_user_burst": uint64(burst(o.UserRate, o.RingSlots*slotSize)),
+		"h2_have_loop":  flag(bpfLoop),
+		"h2_tls_on":     flag(o.TLS),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
+			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
+	return nil
+}
 
-	// Kernels before 5.17 have no bpf_loop: the walk then runs in a bounded
-	// loop of global functions (h2_step_bounded), fewer steps per call. The
-	// h2nf objects have only that.
-	kernelLoop := features.HaveProgramHelper(ebpf.TracePoint, asm.FnLoop) == nil
-	haveLoop := kernelLoop && !o.BoundedLoop && !p.NoFetch
-	if !haveLoop {
-		why += fmt.Sprintf("; the frame walk runs in a bounded loop of %d steps per call (no bpf_loop: Linux 5.17)", BoundedSteps)
-		if kernelLoop {
-			why = strings.Replace(why, "no bpf_loop: Linux 5.17", "forced", 1)
-		}
-	}
-	var loop uint32
-	if haveLoop {
-		loop = 1
-	}
-	if err := spec.Variables["h2_have_loop"].Set(loop); err != nil {
-		return nil, fmt.Errorf("set h2_have_loop: %w", err)
-	}
-	// With the TLS probes, socket calls look for an OpenSSL call of their
-	// thread (h2_tls_mark): one map lookup more per call.
-	var tlsOn uint32
-	if o.TLS {
-		tlsOn = 1
-	}
-	if err := spec.Variables["h2_tls_on"].Set(tlsOn); err != nil {
-		return nil, fmt.Errorf("set h2_tls_on: %w", err)
-	}
-
-	c := &Capture{hook: hook, why: why, multi: multi}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
+// load loads spec into the kernel and keeps the programs progs.
+func (c *Capture) load(spec *ebpf.CollectionSpec, progs []string) (err error) {
 	if c.coll, err = bpfload.NewCollection(spec); err != nil {
 		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("load the grpc receiver's BPF programs: permission denied; it needs CAP_BPF and CAP_PERFMON (or root): %w", err)
+			err = kernelfeatures.PermissionDenied(who, err)
 		}
-		return nil, fmt.Errorf("load the grpc receiver's BPF programs: %w", err)
+		return fmt.Errorf("load the grpc receiver's BPF programs: %w", err)
 	}
 	for _, name := range progs {
 		c.progs = append(c.progs, c.coll.Programs[name])
 	}
-	// The ring first, then the hooks: nothing is written before it can be read.
-	if p.NoFetch {
-		if err := c.mapRingBuf(); err != nil {
-			return nil, err
-		}
-	} else {
-		if c.ring, err = ringmap.Map(c.coll, o.RingSlots); err != nil {
-			return nil, err
-		}
-		if c.reader, err = ring.NewReader(c.ring.Control(), c.ring.Slots(), ring.StartAt(0)); err != nil {
-			return nil, err
-		}
+	return nil
+}
+
+// mapRing maps the ring the reader reads: the sequencer's slots, or for the
+// h2nf programs (noFetch) the control block and the ring buffer.
+func (c *Capture) mapRing(slots int, noFetch bool) (err error) {
+	if noFetch {
+		return c.mapRingBuf()
 	}
-	// Connections first (h2_state), so that a connection established from now
-	// on has its offsets from the handshake.
+	if c.ring, err = ringmap.Map(c.coll, slots); err != nil {
+		return err
+	}
+	r, err := ring.NewReader(c.ring.Control(), c.ring.Slots(), ring.StartAt(0))
+	if err != nil {
+		return err
+	}
+	c.reader = r
+	return nil
+}
+
+// mapRingBuf maps the control block (the head the programs count) and opens
+// the ring buffer's numbering reader: the h2nf programs (Plan.NoFetch).
+func (c *Capture) mapRingBuf() (err error) {
+	if c.ring, err = ringmap.Map(c.coll, 0); err != nil {
+		return err
+	}
+	counters := c.coll.Maps["seq_counters"]
+	failed := func() (uint64, error) {
+		var per []h2SeqStats
+		if err := counters.Lookup(uint32(0), &per); err != nil {
+			return 0, fmt.Errorf("read seq_counters: %w", err)
+		}
+		var n uint64
+		for _, p := range per {
+			n += p.OutputFailed
+		}
+		return n, nil
+	}
+	// Every record is numbered, however short (seq_commit writes at least
+	// a byte): the decoder judges and counts the malformed.
+	if c.rb, err = sequencer.NewRingBufSource(c.coll.Maps["seq_rb"], c.ring.Control(), 1, failed); err != nil {
+		return err
+	}
+	c.reader = c.rb
+	return nil
+}
+
+// attach attaches the programs: connections first (h2_state), so that a
+// connection established from now on has its offsets from the handshake;
+// then the TLS probes, then the hook that sees the bytes.
+func (c *Capture) attach(o Options) error {
 	if err := c.attachBTF("h2_state", "sock:inet_sock_set_state"); err != nil {
-		return nil, err
+		return err
 	}
 	if o.TLS {
-		c.filter, c.probeSelf, c.selfPID = o.Filter, o.ProbeSelf, strconv.Itoa(os.Getpid())
-		if self, err := os.Open("/proc/self/exe"); err == nil {
-			c.self, _ = idOf(self)
-			_ = self.Close()
-		}
-		if err := c.attachTLS(o.LibSSL); err != nil {
-			return nil, err
-		}
-		if err := c.attachGoTLS(o.GoBinaries); err != nil {
-			return nil, err
+		if err := c.attachTLSProbes(o); err != nil {
+			return err
 		}
 	}
-	for _, pt := range btfHooks[hook] {
+	for _, pt := range btfHooks[c.hook] {
 		if err := c.attachBTF(pt[0], pt[1]); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if hook != HookSyscalls {
-		return c, nil
+	if c.hook == HookSyscalls {
+		return c.attachSyscallExits()
 	}
+	return nil
+}
+
+// attachTLSProbes attaches the OpenSSL and Go crypto/tls probes to the files
+// o names and to those of the running processes o.Filter picks.
+func (c *Capture) attachTLSProbes(o Options) error {
+	c.filter, c.probeSelf, c.selfPID = o.Filter, o.ProbeSelf, strconv.Itoa(os.Getpid())
+	if self, err := os.Open("/proc/self/exe"); err == nil {
+		c.self, _ = idOf(self)
+		_ = self.Close()
+	}
+	if err := c.attachTLS(o.LibSSL); err != nil {
+		return err
+	}
+	return c.attachGoTLS(o.GoBinaries)
+}
+
+// attachBTF attaches a tp_btf program to its tracepoint.
+func (c *Capture) attachBTF(prog, tracepoint string) error {
+	l, err := link.AttachTracing(link.TracingOptions{Program: c.coll.Programs[prog], AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", tracepoint, err)
+	}
+	c.links = append(c.links, l)
+	return nil
+}
+
+// tracepointLink attaches the syscalls hook's programs (a test replaces it
+// to see the refusal where the kernel has none).
+var tracepointLink = link.Tracepoint
+
+// attachSyscallExits attaches the syscalls hook's programs to their
+// syscalls:sys_exit_* tracepoints (perf events); a refusal is
+// ErrSyscallHookRefused, on which auto falls back.
+func (c *Capture) attachSyscallExits() error {
 	for _, s := range syscallExits {
 		l, err := tracepointLink("syscalls", "sys_exit_"+s, c.coll.Programs["h2_sys_"+s], nil)
 		// EACCES, as root; cilium/ebpf's perf link error keeps only its text.
 		if err != nil && (errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permission denied")) {
-			return nil, fmt.Errorf("attach syscalls:sys_exit_%s: %w: %w", s, err, ErrSyscallHookRefused)
+			return fmt.Errorf("attach syscalls:sys_exit_%s: %w: %w", s, err, ErrSyscallHookRefused)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("attach syscalls:sys_exit_%s: %w", s, err)
+			return fmt.Errorf("attach syscalls:sys_exit_%s: %w", s, err)
 		}
 		c.links = append(c.links, l)
 	}
-	return c, nil
+	return nil
 }

@@ -11,12 +11,10 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 )
 
@@ -59,8 +57,8 @@ func hooksHere(t *testing.T) []Hook {
 // dump. Where the kernel has both, auto takes the others' programs.
 func TestPreflightNamesWhatIsMissing(t *testing.T) {
 	testutil.RequireRoot(t)
-	atomics := sequencer.ProbeAtomics()
-	regs := features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs)
+	atomics := kernelfeatures.Atomics.Probe()
+	regs := kernelfeatures.TaskPtRegs.Probe()
 	c, err := Open(loadOpts)
 	require.NoError(t, err)
 	hook, why, noFetch := c.Hook(), c.Why(), c.NoFetch()
@@ -92,7 +90,7 @@ func TestPreflightNamesWhatIsMissing(t *testing.T) {
 		require.Contains(t, why, "numbered by the reader in ring order")
 	}
 	if regs != nil {
-		require.Contains(t, why, "this kernel lacks the bpf_task_pt_regs helper, the system call's arguments (Linux 5.15)")
+		require.Contains(t, why, "this kernel lacks the bpf_task_pt_regs helper (Linux 5.15)")
 	}
 	for _, h := range refused {
 		o := loadOpts

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf/features"
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 )
 
@@ -67,7 +67,7 @@ func stress(t *testing.T) bool {
 // took 20.8 s for ten points, 6.1 1.4 s).
 func TestTLSShutdownUnderLoad(t *testing.T) {
 	testutil.RequireRoot(t)
-	haveMulti := features.HaveBPFLinkUprobeMulti() == nil
+	haveMulti := kernelfeatures.UprobeMulti.Present()
 	n := 16
 	if !haveMulti {
 		n = 1
