@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // ringMaps creates the maps of bpf/seq_ring.h for a ring of slots slots.

@@ -16,7 +16,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // The real producers (bpf/seq.bpf.c, seq_ring.h) lap a 64-slot ring again

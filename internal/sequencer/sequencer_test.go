@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 
 	"github.com/stretchr/testify/require"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/bpftracereceiver/internal/bpftrace"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

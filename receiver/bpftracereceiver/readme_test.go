@@ -6,8 +6,8 @@ package bpftracereceiver
 import (
 	"testing"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/configdoc"
 	"github.com/otelcol-seq/otelcol-seq/receiver/bpftracereceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/test/configdoc"
 )
 
 // TestREADMEConfig: README.md's configuration table names every setting of

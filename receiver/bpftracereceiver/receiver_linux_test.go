@@ -19,9 +19,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/bpftracereceiver/internal/bpftrace"
 	"github.com/otelcol-seq/otelcol-seq/receiver/bpftracereceiver/internal/metadatatest"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 func bodies(all []plog.Logs) []string {

@@ -24,9 +24,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/budget"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/metadatatest"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // commChurnEnv makes TestCommChurnHelper a workload: that many thread

@@ -6,8 +6,8 @@ package ebpfexporterreceiver
 import (
 	"testing"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/configdoc"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/test/configdoc"
 )
 
 // TestREADMEConfig: README.md's configuration table names every setting of

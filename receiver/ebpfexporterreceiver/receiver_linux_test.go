@@ -20,8 +20,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/metadatatest"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // sumOf returns the value of the first data point of the named sum, or -1.

@@ -28,9 +28,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/metadatatest"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spans"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // spanWorkEnv makes TestSpanWorkloadHelper the workload of

@@ -24,11 +24,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/grpc/codes"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
+	"github.com/otelcol-seq/otelcol-seq/test/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // startReceiver runs the grpc receiver into a sink.
@@ -269,7 +269,7 @@ func TestReceiverTLSOpenSSL(t *testing.T) {
 }
 
 // Go crypto/tls (opt-in TLS) in a program started after the receiver and
-// named in tls::go_binaries: grpctls (internal/grpctest/cmd/grpctls),
+// named in tls::go_binaries: grpctls (test/grpctest/cmd/grpctls),
 // stripped (no .symtab: the probes are found through .gopclntab), a grpc-go
 // client and server over TLS in one process, 8 calls at a time on one
 // connection and one NOT_FOUND: exactly one CLIENT and one SERVER span per

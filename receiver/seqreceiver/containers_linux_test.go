@@ -24,9 +24,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // podmanConf sets up podman once (scripts/podman-setup.sh: packages,

@@ -22,7 +22,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/assert"

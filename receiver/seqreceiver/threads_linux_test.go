@@ -28,8 +28,8 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // The thread cases of a process exit. The test binary re-executes itself

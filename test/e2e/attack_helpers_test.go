@@ -71,7 +71,7 @@ func buildWorkloads(t *testing.T) *workloads {
 	for out, pkg := range map[string]string{
 		w.execloop: "./testdata/execloop",
 		w.hostile:  "./testdata/hostile",
-		w.grpctls:  "github.com/otelcol-seq/otelcol-seq/internal/grpctest/cmd/grpctls",
+		w.grpctls:  "github.com/otelcol-seq/otelcol-seq/test/grpctest/cmd/grpctls",
 	} {
 		b, err := exec.Command(gobin, "build", "-o", out, pkg).CombinedOutput()
 		require.NoError(t, err, "go build %s: %s", pkg, b)

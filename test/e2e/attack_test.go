@@ -29,8 +29,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // TestAttack is the attack suite (docs/tests.md, "The attack suite"; `make

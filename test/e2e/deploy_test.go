@@ -25,7 +25,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // exported is what a gateway wrote: trace ids of its log records and spans,

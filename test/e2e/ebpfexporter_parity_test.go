@@ -28,8 +28,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/parity"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/parity"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // The configs both run side by side, from testdata/ebpf_exporter and

@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // hostileConfig: the grpc receiver with TLS probing on and a small

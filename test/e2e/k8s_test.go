@@ -29,7 +29,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // The manifests (deploy/, kustomize) against a real Kubernetes control plane

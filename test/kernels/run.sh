@@ -36,7 +36,7 @@ PACKAGES=(
 read -r -a ARM64_PACKAGES <<<"${KERNELS_ARM64_PACKAGES:-./internal/sequencer ./receiver/seqreceiver ./receiver/grpcreceiver/internal/capture}"
 
 # Inside the guests (TCG, several times slower than the host) the fork storms are
-# shortened, not skipped (internal/testutil: ForkOps), and the tests' waits
+# shortened, not skipped (test/testutil: ForkOps), and the tests' waits
 # for something to happen are stretched (testutil.Scaled). Kernel headers are
 # hidden from bpftrace there unless KERNELS_HEADERS=1 (see guest.sh).
 GUEST_ENV=(OTELCOL_SEQ_TEST_FORK_OPS=2000 OTELCOL_SEQ_TEST_TIME_SCALE=8 "KERNELS_HEADERS=${KERNELS_HEADERS:-0}")
@@ -181,7 +181,7 @@ if grep -qx amd64 <<<"$arches"; then
 	if [[ " ${PACKAGES[*]} " == *" ./receiver/grpcreceiver/internal/capture "* ]]; then
 		# The Go TLS program the capture tests run (the guests do not build),
 		# and the Python venv.
-		(cd "$ROOT" && "$GO" build -o "$RESULTS/bin/grpctls" ./internal/grpctest/cmd/grpctls)
+		(cd "$ROOT" && "$GO" build -o "$RESULTS/bin/grpctls" ./test/grpctest/cmd/grpctls)
 		echo "== the Python venv ($PYGRPC_CACHE)"
 		PYGRPC_CACHE=$PYGRPC_CACHE "$ROOT/scripts/python-grpc.sh" >/dev/null
 	fi
@@ -193,7 +193,7 @@ if grep -qx arm64 <<<"$arches"; then
 		(cd "$ROOT" && CGO_ENABLED=0 GOARCH=arm64 "$GO" test -c -o "$RESULTS/bin-arm64/$(name_of "$p").test" "$p")
 	done
 	if [[ " ${ARM64_PACKAGES[*]} " == *" ./receiver/grpcreceiver/internal/capture "* ]]; then
-		(cd "$ROOT" && CGO_ENABLED=0 GOARCH=arm64 "$GO" build -o "$RESULTS/bin-arm64/grpctls" ./internal/grpctest/cmd/grpctls)
+		(cd "$ROOT" && CGO_ENABLED=0 GOARCH=arm64 "$GO" build -o "$RESULTS/bin-arm64/grpctls" ./test/grpctest/cmd/grpctls)
 	fi
 fi
 

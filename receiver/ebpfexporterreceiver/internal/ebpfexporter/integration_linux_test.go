@@ -26,8 +26,8 @@ import (
 	"unsafe"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"

@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/parity"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/parity"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // TestParityKprobeFentry compares the kprobe and fentry fixtures with
 // Cloudflare's ebpf_exporter v2.5.1, both running at once, series by series
-// (internal/parity), where the kernel runs them: in the kernel matrix's
+// (test/parity), where the kernel runs them: in the kernel matrix's
 // guests (test/kernels/run.sh passes $EBPF_EXPORTER_BIN, the binary
 // `make ebpf-exporter` builds; the guests read the host's files). The host of
 // this project has no kprobes and refuses fentry: there those cases skip,

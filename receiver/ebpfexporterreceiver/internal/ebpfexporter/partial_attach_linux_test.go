@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/loader"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // fixturesDir holds the fixtures built for this machine's architecture.

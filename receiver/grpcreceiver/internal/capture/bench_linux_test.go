@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // BenchmarkHookCost is what each hook costs (root; docs/benchmarks.md has the
@@ -32,7 +32,7 @@ import (
 //     perf probe on every exit, which runs no program for getppid;
 //   - read: a 1-byte read of /dev/zero, one of the followed calls that is no
 //     socket I/O (files, pipes): both syscall hooks walk its fd;
-//   - grpc: unary calls of internal/grpctest on one connection, ns/op, and
+//   - grpc: unary calls of test/grpctest on one connection, ns/op, and
 //     from the hook programs' statistics (kernel.bpf_stats_enabled, on for
 //     this part only): bpf-ns/op (their run time per call, both ends),
 //     runs/op and bpf-ns/run. For raw_syscalls they count every system call

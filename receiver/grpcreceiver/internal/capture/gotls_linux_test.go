@@ -25,10 +25,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/internal/multiarch"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/test/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 var grpctlsBin struct {
@@ -37,7 +37,7 @@ var grpctlsBin struct {
 	err  error
 }
 
-// buildGRPCTLS builds internal/grpctest/cmd/grpctls once per run, or takes
+// buildGRPCTLS builds test/grpctest/cmd/grpctls once per run, or takes
 // $GRPCTLS_BIN (built outside: the kernel matrix's guests do not build).
 func buildGRPCTLS(t *testing.T) string {
 	t.Helper()

@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil/ia32"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil/ia32"
 )
 
 const ia32Calls = 100000

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 var loadOpts = Options{RingSlots: 1024, MaxConns: 1024, HeaderCap: 16384}

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // Two loopback HTTP/2 connections to the same address and port, one in the

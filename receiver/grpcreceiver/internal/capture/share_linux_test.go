@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // The shares' settings reach the loaded programs: read back from them.

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 // What the capture's BPF programs cost per TLS RPC, every program summed

@@ -26,8 +26,8 @@ import (
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls/elftest"
+	"github.com/otelcol-seq/otelcol-seq/test/grpctest"
 )
 
 const tlsProgram = `package main

@@ -17,8 +17,8 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/redact"
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 const (

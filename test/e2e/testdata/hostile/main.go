@@ -42,7 +42,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/test/grpctest"
 )
 
 func main() {

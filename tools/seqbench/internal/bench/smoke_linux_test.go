@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/testutil"
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
 func smokeConfig() Config {

@@ -22,7 +22,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/otelcol-seq/otelcol-seq/internal/grpctest"
+	"github.com/otelcol-seq/otelcol-seq/test/grpctest"
 )
 
 func cpuNs() int64 {

@@ -30,7 +30,7 @@ type TLSResult struct {
 // crypto/tls in one process: a Go executable of its own, for the TLS probes)
 // at out, with extra go build flags, by the toolchain running the caller.
 func BuildTLSProgram(out string, flags ...string) error {
-	args := append(append([]string{"build", "-o", out}, flags...), "github.com/otelcol-seq/otelcol-seq/internal/grpctest/cmd/grpctls")
+	args := append(append([]string{"build", "-o", out}, flags...), "github.com/otelcol-seq/otelcol-seq/test/grpctest/cmd/grpctls")
 	if b, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...).CombinedOutput(); err != nil { //nolint:staticcheck // SA1019: the toolchain that built this test, on this machine
 		return fmt.Errorf("go build grpctls: %w: %s", err, b)
 	}
