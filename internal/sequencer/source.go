@@ -101,13 +101,13 @@ func (r txRecord) TicketSpan() (first, n uint64) { return r.ticket, r.n }
 // bufSource reads the BPF ring buffer or the perf buffers and puts the
 // records back in ticket order.
 type bufSource struct {
-	ctl []byte // the mapped struct seq_ctl: the head at 0, the parked flag at 64
+	ctl []byte // the mapped struct ring_ctl: the head at 0, the parked flag at 64
 	// failed reads the producers' counters: tickets whose outputs failed,
 	// and of those the perf outputs.
 	failed    func() (total, perf uint64, err error)
 	onArrival func(ticket uint64, data []byte)
-	// hdr: the bytes before a record's data (struct seq_tx_hdr, 8; 0 for
-	// SEQ_RING_RB's records); trim, if set, cuts a record's data to its own
+	// hdr: the bytes before a record's data (struct ring_tx_hdr, 8; 0 for
+	// RING_RB's records); trim, if set, cuts a record's data to its own
 	// lengths (perf pads); minLen: the least data a record has.
 	hdr, minLen int
 	trim        func([]byte) []byte
@@ -217,13 +217,13 @@ func trimEvent(data []byte) []byte {
 }
 
 // RingBufSource is a Source over the records that producers without BPF
-// atomic fetch write whole to a BPF ring buffer (bpf/seq_ring.h,
-// SEQ_RING_RB), numbered in ring order from ticket 0.
+// atomic fetch write whole to a BPF ring buffer (bpf/ring/producer.h,
+// RING_RB), numbered in ring order from ticket 0.
 type RingBufSource struct{ *bufSource }
 
 // NewRingBufSource reads rb (seq_rb) for the producers whose struct
-// seq_ctl is mapped at ctl; failed reads the tickets of their failed
-// outputs (seq_stats.output_failed, summed), which become gaps; minLen is
+// ring_ctl is mapped at ctl; failed reads the tickets of their failed
+// outputs (ring_stats.output_failed, summed), which become gaps; minLen is
 // the least a record holds. Close releases the reader.
 func NewRingBufSource(rb *ebpf.Map, ctl []byte, minLen int, failed func() (uint64, error)) (*RingBufSource, error) {
 	if len(ctl) < ring.CtlSize {
@@ -382,7 +382,7 @@ func (b *bufSource) readOne(now time.Time) (bool, error) {
 	return true, nil
 }
 
-// push hands one raw record (struct seq_tx_hdr, then the event; perf may add
+// push hands one raw record (struct ring_tx_hdr, then the event; perf may add
 // up to 7 bytes of padding, cut here by the event's own lengths) to the
 // reorder stage. It returns the end of the record's tickets; ok is false
 // for a record too short to have them.

@@ -128,7 +128,7 @@ func (c *Capture) Counters() (Counters, error) {
 	for _, p := range per {
 		out.add(p)
 	}
-	var seq []h2SeqStats
+	var seq []h2RingStats
 	if err := c.coll.Maps["seq_counters"].Lookup(uint32(0), &seq); err != nil {
 		return out, fmt.Errorf("read seq_counters: %w", err)
 	}
@@ -205,7 +205,7 @@ func (c *Capture) mapRingBuf() (err error) {
 	}
 	counters := c.coll.Maps["seq_counters"]
 	failed := func() (uint64, error) {
-		var per []h2SeqStats
+		var per []h2RingStats
 		if err := counters.Lookup(uint32(0), &per); err != nil {
 			return 0, fmt.Errorf("read seq_counters: %w", err)
 		}
@@ -215,7 +215,7 @@ func (c *Capture) mapRingBuf() (err error) {
 		}
 		return n, nil
 	}
-	// Every record is numbered, however short (seq_commit writes at least
+	// Every record is numbered, however short (ring_commit writes at least
 	// a byte): the decoder judges and counts the malformed.
 	if c.rb, err = sequencer.NewRingBufSource(c.coll.Maps["seq_rb"], c.ring.Control(), 1, failed); err != nil {
 		return err

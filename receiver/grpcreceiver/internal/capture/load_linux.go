@@ -24,7 +24,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 )
 
-// Limits of the programs (bpf/h2.bpf.c).
+// Limits of the programs (bpf/h2/h2.bpf.c).
 const (
 	// MaxHeaderCap bounds Options.HeaderCap: the payload bytes copied of one
 	// HEADERS, CONTINUATION, PUSH_PROMISE, SETTINGS, RST_STREAM or GOAWAY frame.
