@@ -27,6 +27,10 @@ const (
 	ParkedOffset = 64  // ring_ctl.parked: 1 while the reader sleeps
 	TailOffset   = 72  // ring_ctl.tail: the reader's next ticket, for the producers' pressure check
 
+	// TxHeader is what precedes a record in the ring buffer and perf
+	// transports: sizeof(struct ring_tx_hdr), its first ticket.
+	TxHeader = 8
+
 	seqOffset  = 0 // ring_slot.seq
 	metaOffset = 8 // ring_slot.len, nslots and index: one 8-byte word
 	slotWords  = SlotPayload / 8

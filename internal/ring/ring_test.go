@@ -145,6 +145,7 @@ func TestLayoutMatchesRingH(t *testing.T) {
 		"#define RING_WRITING (1ULL << 63)",
 		"#define RING_SCRATCH (RING_MAX_SLOTS * RING_SLOT_PAYLOAD)",
 		"__u64 head;", "__u64 _pad0[7];", "__u64 parked;", "__u64 tail;", "__u64 _pad1[6];",
+		"struct ring_tx_hdr {\n\t__u64 ticket;",
 		"__u64 seq;", "__u32 len;", "__u16 nslots;", "__u16 index;", "__u8 data[RING_SLOT_PAYLOAD];",
 	} {
 		if !strings.Contains(string(src), s) {

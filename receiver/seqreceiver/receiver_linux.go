@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
 
 	"go.opentelemetry.io/collector/component"
@@ -39,7 +40,7 @@ type kernel interface {
 	Transport() sequencer.Transport
 	Why() (why string, warn bool)
 	ExitTracking() sequencer.ExitTracking
-	NewSource() (sequencer.Source, error)
+	NewSource() (transport.Source, error)
 	Counters() (sequencer.Counters, error)
 	Snapshot() ([][]byte, error)
 	Detach() error
@@ -63,7 +64,7 @@ type seqReceiver struct {
 
 	open   func(sequencer.Options) (kernel, error) // sequencer.Open; tests replace it
 	seq    kernel
-	rd     sequencer.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
+	rd     transport.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
 	tb     *metadata.TelemetryBuilder
 	inner  settings // built from cfg (options_linux.go)
 	mapper mapper

@@ -17,8 +17,8 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
-	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
 // Reader is what the receiver reads the records from, in ticket order with
@@ -40,7 +40,7 @@ type Capture struct {
 	reader Reader
 	// rb: the programs are the h2nf objects (no BPF atomic fetch), which
 	// write to a ring buffer; it is the reader, and its own doorbell.
-	rb *sequencer.RingBufSource
+	rb *transport.Buf
 
 	// TLS: the files probed, and the processes looked at (RescanTLS looks
 	// at new ones only). tlsMu guards these and links once the capture is
@@ -204,20 +204,23 @@ func (c *Capture) mapRingBuf() (err error) {
 		return err
 	}
 	counters := c.coll.Maps["seq_counters"]
-	failed := func() (uint64, error) {
+	failed := func() (uint64, uint64, error) {
 		var per []h2RingStats
 		if err := counters.Lookup(uint32(0), &per); err != nil {
-			return 0, fmt.Errorf("read seq_counters: %w", err)
+			return 0, 0, fmt.Errorf("read seq_counters: %w", err)
 		}
 		var n uint64
 		for _, p := range per {
 			n += p.OutputFailed
 		}
-		return n, nil
+		return n, 0, nil
 	}
-	// Every record is numbered, however short (ring_commit writes at least
-	// a byte): the decoder judges and counts the malformed.
-	if c.rb, err = sequencer.NewRingBufSource(c.coll.Maps["seq_rb"], c.ring.Control(), 1, failed); err != nil {
+	// Records as RING_RB writes them: no header, numbered in ring order,
+	// however short (ring_commit writes at least a byte): the decoder
+	// judges and counts the malformed. The tickets of failed outputs
+	// (ring_stats.output_failed) become gaps.
+	rec := transport.Records{MinLen: 1, Numbered: true, Failed: failed, FailReason: ring.OutputFailed}
+	if c.rb, err = transport.NewRingBuf(c.coll.Maps["seq_rb"], c.ring.Control(), 0, rec); err != nil {
 		return err
 	}
 	c.reader = c.rb

@@ -10,7 +10,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
-	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 )
 
 // Consumed is what the reader saw.
@@ -27,10 +27,10 @@ type Consumed struct {
 	Wakeups    uint64 // waits that ended with a wake-up
 }
 
-// consumer reads a sequencer.Source as the receiver does, and checks what
+// consumer reads a transport.Source as the receiver does, and checks what
 // it delivers instead of mapping it to pdata.
 type consumer struct {
-	src  sequencer.Source
+	src  transport.Source
 	poll time.Duration
 	c    Consumed
 	ev   event.Event // delivered
@@ -82,7 +82,7 @@ const (
 	// ticket the reorder stage still waits for) before the rest is
 	// abandoned; it starts again while records still come, so that what
 	// the buffers hold at the end is read, not counted lost.
-	drainWait = 2 * sequencer.ReorderWait
+	drainWait = 2 * transport.ReorderWait
 )
 
 // run reads until stop is closed (the producers must be detached first),
