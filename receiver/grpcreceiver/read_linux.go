@@ -19,26 +19,21 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/metadata"
 )
 
-// How the reader paces itself.
+// How the reader paces itself: the ring's Pacer (gather, linger, back-off,
+// park), with the grpc receiver's own windows.
 const (
-	readChunk   = 4096                   // ring items per Read
-	parkTimeout = 100 * time.Millisecond // longest sleep while the ring is empty
-	expireEvery = time.Second            // idle connections and streams looked at
+	readChunk = 4096 // ring items per Read
+	// parkTimeout: the longest park. Shorter than the seq receiver's (1 s):
+	// this loop also expires idle connections and streams (expireEvery)
+	// and snapshots the counters, which a longer park would delay.
+	parkTimeout = 100 * time.Millisecond
+	expireEvery = time.Second // idle connections and streams looked at
 	// flushAfter: a batch waits at most this long for more spans before it
 	// goes to the pipeline (unless max_batch fills it first), so that a
 	// steady load makes a few hundred ConsumeTraces calls a second, not one
-	// per wake-up.
+	// per wake-up; also the longest gather. The seq receiver's log records
+	// wait 20 ms: each receiver keeps the window it was measured with.
 	flushAfter = 5 * time.Millisecond
-	// gatherFor: while records keep coming, the reader sleeps this long on a
-	// runtime timer and then reads what piled up, instead of parking on the
-	// doorbell. A parked reader is rung by the next commit (a ring buffer
-	// wake-up the traced application pays for) and blocks in epoll_wait, a
-	// system call, which keeps the Go runtime's sysmon thread polling every
-	// 20 µs: measured at 6 k RPS, those polls were 12 % of the collector's
-	// CPU and the doorbell's epoll another 6 %. It parks only once a read
-	// finds nothing. Unless a quarter of the ring came in one read: then it
-	// reads on at once.
-	gatherFor = flushAfter
 )
 
 // emit maps a finished call into the current batch (the call is reused after).
@@ -78,23 +73,24 @@ func (r *grpcReceiver) flush() {
 func (r *grpcReceiver) run() {
 	defer close(r.done)
 	rd := r.cap.Reader()
+	pace := ring.Pacer{FlushAfter: flushAfter, ParkTimeout: parkTimeout, Slots: r.in.capture.RingSlots}
 	lastExpire := time.Now()
 	nap := time.NewTimer(time.Hour)
 	nap.Stop()
 	for {
+		pace.Read()
 		n, st := rd.Read(readChunk, r.dec.Item)
 		if time.Since(lastExpire) >= expireEvery {
 			r.tracker.Expire(bootclock.Now())
 			lastExpire = time.Now()
 			r.snapshot()
 		}
-		if st == ring.Full {
-			continue
-		}
-		pending := r.spans != (ptrace.SpanSlice{})
-		if pending && time.Since(r.batchAt) >= flushAfter {
+		if pace.Due(r.batchStart()) {
 			r.flush()
-			pending = false
+		}
+		step := pace.Next(n, st, r.batchStart())
+		if step.Action == ring.PaceAgain {
+			continue
 		}
 		select {
 		case <-r.stop:
@@ -102,31 +98,38 @@ func (r *grpcReceiver) run() {
 			return
 		default:
 		}
-		if st == ring.Pending {
-			// A producer is between its ticket and its publish: yield, briefly.
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		if n > 0 || pending {
-			// Busy: gather (see gatherFor), on a timer, not the doorbell.
-			if 4*n >= r.in.capture.RingSlots {
-				continue
-			}
-			wait := gatherFor
-			if pending {
-				wait = min(wait, max(flushAfter-time.Since(r.batchAt), 100*time.Microsecond))
-			}
-			nap.Reset(wait)
+		switch step.Action {
+		case ring.PaceBackoff, ring.PaceLinger:
+			ring.Sleep(step.Wait)
+		case ring.PaceGather:
+			// On a runtime timer, not the doorbell: a parked reader is rung
+			// by the next commit (a ring buffer wake-up the traced
+			// application pays for) and blocks in epoll_wait, a system call,
+			// which keeps the Go runtime's sysmon thread polling every 20 µs:
+			// measured at 6 k RPS, those polls were 12 % of the collector's
+			// CPU and the doorbell's epoll another 6 %.
+			nap.Reset(step.Wait)
 			select {
 			case <-r.stop:
 				nap.Stop()
 			case <-nap.C:
 			}
-			continue
-		}
-		if _, err := ring.Park(rd, r.cap.Wait, parkTimeout); err != nil {
-			r.set.Logger.Error("grpc receiver: doorbell", zap.Error(err))
-			time.Sleep(parkTimeout)
+		case ring.PacePark:
+			if step.Flush {
+				r.flush()
+			}
+			if _, err := ring.Park(rd, r.cap.Wait, step.Wait); err != nil {
+				r.set.Logger.Error("grpc receiver: doorbell", zap.Error(err))
+				time.Sleep(parkTimeout)
+			}
 		}
 	}
+}
+
+// batchStart is when the batch being filled began; zero when none is.
+func (r *grpcReceiver) batchStart() time.Time {
+	if r.spans == (ptrace.SpanSlice{}) {
+		return time.Time{}
+	}
+	return r.batchAt
 }

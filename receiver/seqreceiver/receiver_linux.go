@@ -230,7 +230,7 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 	err := r.seq.Detach()
 	// A program that entered before the detach may still claim its ticket:
 	// give it a moment, so the final accounting includes it.
-	sleep(2 * time.Millisecond)
+	ring.Sleep(2 * time.Millisecond)
 	r.stop.Store(true)
 	r.rd.Interrupt()
 	select {
