@@ -273,7 +273,7 @@ bench-go:
 
 # The transport benchmark (root; about three minutes): the sequencer, the BPF
 # ring buffer and perf buffers, loaded and read as the seq receiver does
-# (internal/sequencer, bpf/seq.bpf.c), under fork, exec and synthetic getpid
+# (internal/sequencer, bpf/seq/seq.bpf.c), under fork, exec and synthetic getpid
 # workloads on 1 and 2 CPUs. Prints a
 # Markdown table and writes bench-results/{results.json,results.md,bench.png}.
 # See docs/benchmarks.md; e.g. make bench BENCH_FLAGS="-workloads synth -transports hook,sequencer,ringbuf,ringbuf-adaptive,perfbuf"

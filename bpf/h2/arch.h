@@ -47,7 +47,7 @@
 
 static __always_inline bool h2_compat_syscall(void)
 {
-#ifdef SEQ_NO_FETCH
+#ifdef RING_NO_FETCH
 	/* Linux 5.10: no bpf_get_current_task_btf (5.11). */
 	struct task_struct *t = (void *)bpf_get_current_task();
 
@@ -114,7 +114,7 @@ struct task_struct___h2arm64 {
 
 static __always_inline bool h2_compat_syscall(void)
 {
-#ifdef SEQ_NO_FETCH
+#ifdef RING_NO_FETCH
 	struct task_struct___h2arm64 *t = (void *)bpf_get_current_task();
 
 	return BPF_CORE_READ(t, thread_info.flags) & (1UL << TIF_32BIT);

@@ -148,7 +148,7 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	if (!tls)
 		w->hdr.flags |= H2_F_SEQ; /* the socket's offsets come from TCP sequence numbers (h2_io) */
 
-#ifndef SEQ_NO_FETCH
+#ifndef RING_NO_FETCH
 	/* No bpf_loop in the h2nf objects: its callbacks' BPF_PSEUDO_FUNC
 	 * loads (Linux 5.13) are refused at load time, dead or not. */
 	if (h2_have_loop) {

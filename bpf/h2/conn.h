@@ -2,7 +2,7 @@
 /*
  * A connection's state (per direction: the next frame header, what to
  * copy, what was seen), its key, the three LRU maps that hold it and where
- * a call finds it (bpf/h2.bpf.c's overview).
+ * a call finds it (h2.bpf.c's overview).
  */
 #ifndef H2_CONN_H
 #define H2_CONN_H
@@ -84,7 +84,7 @@ struct {
 	__type(value, __u8);
 } h2_not_h2 SEC(".maps");
 
-#ifdef SEQ_NO_FETCH
+#ifdef RING_NO_FETCH
 /* No fetch-add: each CPU numbers its own connections, the CPU (plus one)
  * in the top 24 bits. An id is a key, never compared for order. */
 struct {

@@ -65,7 +65,7 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 			st->tls_no_sock++;
 		}
 		if (!sk) {
-			seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
+			ring_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
 			c->opened = 1;
 			return;
 		}
@@ -85,7 +85,7 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 		BPF_CORE_READ_INTO(&o->laddr, sk, __sk_common.skc_v6_rcv_saddr);
 		BPF_CORE_READ_INTO(&o->raddr, sk, __sk_common.skc_v6_daddr);
 	}
-	seq_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
+	ring_commit(&s->rec, sizeof(*o), H2_REC_OPEN);
 	c->opened = 1;
 }
 
@@ -138,7 +138,7 @@ static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, s
 	}
 	if (!decided)
 		return false;
-#ifdef SEQ_NO_FETCH
+#ifdef RING_NO_FETCH
 	/* No compare-and-swap: both directions deciding at once on two CPUs
 	 * may both open the connection (two open records, the same id). */
 	was = c->state;

@@ -16,9 +16,9 @@ static __always_inline void h2_flush(struct h2_walk *w, struct h2_scratch *s)
 		return;
 	*h = w->hdr;
 	h->nseg = w->nseg;
-	if (len > SEQ_SCRATCH)
-		len = SEQ_SCRATCH;
-	seq_commit(&s->rec, len, H2_REC_DATA);
+	if (len > RING_SCRATCH)
+		len = RING_SCRATCH;
+	ring_commit(&s->rec, len, H2_REC_DATA);
 	w->records++;
 	w->rec_len = sizeof(struct h2_rec);
 	w->rseg = 0;
@@ -46,14 +46,14 @@ static __always_inline long h2_copy(struct h2_walk *w, __u64 n, bool hdr)
 		return 1;
 	}
 	fresh = !w->rseg || w->rseg_end != w->pos;
-	if (w->rec_len + (fresh ? 24 + 1 : 1) > SEQ_SCRATCH) {
+	if (w->rec_len + (fresh ? 24 + 1 : 1) > RING_SCRATCH) {
 		h2_flush(w, s);
 		fresh = true;
 	}
 	if (fresh) {
 		at = (w->rec_len + 7) & ~7U;
 		asm volatile("" : "+r"(at));
-		if (at > SEQ_SCRATCH - 24) {
+		if (at > RING_SCRATCH - 24) {
 			w->stop = STOP_MAP;
 			return 1;
 		}
@@ -65,13 +65,13 @@ static __always_inline long h2_copy(struct h2_walk *w, __u64 n, bool hdr)
 		w->rec_len = at + sizeof(*g);
 		w->nseg++;
 	}
-	room = SEQ_SCRATCH - w->rec_len;
+	room = RING_SCRATCH - w->rec_len;
 	if (n > room)
 		n = room;
 	if (n > H2_CHUNK)
 		n = H2_CHUNK;
 	off = w->rec_len;
-	if (off > SEQ_SCRATCH || n == 0) {
+	if (off > RING_SCRATCH || n == 0) {
 		w->stop = STOP_MAP;
 		return 1;
 	}
@@ -129,7 +129,7 @@ static __always_inline long h2_copy(struct h2_walk *w, __u64 n, bool hdr)
 	}
 	at = w->rseg;
 	asm volatile("" : "+r"(at));
-	if (at > SEQ_SCRATCH - 24) {
+	if (at > RING_SCRATCH - 24) {
 		w->stop = STOP_MAP;
 		return 1;
 	}

@@ -138,7 +138,7 @@ unsupported:
 	goto out;
 }
 
-#ifndef SEQ_NO_FETCH
+#ifndef RING_NO_FETCH
 static __always_inline struct pt_regs *h2_regs(void)
 {
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -156,7 +156,7 @@ int BPF_PROG(h2_sock_recv, struct sock *sk, int ret, int flags)
 {
 	return h2_io(sk, H2_INGRESS, ret, flags, h2_regs(), false);
 }
-#endif /* SEQ_NO_FETCH: sock_* and sys_* need bpf_task_pt_regs (Linux 5.15) */
+#endif /* RING_NO_FETCH: sock_* and sys_* need bpf_task_pt_regs (Linux 5.15) */
 
 /*
  * Older kernels: a system call's exit (ret > 0), the fd walked to its socket.
@@ -190,7 +190,7 @@ static __always_inline int h2_sys(struct pt_regs *regs, long ret, int dir)
  * raw record's ret at 24, past the end of the 24-byte record, and the kernel
  * refused the attach (EACCES: the program reads beyond the event's fields).
  */
-#ifndef SEQ_NO_FETCH
+#ifndef RING_NO_FETCH
 #define H2_SYS_EXIT(name, dir)                                              \
 	SEC("tracepoint/syscalls/sys_exit_" #name)                          \
 	int h2_sys_##name(struct syscall_trace_exit *ctx)                   \

@@ -50,14 +50,14 @@ struct h2_walk {
 	struct h2_rec hdr;     /* the head of every record of this call */
 };
 
-/* A record is staged in rec (the sequencer's scratch layout, for
- * seq_commit); pad lets a bounded copy run past the record's logical end.
+/* A record is staged in rec (the ring's scratch layout, for
+ * ring_commit); pad lets a bounded copy run past the record's logical end.
  * The walk's state lives here too, not on the stack: the verifier does not
  * track what a map value holds, so the bpf_loop callback's states converge
  * at once instead of exploding (the stack version fails to load with
  * "The sequence of 8193 jumps is too complex"). */
 struct h2_scratch {
-	struct seq_scratch rec;
+	struct ring_scratch rec;
 	__u8 pad[H2_CHUNK + 64];
 	struct h2_walk w;
 	__u8 win[H2_WIN];
@@ -115,7 +115,7 @@ static __always_inline bool h2_begin(struct h2_stats *st, __u64 **busy, struct h
 	*s = bpf_map_lookup_elem(&h2_scratchbuf, &zero);
 	if (!*busy || !*s)
 		return false;
-#ifdef SEQ_NO_FETCH
+#ifdef RING_NO_FETCH
 	/* No exchange: a plain test and store, enough for a per-CPU flag
 	 * where the program is not preempted between them. */
 	if (*(volatile __u64 *)*busy) {
@@ -136,7 +136,7 @@ static __always_inline bool h2_begin(struct h2_stats *st, __u64 **busy, struct h
 /* Gives this CPU's staging buffer back (h2_begin). */
 static __always_inline void h2_end(__u64 *busy)
 {
-#ifdef SEQ_NO_FETCH
+#ifdef RING_NO_FETCH
 	*(volatile __u64 *)busy = 0;
 #else
 	__sync_lock_test_and_set(busy, 0);

@@ -91,7 +91,7 @@ static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool tas
 			e->total[0] = c->d[0].seen;
 			e->total[1] = c->d[1].seen;
 		}
-		seq_commit(&s->rec, sizeof(*e), H2_REC_CLOSE);
+		ring_commit(&s->rec, sizeof(*e), H2_REC_CLOSE);
 		if (st) {
 			st->conns_closed++;
 			st->records++;

@@ -1,7 +1,7 @@
 // Copyright The otelcol-seq Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package event decodes the sequencer's records (bpf/seq.h, struct seq_event
+// Package event decodes the sequencer's records (bpf/seq/seq.h, struct seq_event
 // followed by filename and argv) into Go values. It is the one decoder shared
 // by every transport that hands records to the receiver.
 package event
@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 )
 
-// Sizes mirrored from bpf/seq.h.
+// Sizes mirrored from bpf/seq/seq.h.
 const (
 	FixedSize   = 96   // sizeof(struct seq_event)
 	MaxFilename = 256  // SEQ_MAX_FILENAME
@@ -27,7 +27,7 @@ const (
 // Type is enum seq_event_type.
 type Type uint16
 
-// Event types, as in bpf/seq.h.
+// Event types, as in bpf/seq/seq.h.
 const (
 	Fork        Type = 1 // a new process (fork/clone without CLONE_THREAD)
 	Exec        Type = 2
@@ -69,7 +69,7 @@ func (t Type) Valid() bool { return t >= Fork && t <= Snapshot }
 // Flags is enum seq_event_flags.
 type Flags uint16
 
-// Event flags, as in bpf/seq.h.
+// Event flags, as in bpf/seq/seq.h.
 const (
 	FlagArgsTruncated     Flags = 1 << 0 // argv cut at MaxArgs, possibly mid-argument
 	FlagFilenameTruncated Flags = 1 << 1 // filename cut at MaxFilename
@@ -296,7 +296,7 @@ func splitArgs(dst []string, b []byte, whole string) []string {
 	}
 }
 
-// Encode returns the record of ev, laid out as in bpf/seq.h: the mirror of
+// Encode returns the record of ev, laid out as in bpf/seq/seq.h: the mirror of
 // Decode, used by tests and the Go producer model. Comm is cut at 16 bytes,
 // the filename and argv at 65535. Every argument
 // is NUL-terminated, except the last one when FlagArgsTruncated is set and it

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// seqEvent mirrors struct seq_event of bpf/seq.h field by field.
+// seqEvent mirrors struct seq_event of bpf/seq/seq.h field by field.
 type seqEvent struct {
 	KtimeNs       uint64
 	StartNs       uint64

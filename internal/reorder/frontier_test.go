@@ -12,7 +12,7 @@ import (
 )
 
 // perfSim drives a Reorder and a Frontier as the perf source
-// (internal/sequencer, bufSource) does: each record read from a CPU moves
+// (internal/ring/transport, Buf) does: each record read from a CPU moves
 // that CPU's mark and may let the stage give up below the frontier; an
 // empty buffer, or all of them, is a Drained look.
 type perfSim struct {

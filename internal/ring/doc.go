@@ -7,14 +7,14 @@
 //
 // # Wire format
 //
-// The format is defined in C by bpf/seq.h; this package mirrors it byte for
+// The format is defined in C by bpf/ring/ring.h; this package mirrors it byte for
 // byte (the tests check the constants against the header). There are two
 // regions, both BPF_F_MMAPABLE array maps mmap'd by userspace:
 //
-//   - the control block (struct seq_ctl, [CtlSize] bytes): head, the next
+//   - the control block (struct ring_ctl, [CtlSize] bytes): head, the next
 //     ticket to issue (= tickets issued so far), at [HeadOffset], alone in its
 //     cache line; parked, the reader's doorbell request, at [ParkedOffset];
-//   - the slot array (struct seq_slot[N], N a power of two): [SlotSize]-byte
+//   - the slot array (struct ring_slot[N], N a power of two): [SlotSize]-byte
 //     slots, each a [SlotHeader]-byte header (seq u64, len u32, nslots u16,
 //     index u16) followed by [SlotPayload] payload bytes. Ticket t lives in
 //     slot t & (N-1).
@@ -34,10 +34,10 @@
 //  2. store len, nslots = n, index = i and payload chunk i;
 //  3. publish: xchg(seq, t+1), always last.
 //
-// A skipped slot is counted in seq_stats.overrun and the producer carries on
+// A skipped slot is counted in ring_stats.overrun and the producer carries on
 // with the record's next slot. It then swaps parked to 0 and, if it was 1,
 // rings the reader's doorbell. [Producer] is a Go model of exactly this
-// (seq_own and seq_commit in bpf/seq_ring.h), [Producer.Overrun] its overrun.
+// (ring_own and ring_commit in bpf/ring/producer.h), [Producer.Overrun] its overrun.
 //
 // # Reader protocol
 //

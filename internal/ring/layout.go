@@ -11,24 +11,28 @@ import (
 	"unsafe"
 )
 
-// Sizes and offsets, mirroring bpf/seq.h.
+// Sizes and offsets, mirroring bpf/ring/ring.h.
 const (
-	SlotSize    = 128                    // SEQ_SLOT_SIZE: bytes per slot
-	SlotHeader  = 16                     // SEQ_SLOT_HDR: seq, len, nslots, index
-	SlotPayload = SlotSize - SlotHeader  // SEQ_SLOT_PAYLOAD: record bytes per slot
-	MaxSlots    = 42                     // SEQ_MAX_SLOTS: slots in the largest record
-	MaxRecord   = MaxSlots * SlotPayload // SEQ_SCRATCH: bytes in the largest record
+	SlotSize    = 128                    // RING_SLOT_SIZE: bytes per slot
+	SlotHeader  = 16                     // RING_SLOT_HDR: seq, len, nslots, index
+	SlotPayload = SlotSize - SlotHeader  // RING_SLOT_PAYLOAD: record bytes per slot
+	MaxSlots    = 42                     // RING_MAX_SLOTS: slots in the largest record
+	MaxRecord   = MaxSlots * SlotPayload // RING_SCRATCH: bytes in the largest record
 
 	// Writing is set in a slot's seq while its producer fills it.
 	Writing uint64 = 1 << 63
 
-	CtlSize      = 128 // sizeof(struct seq_ctl)
-	HeadOffset   = 0   // seq_ctl.head: next ticket, tickets issued so far
-	ParkedOffset = 64  // seq_ctl.parked: 1 while the reader sleeps
-	TailOffset   = 72  // seq_ctl.tail: the reader's next ticket, for the producers' pressure check
+	CtlSize      = 128 // sizeof(struct ring_ctl)
+	HeadOffset   = 0   // ring_ctl.head: next ticket, tickets issued so far
+	ParkedOffset = 64  // ring_ctl.parked: 1 while the reader sleeps
+	TailOffset   = 72  // ring_ctl.tail: the reader's next ticket, for the producers' pressure check
 
-	seqOffset  = 0 // seq_slot.seq
-	metaOffset = 8 // seq_slot.len, nslots and index: one 8-byte word
+	// TxHeader is what precedes a record in the ring buffer and perf
+	// transports: sizeof(struct ring_tx_hdr), its first ticket.
+	TxHeader = 8
+
+	seqOffset  = 0 // ring_slot.seq
+	metaOffset = 8 // ring_slot.len, nslots and index: one 8-byte word
 	slotWords  = SlotPayload / 8
 )
 
@@ -121,7 +125,7 @@ func (g *region) slot(t uint64) unsafe.Pointer {
 	return unsafe.Add(g.base, (t&g.mask)*SlotSize)
 }
 
-// loadHead reads seq_ctl.head.
+// loadHead reads ring_ctl.head.
 func (g *region) loadHead() uint64 { return atomic.LoadUint64(g.head) }
 
 // NewMemory allocates a zeroed control block and a ring of the given number of

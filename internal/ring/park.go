@@ -7,7 +7,7 @@ import "time"
 
 // Parker is the reader's side of the doorbell handshake (see
 // [Reader.SetParked]): a *Reader, or the reader of another transport that
-// keeps the same flag (internal/sequencer's Source).
+// keeps the same flag (internal/ring/transport's Source).
 type Parker interface {
 	SetParked()
 	ClearParked() bool

@@ -10,7 +10,7 @@ import (
 	"unsafe"
 )
 
-// Producer is a Go model of the BPF producer (seq_commit in bpf/seq.bpf.c),
+// Producer is a Go model of the BPF producer (ring_commit in bpf/seq/seq.bpf.c),
 // for tests and benchmarks: it writes records into the ring with exactly the
 // BPF protocol, using Go atomics where the BPF program uses atomic
 // instructions (fetch-add: atomic.AddUint64; cmpxchg:
@@ -41,7 +41,7 @@ func NewProducer(ctl, slots []byte) (*Producer, error) {
 }
 
 // Overrun counts the slots Write skipped because it could not own them (the
-// BPF program's seq_stats.overrun): a producer a lap behind was still writing
+// BPF program's ring_stats.overrun): a producer a lap behind was still writing
 // the slot, or a newer ticket was already there. The reader counts a skipped
 // slot's ticket, and so its whole record, lost.
 func (p *Producer) Overrun() uint64 { return p.overrun.Load() }
@@ -101,7 +101,7 @@ func (p *Producer) writeSlot(t uint64, m meta, chunk []byte) {
 	atomic.SwapUint64(seq, t+1)
 }
 
-// own takes slot seq for ticket t, as seq_own in bpf/seq.bpf.c: only if no one
+// own takes slot seq for ticket t, as ring_own in bpf/seq/seq.bpf.c: only if no one
 // is writing it and it holds an older ticket (or none), with one
 // compare-and-swap from the value seen to (t+1)|Writing. Once marked, no other
 // producer can own the slot until its owner publishes, and a slot's ticket

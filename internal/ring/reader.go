@@ -280,7 +280,7 @@ func NewReader(ctl, slots []byte, opts ...Option) (*Reader, error) {
 	return r, nil
 }
 
-// Head is the number of tickets the producers have claimed (seq_ctl.head).
+// Head is the number of tickets the producers have claimed (ring_ctl.head).
 func (r *Reader) Head() uint64 { return r.loadHead() }
 
 // Next is the next ticket the reader will look at.
@@ -315,7 +315,7 @@ func (r *Reader) Stats() Stats {
 }
 
 // SetParked tells the producers that the reader is going to sleep and wants
-// its doorbell rung (seq_ctl.parked = 1).
+// its doorbell rung (ring_ctl.parked = 1).
 //
 // It is one half of a Dekker handshake, so the reader must look again after
 // setting it and sleep only if there is still nothing to do:

@@ -103,8 +103,8 @@ func gap(t, n uint64, why LossReason) Item {
 	return Item{Kind: Gap, Ticket: t, Lost: n, Reason: why}
 }
 
-func TestLayoutMatchesSeqH(t *testing.T) {
-	// The Go view of struct seq_slot's header.
+func TestLayoutMatchesRingH(t *testing.T) {
+	// The Go view of struct ring_slot's header.
 	type slotHeader struct {
 		Seq    uint64
 		Len    uint32
@@ -126,33 +126,35 @@ func TestLayoutMatchesSeqH(t *testing.T) {
 		t.Fatalf("meta bytes %x", b)
 	}
 
-	src, err := os.ReadFile("../../../../bpf/seq.h")
+	// The C side of the format (bpf/ring/ring.h), which must say the same.
+	src, err := os.ReadFile("../../bpf/ring/ring.h")
 	if err != nil {
-		t.Skip("bpf/seq.h not found:", err)
+		t.Fatal(err)
 	}
 	defs := map[string]int{}
-	for _, m := range regexp.MustCompile(`(?m)^#define (SEQ_\w+) (\d+)`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^#define (RING_\w+) (\d+)`).FindAllStringSubmatch(string(src), -1) {
 		defs[m[1]], _ = strconv.Atoi(m[2])
 	}
-	for name, want := range map[string]int{"SEQ_SLOT_SIZE": SlotSize, "SEQ_SLOT_HDR": SlotHeader, "SEQ_MAX_SLOTS": MaxSlots} {
+	for name, want := range map[string]int{"RING_SLOT_SIZE": SlotSize, "RING_SLOT_HDR": SlotHeader, "RING_MAX_SLOTS": MaxSlots} {
 		if got, ok := defs[name]; !ok || got != want {
-			t.Errorf("seq.h %s = %d (found %v), Go has %d", name, got, ok, want)
+			t.Errorf("ring.h %s = %d (found %v), Go has %d", name, got, ok, want)
 		}
 	}
 	for _, s := range []string{
-		"#define SEQ_SLOT_PAYLOAD (SEQ_SLOT_SIZE - SEQ_SLOT_HDR)",
-		"#define SEQ_WRITING (1ULL << 63)",
-		"#define SEQ_SCRATCH (SEQ_MAX_SLOTS * SEQ_SLOT_PAYLOAD)",
+		"#define RING_SLOT_PAYLOAD (RING_SLOT_SIZE - RING_SLOT_HDR)",
+		"#define RING_WRITING (1ULL << 63)",
+		"#define RING_SCRATCH (RING_MAX_SLOTS * RING_SLOT_PAYLOAD)",
 		"__u64 head;", "__u64 _pad0[7];", "__u64 parked;", "__u64 tail;", "__u64 _pad1[6];",
-		"__u64 seq;", "__u32 len;", "__u16 nslots;", "__u16 index;", "__u8 data[SEQ_SLOT_PAYLOAD];",
+		"struct ring_tx_hdr {\n\t__u64 ticket;",
+		"__u64 seq;", "__u32 len;", "__u16 nslots;", "__u16 index;", "__u8 data[RING_SLOT_PAYLOAD];",
 	} {
 		if !strings.Contains(string(src), s) {
-			t.Errorf("seq.h no longer says %q", s)
+			t.Errorf("ring.h no longer says %q", s)
 		}
 	}
 	// The producers count the slots they skip (Producer.Overrun's counterpart).
-	if !regexp.MustCompile(`struct seq_stats \{[^}]*\b__u64 overrun;`).MatchString(string(src)) {
-		t.Error("seq.h's struct seq_stats has no overrun counter")
+	if !regexp.MustCompile(`struct ring_stats \{[^}]*\b__u64 overrun;`).MatchString(string(src)) {
+		t.Error("ring.h's struct ring_stats has no overrun counter")
 	}
 	if HeadOffset != 0 || ParkedOffset != 8*8 || CtlSize != 16*8 || Writing != 1<<63 || MaxRecord != MaxSlots*SlotPayload {
 		t.Error("control block layout")
@@ -674,7 +676,7 @@ func TestParkDoorbell(t *testing.T) {
 	t.Logf("%d sleeps, %d doorbells", sleeps, rings.Load())
 }
 
-// TestLaggingWriter is the scenario that broke seq.h's original protocol
+// TestLaggingWriter is the scenario that broke the ring's original protocol
 // (mark the slot with xchg, write, publish): a producer that stalls for a full
 // lap mid-write must neither be overwritten by the producer a lap later nor
 // mix its bytes into a newer record. With slot ownership the later producer

@@ -24,7 +24,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 )
 
-// Ring is a sequencer ring's maps (bpf/seq_ring.h) mapped into this
+// Ring is a sequencer ring's maps (bpf/ring/producer.h) mapped into this
 // process: seq_control read-write (the head, and the parked flag the reader
 // sets), seq_slots read-only, and the reader's end of seq_doorbell.
 type Ring struct {
@@ -60,7 +60,7 @@ func Map(coll *ebpf.Collection, slots int) (_ *Ring, err error) {
 	return r, nil
 }
 
-// Control is the mapped struct seq_ctl (head and parked flag).
+// Control is the mapped struct ring_ctl (head and parked flag).
 func (r *Ring) Control() []byte { return r.ctl[:ring.CtlSize] }
 
 // Slots is the mapped ring of slots (read-only); nil when Map mapped the
@@ -112,7 +112,7 @@ func Mmap(m *ebpf.Map, size int, prot int) ([]byte, error) {
 }
 
 // Doorbell is the reader's end of a ring's doorbell (seq_doorbell in
-// bpf/seq_ring.h): the producer that finds the parked flag set writes one
+// bpf/ring/producer.h): the producer that finds the parked flag set writes one
 // record into this BPF ring buffer.
 type Doorbell struct {
 	rd  *ringbuf.Reader

@@ -19,7 +19,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
-// ringMaps creates the maps of bpf/seq_ring.h for a ring of slots slots.
+// ringMaps creates the maps of bpf/ring/producer.h for a ring of slots slots.
 func ringMaps(t *testing.T, slots int) *ebpf.Collection {
 	t.Helper()
 	testutil.RequireRoot(t)

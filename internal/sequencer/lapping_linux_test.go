@@ -19,7 +19,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
 
-// The real producers (bpf/seq.bpf.c, seq_ring.h) lap a 64-slot ring again
+// The real producers (bpf/seq/seq.bpf.c, bpf/ring/producer.h) lap a 64-slot ring again
 // and again under a fork storm while the reader reads in small bites with
 // pauses, round after round, each on fresh maps: the items handed out are
 // contiguous from ticket 0 (each starts where the one before ended, so every

@@ -13,13 +13,39 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type seqSeqCtl struct {
+type seqRingCtl struct {
 	_      structs.HostLayout
 	Head   uint64
 	Pad0   [7]uint64
 	Parked uint64
 	Tail   uint64
 	Pad1   [6]uint64
+}
+
+type seqRingScratch struct {
+	_   structs.HostLayout
+	Buf [4704]uint8
+}
+
+type seqRingSlot struct {
+	_      structs.HostLayout
+	Seq    uint64
+	Len    uint32
+	Nslots uint16
+	Index  uint16
+	Data   [112]uint8
+}
+
+type seqRingStats struct {
+	_              structs.HostLayout
+	Events         [8]uint64
+	Tickets        [8]uint64
+	NoSlot         uint64
+	Doorbells      uint64
+	DoorbellFailed uint64
+	Overrun        uint64
+	Shed           [8]uint64
+	OutputFailed   uint64
 }
 
 type seqSeqEventType uint32
@@ -49,32 +75,6 @@ const (
 	seqSeqRbWakeupSEQ_RB_ADAPTIVE seqSeqRbWakeup = 1
 	seqSeqRbWakeupSEQ_RB_EVERY    seqSeqRbWakeup = 2
 )
-
-type seqSeqScratch struct {
-	_   structs.HostLayout
-	Buf [4704]uint8
-}
-
-type seqSeqSlot struct {
-	_      structs.HostLayout
-	Seq    uint64
-	Len    uint32
-	Nslots uint16
-	Index  uint16
-	Data   [112]uint8
-}
-
-type seqSeqStats struct {
-	_              structs.HostLayout
-	Events         [8]uint64
-	Tickets        [8]uint64
-	NoSlot         uint64
-	Doorbells      uint64
-	DoorbellFailed uint64
-	Overrun        uint64
-	Shed           [8]uint64
-	OutputFailed   uint64
-}
 
 type seqSeqTxStats struct {
 	_             structs.HostLayout

@@ -28,7 +28,7 @@ const (
 	MaxArgs = 4096
 )
 
-// prefix is the name prefix of the transport's lifecycle programs in seq.bpf.c.
+// prefix is the name prefix of the transport's lifecycle programs in bpf/seq/seq.bpf.c.
 func (t Transport) prefix() string {
 	switch t {
 	case TransportSequencer:
@@ -441,7 +441,7 @@ func (s *Sequencer) mapRing() (err error) {
 	return nil
 }
 
-// Control is the mapped struct seq_ctl (head and parked flag).
+// Control is the mapped struct ring_ctl (head and parked flag).
 func (s *Sequencer) Control() []byte { return s.mapped.Control() }
 
 // Slots is the mapped ring of slots (read-only); nil unless the transport is the sequencer.
@@ -501,7 +501,7 @@ func (c Counters) TotalTickets() (n uint64) {
 
 // Counters reads and sums the per-CPU counters.
 func (s *Sequencer) Counters() (Counters, error) {
-	var per []seqSeqStats
+	var per []seqRingStats
 	var c Counters
 	if err := s.coll.Maps["seq_counters"].Lookup(uint32(0), &per); err != nil {
 		return c, fmt.Errorf("read seq_counters: %w", err)

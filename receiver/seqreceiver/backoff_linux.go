@@ -9,6 +9,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 )
 
 // After the pipeline refuses a batch, the reader waits before it reads
@@ -74,7 +76,7 @@ func (b *backoff) warn(signal int) bool {
 func (r *seqReceiver) backOff(ctx context.Context) {
 	start := time.Now()
 	for left := r.backoff.wait; left > 0 && !r.stop.Load(); left = r.backoff.wait - time.Since(start) {
-		sleep(min(left, backoffSlice))
+		ring.Sleep(min(left, backoffSlice))
 	}
 	r.backoff.due = false
 	r.tb.ReceiverSeqReaderBackoff.Add(ctx, time.Since(start).Seconds())

@@ -8,8 +8,6 @@ package seqreceiver
 import (
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/otelcol-seq/otelcol-seq/internal/bootclock"
 )
 
@@ -24,12 +22,5 @@ func (r *seqReceiver) syncBootOffset(now time.Time) {
 		if r.model != nil {
 			r.model.SetBootOffset(off)
 		}
-	}
-}
-
-// sleep waits d; unlike time.Sleep it honours waits below a millisecond.
-func sleep(d time.Duration) {
-	ts := unix.NsecToTimespec(d.Nanoseconds())
-	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 	}
 }

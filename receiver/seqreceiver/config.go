@@ -27,7 +27,7 @@ var knownEvents = []string{EventFork, EventExec, EventExit}
 const (
 	minRingSlots = 256
 	maxRingSlots = 1 << 22 // 4 Mi slots of 128 bytes: 512 MiB of ring
-	maxArgsBytes = 4096    // SEQ_MAX_ARGS in bpf/seq.h
+	maxArgsBytes = 4096    // SEQ_MAX_ARGS in bpf/seq/seq.h
 	maxMaxBatch  = 65536
 	minProcesses = 64
 	maxProcesses = 1 << 22

@@ -19,27 +19,19 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
 )
 
-// How the reader waits. While records keep coming it gathers: it sleeps on a
-// runtime timer and reads what piled up (at once when a read filled a
-// batch), so a steady flow costs one wake-up per gather, not one per few
-// records. A gather is gatherWait, as long as the ring's batches wait for
-// their flush anyway, unless at the rate the last read saw the ring would be
-// a quarter full sooner (gatherFor). Once a read finds nothing it lingers
-// once, then parks; a parked reader is woken by the first producer that
-// sees the parked flag.
+// How the reader waits: the ring's Pacer (gather, linger, back-off, park),
+// with the seq receiver's own windows.
 const (
-	gatherWait   = 20 * time.Millisecond
-	gatherMin    = time.Millisecond
-	lingerWait   = 250 * time.Microsecond
-	pendingFirst = 20 * time.Microsecond
-	pendingMax   = time.Millisecond
-	parkTimeout  = time.Second
-	drainWait    = 50 * time.Millisecond // at shutdown, for producers still writing a slot
 	// flushAfter bounds how long read records wait for their batch to fill:
 	// a batch goes to the pipeline when it holds max_batch records or when
 	// its first record is this old, so that records read a few at a time
-	// still travel as one ResourceLogs.
+	// still travel as one ResourceLogs. The grpc receiver's spans wait 5
+	// ms: each receiver keeps the window it was measured with.
 	flushAfter = 20 * time.Millisecond
+	// parkTimeout: a parked reader is woken by the doorbell; the timeout
+	// is a safety net only (nothing in this loop runs on a clock).
+	parkTimeout = time.Second
+	drainWait   = 50 * time.Millisecond // at shutdown, for producers still writing a slot
 )
 
 // run is the reader: it drains the ring in ticket order, hands batches to
@@ -49,68 +41,43 @@ func (r *seqReceiver) run() {
 	// Batches are consumed with a context of their own: a batch read while
 	// shutting down is still delivered, not refused by a cancelled context.
 	ctx := context.Background()
-	lingered := false
-	pendingWait := pendingFirst
-	var lastRead time.Time
+	pace := ring.Pacer{FlushAfter: flushAfter, ParkTimeout: parkTimeout, Slots: r.cfg.RingSlots}
 	for !r.stop.Load() {
 		if r.backoff.due {
 			// The last flush was refused: leave the records in the ring a while.
 			r.backOff(ctx)
 			continue
 		}
-		now := time.Now()
-		since := now.Sub(lastRead)
-		lastRead = now
+		pace.Read()
 		n, st := r.read(false)
-		if r.recs.Len() >= r.cfg.MaxBatch || !r.batchStart.IsZero() && time.Since(r.batchStart) >= flushAfter || r.spansDue() {
+		if r.recs.Len() >= r.cfg.MaxBatch || pace.Due(r.batchStart) || r.spansDue() {
 			r.flush(ctx)
 		}
-		switch st {
-		case ring.Full:
-			lingered = false
+		step := pace.Next(n, st, r.batchStart)
+		switch step.Action {
+		case ring.PaceAgain:
 			continue
-		case ring.Pending:
-			// A producer claimed a ticket and is still writing its slot.
-			sleep(pendingWait)
-			pendingWait = min(2*pendingWait, pendingMax)
+		case ring.PaceBackoff, ring.PaceLinger:
+			ring.Sleep(step.Wait)
 			continue
-		}
-		pendingWait = pendingFirst
-		if n > 0 {
+		case ring.PaceGather:
 			// A runtime timer, not nanosleep: the goroutine parks and no
 			// thread sits in a system call (which keeps sysmon polling).
 			// The grpc receiver's reader measured a third of its CPU in
 			// such wake-ups (docs/benchmarks.md).
-			lingered = false
-			time.Sleep(gatherFor(n, since, r.cfg.RingSlots))
+			time.Sleep(step.Wait)
 			continue
 		}
-		if !lingered {
-			lingered = true
-			sleep(lingerWait)
-			continue
+		if step.Flush || r.recs.Len() == 0 && r.model.Pending() > 0 {
+			r.flush(ctx) // the batch is due, or spans left by a refused batch
 		}
-		lingered = false
-		// Nothing more to read. A batch still young waits on the doorbell
-		// for the rest of its window (more records join the same batch);
-		// an old one goes to the pipeline before the reader parks.
-		timeout := parkTimeout
-		if r.recs.Len() > 0 {
-			if left := flushAfter - time.Since(r.batchStart); left > 0 {
-				timeout = left
-			} else {
-				r.flush(ctx)
-			}
-		} else if r.model.Pending() > 0 {
-			r.flush(ctx) // spans left by a refused batch
-		}
-		woke, err := ring.Park(r.rd, r.rd.Wait, timeout)
+		woke, err := ring.Park(r.rd, r.rd.Wait, step.Wait)
 		if woke {
 			r.tb.ReceiverSeqWakeups.Add(ctx, 1)
 		}
 		if err != nil {
 			r.set.Logger.Warn("seq receiver: waiting on the doorbell failed; polling instead", zap.Error(err))
-			sleep(10 * time.Millisecond)
+			ring.Sleep(10 * time.Millisecond)
 		}
 	}
 	// The producers are detached, but one may still be finishing a slot it
@@ -124,7 +91,7 @@ func (r *seqReceiver) run() {
 		}
 		if st == ring.Full || st == ring.Pending && time.Now().Before(deadline) {
 			if st == ring.Pending {
-				sleep(pendingMax)
+				ring.Sleep(ring.PendingMax)
 			}
 			continue
 		}
@@ -285,16 +252,4 @@ func (r *seqReceiver) consumeLogs(ctx context.Context, logs plog.Logs) {
 		r.set.Logger.Warn("seq receiver: the pipeline refused a batch of log records; they are dropped, counted in otelcol_receiver_refused_log_records, and the reader backs off",
 			zap.Int("records", n), zap.Duration("backoff", r.backoff.wait), zap.Error(err))
 	}
-}
-
-// gatherFor is how long to gather after a read of n records that came in
-// over the last since: gatherWait, or less where at that rate a quarter of
-// the ring's slots would fill sooner (never under gatherMin: a faster flow
-// fills a batch, and the reader reads again at once).
-func gatherFor(n int, since time.Duration, slots int) time.Duration {
-	if n <= 0 || since <= 0 {
-		return gatherWait
-	}
-	fill := time.Duration(float64(since) * float64(slots/4) / float64(n))
-	return min(gatherWait, max(gatherMin, fill))
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadatatest"
@@ -66,7 +67,7 @@ func (k *fakeKernel) Counters() (sequencer.Counters, error) {
 func (k *fakeKernel) Snapshot() ([][]byte, error) { return nil, nil }
 func (k *fakeKernel) Detach() error               { k.detached.Store(true); return nil }
 func (k *fakeKernel) Close() error                { k.closed.Store(true); return nil }
-func (k *fakeKernel) NewSource() (sequencer.Source, error) {
+func (k *fakeKernel) NewSource() (transport.Source, error) {
 	rd, err := ring.NewReader(k.ctl, k.slots, ring.StartAt(0))
 	if err != nil {
 		return nil, err

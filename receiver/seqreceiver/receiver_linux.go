@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
 
 	"go.opentelemetry.io/collector/component"
@@ -39,7 +40,7 @@ type kernel interface {
 	Transport() sequencer.Transport
 	Why() (why string, warn bool)
 	ExitTracking() sequencer.ExitTracking
-	NewSource() (sequencer.Source, error)
+	NewSource() (transport.Source, error)
 	Counters() (sequencer.Counters, error)
 	Snapshot() ([][]byte, error)
 	Detach() error
@@ -63,7 +64,7 @@ type seqReceiver struct {
 
 	open   func(sequencer.Options) (kernel, error) // sequencer.Open; tests replace it
 	seq    kernel
-	rd     sequencer.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
+	rd     transport.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
 	tb     *metadata.TelemetryBuilder
 	inner  settings // built from cfg (options_linux.go)
 	mapper mapper
@@ -229,7 +230,7 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 	err := r.seq.Detach()
 	// A program that entered before the detach may still claim its ticket:
 	// give it a moment, so the final accounting includes it.
-	sleep(2 * time.Millisecond)
+	ring.Sleep(2 * time.Millisecond)
 	r.stop.Store(true)
 	r.rd.Interrupt()
 	select {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
 	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 
@@ -423,7 +424,7 @@ func TestPerfStarvedCPULosesNothing(t *testing.T) {
 	require.NoError(t, err, string(out))
 	waitFor(t, "the reader to catch up", func() bool { return r.rd.Head() == r.rd.Next() })
 	require.NoError(t, r.Shutdown(context.Background()))
-	st := r.rd.(sequencer.BufStatser).BufStats() // the reader has stopped
+	st := r.rd.(*transport.Buf).BufStats() // the reader has stopped
 
 	f := r.final
 	t.Logf("issued %d, delivered %d (%d records), lost %d (%+v); kernel failed %d; reorder held at most %d, late %d",

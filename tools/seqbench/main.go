@@ -2,7 +2,7 @@
 
 // Command seqbench puts the sequencer, the BPF ring buffer and perf buffers
 // side by side: the seq receiver's own loader and BPF object
-// (internal/sequencer, bpf/seq.bpf.c) feeding each transport in turn under
+// (internal/sequencer, bpf/seq/seq.bpf.c) feeding each transport in turn under
 // fork, exec and synthetic getpid workloads, read through the receiver's
 // sources, every ticket accounted for. It prints a Markdown table and writes
 // results.json, results.md and bench.png into -out. Run it as root; see

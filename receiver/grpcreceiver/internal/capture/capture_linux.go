@@ -17,8 +17,8 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
-	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
 // Reader is what the receiver reads the records from, in ticket order with
@@ -40,7 +40,7 @@ type Capture struct {
 	reader Reader
 	// rb: the programs are the h2nf objects (no BPF atomic fetch), which
 	// write to a ring buffer; it is the reader, and its own doorbell.
-	rb *sequencer.RingBufSource
+	rb *transport.Buf
 
 	// TLS: the files probed, and the processes looked at (RescanTLS looks
 	// at new ones only). tlsMu guards these and links once the capture is
@@ -128,7 +128,7 @@ func (c *Capture) Counters() (Counters, error) {
 	for _, p := range per {
 		out.add(p)
 	}
-	var seq []h2SeqStats
+	var seq []h2RingStats
 	if err := c.coll.Maps["seq_counters"].Lookup(uint32(0), &seq); err != nil {
 		return out, fmt.Errorf("read seq_counters: %w", err)
 	}

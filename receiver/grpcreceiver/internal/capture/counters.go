@@ -4,7 +4,7 @@
 package capture
 
 // Counters are the programs' own counts (struct h2_stats, summed over CPUs)
-// and the ring producers' (struct seq_stats).
+// and the ring producers' (struct ring_stats).
 type Counters struct {
 	SockCalls        uint64 // socket send/recv calls seen
 	NotTCP           uint64 // ... on sockets that are not TCP over IPv4/IPv6

@@ -12,7 +12,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
 )
 
-// The record layout of bpf/h2.h, byte for byte (little-endian, as the BPF
+// The record layout of bpf/h2/h2.h, byte for byte (little-endian, as the BPF
 // programs store it on the machines they run on).
 const (
 	RecHeaderSize = 40  // sizeof(struct h2_rec)

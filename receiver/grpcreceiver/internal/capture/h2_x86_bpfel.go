@@ -62,7 +62,7 @@ type h2H2Key struct {
 
 type h2H2Scratch struct {
 	_   structs.HostLayout
-	Rec h2SeqScratch
+	Rec h2RingScratch
 	Pad [1088]uint8
 	W   struct {
 		_       structs.HostLayout
@@ -185,7 +185,7 @@ type h2H2User struct {
 	Ns     uint64
 }
 
-type h2SeqCtl struct {
+type h2RingCtl struct {
 	_      structs.HostLayout
 	Head   uint64
 	Pad0   [7]uint64
@@ -194,12 +194,12 @@ type h2SeqCtl struct {
 	Pad1   [6]uint64
 }
 
-type h2SeqScratch struct {
+type h2RingScratch struct {
 	_   structs.HostLayout
 	Buf [4704]uint8
 }
 
-type h2SeqSlot struct {
+type h2RingSlot struct {
 	_      structs.HostLayout
 	Seq    uint64
 	Len    uint32
@@ -208,7 +208,7 @@ type h2SeqSlot struct {
 	Data   [112]uint8
 }
 
-type h2SeqStats struct {
+type h2RingStats struct {
 	_              structs.HostLayout
 	Events         [8]uint64
 	Tickets        [8]uint64

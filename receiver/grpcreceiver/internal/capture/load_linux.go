@@ -21,11 +21,11 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
-	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
-// Limits of the programs (bpf/h2.bpf.c).
+// Limits of the programs (bpf/h2/h2.bpf.c).
 const (
 	// MaxHeaderCap bounds Options.HeaderCap: the payload bytes copied of one
 	// HEADERS, CONTINUATION, PUSH_PROMISE, SETTINGS, RST_STREAM or GOAWAY frame.
@@ -257,7 +257,7 @@ func (o Options) sizeMaps(spec *ebpf.CollectionSpec, noFetch bool) error {
 		spec.Maps["h2_tls_calls"].MaxEntries = 64
 		spec.Maps["h2_ssl_isn"].MaxEntries = 64
 	}
-	delete(spec.Maps, "seq_scratchbuf") // seq_ring.h's; h2 stages in h2_scratchbuf
+	delete(spec.Maps, "seq_scratchbuf") // ring/producer.h's; h2 stages in h2_scratchbuf
 	spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
 	if noFetch {
 		// The ring's bytes go to the ring buffer (a power of two of pages);
@@ -359,20 +359,23 @@ func (c *Capture) mapRingBuf() (err error) {
 		return err
 	}
 	counters := c.coll.Maps["seq_counters"]
-	failed := func() (uint64, error) {
-		var per []h2SeqStats
+	failed := func() (uint64, uint64, error) {
+		var per []h2RingStats
 		if err := counters.Lookup(uint32(0), &per); err != nil {
-			return 0, fmt.Errorf("read seq_counters: %w", err)
+			return 0, 0, fmt.Errorf("read seq_counters: %w", err)
 		}
 		var n uint64
 		for _, p := range per {
 			n += p.OutputFailed
 		}
-		return n, nil
+		return n, 0, nil
 	}
-	// Every record is numbered, however short (seq_commit writes at least
-	// a byte): the decoder judges and counts the malformed.
-	if c.rb, err = sequencer.NewRingBufSource(c.coll.Maps["seq_rb"], c.ring.Control(), 1, failed); err != nil {
+	// Records as RING_RB writes them: no header, numbered in ring order,
+	// however short (ring_commit writes at least a byte): the decoder
+	// judges and counts the malformed. The tickets of failed outputs
+	// (ring_stats.output_failed) become gaps.
+	rec := transport.Records{MinLen: 1, Numbered: true, Failed: failed, FailReason: ring.OutputFailed}
+	if c.rb, err = transport.NewRingBuf(c.coll.Maps["seq_rb"], c.ring.Control(), 0, rec); err != nil {
 		return err
 	}
 	c.reader = c.rb

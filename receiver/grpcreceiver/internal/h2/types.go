@@ -68,7 +68,7 @@ type ConnOpen struct {
 }
 
 // SockISN is read from the TCP socket under a TLS session when the session
-// is opened (bpf/h2.h, struct h2_open): Snd is snd_una − bytes_acked, the
+// is opened (bpf/h2/h2.h, struct h2_open): Snd is snd_una − bytes_acked, the
 // local ISN (plus one on the end that accepted the connection: only the
 // connecting end counts its SYN in bytes_acked), and Rcv is rcv_nxt −
 // bytes_received, the peer's ISN plus one. Both ends of the connection

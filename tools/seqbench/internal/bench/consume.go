@@ -10,7 +10,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
-	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 )
 
 // Consumed is what the reader saw.
@@ -27,10 +27,10 @@ type Consumed struct {
 	Wakeups    uint64 // waits that ended with a wake-up
 }
 
-// consumer reads a sequencer.Source as the receiver does, and checks what
+// consumer reads a transport.Source as the receiver does, and checks what
 // it delivers instead of mapping it to pdata.
 type consumer struct {
-	src  sequencer.Source
+	src  transport.Source
 	poll time.Duration
 	c    Consumed
 	ev   event.Event // delivered
@@ -70,19 +70,16 @@ func (k *consumer) item(it *ring.Item) {
 	k.c.Ordered.Observe(recOf(&k.ev))
 }
 
-// The receiver's pacing (receiver/seqreceiver): after a burst the reader
-// lingers once before it parks; a claimed, unpublished ticket is retried
-// with a growing pause.
+// The reader's pacing, with the ring's constants (ring.Pacer's), but no
+// gather: after a burst the reader lingers once before it parks; a
+// claimed, unpublished ticket is retried with a growing pause.
 const (
-	readBatch    = 4096
-	lingerWait   = 250 * time.Microsecond
-	pendingFirst = 20 * time.Microsecond
-	pendingMax   = time.Millisecond
+	readBatch = 4096
 	// drainWait bounds the final drain (for a record still in flight, or a
 	// ticket the reorder stage still waits for) before the rest is
 	// abandoned; it starts again while records still come, so that what
 	// the buffers hold at the end is read, not counted lost.
-	drainWait = 2 * sequencer.ReorderWait
+	drainWait = 2 * transport.ReorderWait
 )
 
 // run reads until stop is closed (the producers must be detached first),
@@ -90,12 +87,12 @@ const (
 // shutdown does: afterwards every ticket below the head is delivered or lost.
 func (k *consumer) run(stop <-chan struct{}) error {
 	lingered := false
-	pause := pendingFirst
+	pause := ring.PendingFirst
 	var deadline time.Time
 	for {
 		n, st := k.src.Read(readBatch, k.item)
 		if st != ring.Pending {
-			pause = pendingFirst
+			pause = ring.PendingFirst
 		}
 		if deadline.IsZero() && stopped(stop) || !deadline.IsZero() && n > 0 {
 			deadline = time.Now().Add(drainWait)
@@ -109,13 +106,13 @@ func (k *consumer) run(stop <-chan struct{}) error {
 			continue
 		}
 		if st == ring.Pending || !deadline.IsZero() {
-			nanosleep(pause)
-			pause = min(2*pause, pendingMax)
+			ring.Sleep(pause)
+			pause = min(2*pause, ring.PendingMax)
 			continue
 		}
 		if n > 0 || !lingered {
 			lingered = true
-			nanosleep(lingerWait)
+			ring.Sleep(ring.Linger)
 			continue
 		}
 		lingered = false
@@ -171,11 +168,4 @@ func threadCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// nanosleep sleeps d on this thread: Go's timers sleep at least 1 ms here.
-func nanosleep(d time.Duration) {
-	ts := unix.NsecToTimespec(d.Nanoseconds())
-	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
@@ -284,7 +285,7 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	}
 	res.KernelFailed = kc.TotalFailed()
 	res.FailedFull, res.FailedBusy, res.FailedOther = kc.FailedFull, kc.FailedBusy, kc.FailedOther
-	if bs, ok := k.src.(sequencer.BufStatser); ok {
+	if bs, ok := k.src.(*transport.Buf); ok {
 		st := bs.BufStats()
 		res.PerfLost = st.PerfLost
 		res.ReorderDeclared = cons.LostBy[ring.GaveUp.String()]

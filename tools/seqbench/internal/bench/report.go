@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
@@ -14,7 +15,7 @@ import (
 func Markdown(results []Result, c Config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s per run; buffers %d MiB per transport; the receiver's loader and readers: ring buffer wake-up every %d tickets or at 1/4 full, perf wakeup_events %d, ring buffer reorder stage %d records / %v, perf reorder stage until every CPU's stream is past the ticket (an empty buffer: %v); park timeout %v.\n\n",
-		c.Duration, c.BufferBytes>>20, sequencer.RingBufWakeupTickets, sequencer.PerfWakeupEvents, max(1024, c.BufferBytes/128), sequencer.ReorderWait, sequencer.PerfQuietGrace, c.Poll)
+		c.Duration, c.BufferBytes>>20, sequencer.RingBufWakeupTickets, transport.PerfWakeupEvents, max(1024, c.BufferBytes/128), transport.ReorderWait, transport.PerfQuietGrace, c.Poll)
 	fmt.Fprintf(&b, "The %s.\n\n", kernelfeatures.Summary(kernelfeatures.Mmapable, kernelfeatures.RingBuf, kernelfeatures.Atomics, kernelfeatures.TPBTF))
 	b.WriteString("| transport | workload | CPUs | issued | delivered | lost | unaccounted | capture % | ticket-order viol. raw → reordered | causality viol. raw → reordered | ts inversions raw → reordered | reorder gave up / late | BPF ns/event | consumer CPU s / M events | events/s | workload ops/s traced (untraced) | slowdown % |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")

@@ -1,16 +1,17 @@
 //go:build ignore
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
- * Process lifecycle producers for the sequencer ring (see seq.h for the protocol).
+ * Process lifecycle producers for the ring (see ring/ring.h for the protocol,
+ * seq.h for the records).
  *
  * Three transports, each its own set of programs; the loader loads and
  * attaches one set, and creates only the maps that set uses:
- *   seq_*  the sequencer ring: seq_commit() from seq_ring.h;
+ *   seq_*  the sequencer ring: ring_commit() from ring/producer.h;
  *   rb_*   the BPF ring buffer: tickets, then bpf_ringbuf_output(), wake-ups batched;
  *   pb_*   per-CPU perf buffers: tickets, then bpf_perf_event_output().
  * All three stage the same record (struct seq_event, filename, argv) and claim
- * the same tickets with the same fetch-add on seq_ctl.head; the ring buffer and
- * perf records start with struct seq_tx_hdr (the first ticket).
+ * the same tickets with the same fetch-add on ring_ctl.head; the ring buffer and
+ * perf records start with struct ring_tx_hdr (the first ticket).
  *
  * For the benchmark (tools/seqbench), never loaded by the receiver:
  *   st_*     the sequencer's programs that stage every record and drop it
@@ -24,7 +25,7 @@
  * and published last with an atomic exchange. Producers never wait for each
  * other or for the reader: no locks, no retry loops.
  *
- * Built a second time with SEQ_NO_FETCH (the seqnf object) for kernels
+ * Built a second time with RING_NO_FETCH (the seqnf object) for kernels
  * without BPF atomic fetch, exchange and compare-and-exchange (before Linux
  * 5.12): only the rb_* programs and the snapshot iterator. They count the
  * tickets they claim with a plain atomic add (BPF_XADD, which every kernel
@@ -37,20 +38,21 @@
 #include "bpf_helpers.h"
 #include "bpf_tracing.h"
 #include "bpf_core_read.h"
-#include "seq.h"
-#include "seq_event.h"
-#include "seq_ring.h"
+#include "ring/ring.h"
+#include "seq/seq.h"
+#include "seq/fill.h"
+#include "ring/producer.h"
 
 char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses above */
 
 #define SIGNAL_GROUP_EXIT 0x00000004
 
-/* Set by the loader before the programs are loaded (and seq_ring_mask, in seq_ring.h). */
+/* Set by the loader before the programs are loaded (and seq_ring_mask, in ring/producer.h). */
 volatile const __u32 seq_event_mask = (1 << SEQ_EV_FORK) | (1 << SEQ_EV_EXEC) | (1 << SEQ_EV_EXIT);
 volatile const __u32 seq_max_args = 1024;
 /* Adaptive pressure (sequencer only): event types in seq_shed_mask are dropped
  * before they take a ticket while the reader is more than seq_shed_above
- * tickets behind, counted in seq_stats.shed; exits are never in the mask. */
+ * tickets behind, counted in ring_stats.shed; exits are never in the mask. */
 volatile const __u32 seq_shed_mask = 0;
 volatile const __u64 seq_shed_above = 0;
 /* Ring buffer: force a wake-up when the tickets cross a multiple of
@@ -100,8 +102,8 @@ struct {
  * on its own as soon as the reader catches up. */
 static __always_inline bool seq_shed(__u16 type)
 {
-	struct seq_stats *st;
-	struct seq_ctl *ctl;
+	struct ring_stats *st;
+	struct ring_ctl *ctl;
 	__u32 zero = 0;
 	__u64 head, tail;
 
@@ -131,15 +133,15 @@ static __always_inline bool seq_wanted(__u16 type)
 /* Where the event starts in the scratch buffer: the sequencer's records are the bare event. */
 static __always_inline __u32 seq_off(int tr)
 {
-	return tr == T_SEQ ? 0 : sizeof(struct seq_tx_hdr);
+	return tr == T_SEQ ? 0 : sizeof(struct ring_tx_hdr);
 }
 
 /* Ring buffer: when to wake the reader. Per-record wake-ups cost microseconds each. */
-static __always_inline __u64 seq_rb_flags(struct seq_ctl *ctl, __u64 t0, __u32 n, __u32 total, struct seq_tx_stats *tx)
+static __always_inline __u64 seq_rb_flags(struct ring_ctl *ctl, __u64 t0, __u32 n, __u32 total, struct seq_tx_stats *tx)
 {
 	__u64 avail;
 
-#ifdef SEQ_NO_FETCH
+#ifdef RING_NO_FETCH
 	/* No exchange to take the parked flag with, no ticket to batch by. */
 	return 0;
 #endif
@@ -149,7 +151,7 @@ static __always_inline __u64 seq_rb_flags(struct seq_ctl *ctl, __u64 t0, __u32 n
 			return 0;
 		goto wake;
 	}
-	/* A parked reader asked to be woken (the doorbell protocol of seq_ring.h;
+	/* A parked reader asked to be woken (the doorbell protocol of ring/producer.h;
 	 * the ticket was claimed before this check). */
 	if (*(volatile __u64 *)&ctl->parked && __sync_lock_test_and_set(&ctl->parked, 0))
 		goto wake;
@@ -167,22 +169,22 @@ wake:
 /*
  * Hands the staged record (len bytes of event at seq_off(tr)) to transport tr.
  * tr is a constant at every call, so each program keeps only its branch: the
- * sequencer's is seq_commit() alone, as before.
+ * sequencer's is ring_commit() alone, as before.
  */
-static __always_inline void seq_emit(void *ctx, int tr, struct seq_scratch *rec, __u32 len, __u16 type)
+static __always_inline void seq_emit(void *ctx, int tr, struct ring_scratch *rec, __u32 len, __u16 type)
 {
-	struct seq_tx_hdr *h = (struct seq_tx_hdr *)rec->buf;
+	struct ring_tx_hdr *h = (struct ring_tx_hdr *)rec->buf;
 	struct seq_tx_stats *tx;
-	struct seq_stats *st;
-	struct seq_ctl *ctl;
+	struct ring_stats *st;
+	struct ring_ctl *ctl;
 	__u32 zero = 0, n, total;
 	long err;
 
 	if (tr == T_STAGE)
 		return;
-#ifndef SEQ_NO_FETCH
+#ifndef RING_NO_FETCH
 	if (tr == T_SEQ) {
-		seq_commit(rec, len, type);
+		ring_commit(rec, len, type);
 		return;
 	}
 #endif
@@ -192,16 +194,12 @@ static __always_inline void seq_emit(void *ctx, int tr, struct seq_scratch *rec,
 	if (!ctl || !st || !tx)
 		return;
 	/* As many tickets as the sequencer would take for this record. */
-	n = (len + SEQ_SLOT_PAYLOAD - 1) / SEQ_SLOT_PAYLOAD;
-	if (n == 0)
-		n = 1;
-	if (n > SEQ_MAX_SLOTS)
-		n = SEQ_MAX_SLOTS;
+	n = ring_slots_for(len);
 	total = len + sizeof(*h);
-	if (total > SEQ_SCRATCH)
-		total = SEQ_SCRATCH;
+	if (total > RING_SCRATCH)
+		total = RING_SCRATCH;
 	/* The ticket last, right before the output: the order it gives is as tight as it gets. */
-#ifdef SEQ_NO_FETCH
+#ifdef RING_NO_FETCH
 	/* The result unused: a plain atomic add, no fetch. The reader numbers. */
 	__sync_fetch_and_add(&ctl->head, n);
 	h->ticket = 0;
@@ -245,11 +243,11 @@ static __always_inline int do_fork(void *ctx, int tr, struct task_struct *child)
 {
 	bool thread = child->pid != child->tgid;
 	__u16 type = thread ? SEQ_EV_THREAD_START : SEQ_EV_FORK;
-	struct seq_scratch *rec;
+	struct ring_scratch *rec;
 
 	if (!seq_wanted(type) || (tr == T_SEQ && seq_shed(type)))
 		return 0;
-	rec = seq_stage();
+	rec = ring_stage();
 	if (!rec)
 		return 0;
 	seq_fill((struct seq_event *)&rec->buf[seq_off(tr)], child, type, !thread);
@@ -260,7 +258,7 @@ static __always_inline int do_fork(void *ctx, int tr, struct task_struct *child)
 static __always_inline int do_exec(void *ctx, int tr, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 off = seq_off(tr);
-	struct seq_scratch *rec;
+	struct ring_scratch *rec;
 	struct seq_event *e;
 	unsigned long start, end;
 	__u64 flen, alen;
@@ -268,7 +266,7 @@ static __always_inline int do_exec(void *ctx, int tr, struct task_struct *p, pid
 
 	if (!seq_wanted(SEQ_EV_EXEC) || (tr == T_SEQ && seq_shed(SEQ_EV_EXEC)))
 		return 0;
-	rec = seq_stage();
+	rec = ring_stage();
 	if (!rec)
 		return 0;
 	e = (struct seq_event *)&rec->buf[off];
@@ -341,14 +339,14 @@ static __always_inline bool seq_group_dead(struct task_struct *p)
 static __always_inline int do_exit(void *ctx, int tr, struct task_struct *p, bool group_dead)
 {
 	__u16 type = group_dead ? SEQ_EV_EXIT : SEQ_EV_THREAD_EXIT;
-	struct seq_scratch *rec;
+	struct ring_scratch *rec;
 	struct seq_event *e;
 	__u32 code;
 
 	/* A process exit is never shed; a thread exit may be. */
 	if (!seq_wanted(type) || (tr == T_SEQ && !group_dead && seq_shed(type)))
 		return 0;
-	rec = seq_stage();
+	rec = ring_stage();
 	if (!rec)
 		return 0;
 	e = (struct seq_event *)&rec->buf[seq_off(tr)];
@@ -378,7 +376,7 @@ static __always_inline int do_exit(void *ctx, int tr, struct task_struct *p, boo
  */
 static __always_inline int do_synth(void *ctx, int tr, long id)
 {
-	struct seq_scratch *rec;
+	struct ring_scratch *rec;
 	struct seq_event *e;
 	__u64 pid_tgid;
 
@@ -389,7 +387,7 @@ static __always_inline int do_synth(void *ctx, int tr, long id)
 		return 0;
 	if (!seq_wanted(SEQ_EV_SYNTH) || (tr == T_SEQ && seq_shed(SEQ_EV_SYNTH)))
 		return 0;
-	rec = seq_stage();
+	rec = ring_stage();
 	if (!rec)
 		return 0;
 	e = (struct seq_event *)&rec->buf[seq_off(tr)];
@@ -435,7 +433,7 @@ static __always_inline int do_synth(void *ctx, int tr, long id)
 
 SEQ_PROGS(rb, T_RB)
 SEQ_SYNTH_PROG(rb, T_RB)
-#ifndef SEQ_NO_FETCH
+#ifndef RING_NO_FETCH
 SEQ_PROGS(seq, T_SEQ)
 SEQ_PROGS(pb, T_PERF)
 SEQ_PROGS(st, T_STAGE)

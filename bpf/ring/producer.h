@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
- * The sequencer's producer side, shared by every BPF object that writes into
- * a sequencer ring (seq.bpf.c, or any other producer): the maps, slot ownership, the
- * commit of a staged record and the doorbell. See seq.h for the protocol.
- * Include after vmlinux.h, bpf_helpers.h and seq.h.
+ * The ring's producer side, shared by every BPF object that writes into a
+ * ring (seq/seq.bpf.c, h2/h2.bpf.c): the maps, slot ownership, the commit of
+ * a staged record and the doorbell. See ring.h for the protocol.
+ * Include after vmlinux.h, bpf_helpers.h and ring/ring.h.
  */
-#ifndef SEQ_RING_H
-#define SEQ_RING_H
+#ifndef RING_PRODUCER_H
+#define RING_PRODUCER_H
 
 /* Set by the loader: slots - 1. */
 volatile const __u64 seq_ring_mask = 0;
@@ -16,7 +16,7 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct seq_ctl);
+	__type(value, struct ring_ctl);
 } seq_control SEC(".maps");
 
 struct {
@@ -24,25 +24,25 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 65536); /* replaced by the loader: the configured ring size */
 	__type(key, __u32);
-	__type(value, struct seq_slot);
+	__type(value, struct ring_slot);
 } seq_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct seq_stats);
+	__type(value, struct ring_stats);
 } seq_counters SEC(".maps");
 
-struct seq_scratch {
-	__u8 buf[SEQ_SCRATCH];
+struct ring_scratch {
+	__u8 buf[RING_SCRATCH];
 } __attribute__((aligned(8)));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct seq_scratch);
+	__type(value, struct ring_scratch);
 } seq_scratchbuf SEC(".maps");
 
 /* The doorbell: one 8-byte record wakes a parked reader; never one per event. */
@@ -51,7 +51,7 @@ struct {
 	__uint(max_entries, 4096);
 } seq_doorbell SEC(".maps");
 
-static __always_inline void seq_doorbell_ring(struct seq_ctl *ctl, struct seq_stats *st)
+static __always_inline void ring_doorbell(struct ring_ctl *ctl, struct ring_stats *st)
 {
 	__u64 one = 1;
 
@@ -68,13 +68,13 @@ static __always_inline void seq_doorbell_ring(struct seq_ctl *ctl, struct seq_st
 }
 
 /* Copies payload chunk i of the staged record into a slot, eight bytes at a time. */
-static __always_inline void seq_copy_payload(struct seq_slot *s, struct seq_scratch *rec, __u32 i)
+static __always_inline void ring_copy_payload(struct ring_slot *s, struct ring_scratch *rec, __u32 i)
 {
 	__u64 *dst = (__u64 *)s->data;
-	__u64 *src = (__u64 *)&rec->buf[i * SEQ_SLOT_PAYLOAD];
+	__u64 *src = (__u64 *)&rec->buf[i * RING_SLOT_PAYLOAD];
 
 #pragma unroll
-	for (int j = 0; j < SEQ_SLOT_PAYLOAD / 8; j++)
+	for (int j = 0; j < RING_SLOT_PAYLOAD / 8; j++)
 		dst[j] = src[j];
 }
 
@@ -86,34 +86,34 @@ static __always_inline void seq_copy_payload(struct seq_slot *s, struct seq_scra
  * owned the slot, cannot spoil a newer record: a reader never sees two
  * writers' bytes mixed under one ticket.
  */
-static __always_inline bool seq_own(struct seq_slot *s, __u64 t)
+static __always_inline bool ring_own(struct ring_slot *s, __u64 t)
 {
 	__u64 old = *(volatile __u64 *)&s->seq;
 
-	if (old & SEQ_WRITING || old > t)
+	if (old & RING_WRITING || old > t)
 		return false;
-	return __sync_val_compare_and_swap(&s->seq, old, (t + 1) | SEQ_WRITING) == old;
+	return __sync_val_compare_and_swap(&s->seq, old, (t + 1) | RING_WRITING) == old;
 }
 
-/* The tickets (slots) a record of len bytes takes: 1..SEQ_MAX_SLOTS. */
-static __always_inline __u32 seq_slots_for(__u32 len)
+/* The tickets (slots) a record of len bytes takes: 1..RING_MAX_SLOTS. */
+static __always_inline __u32 ring_slots_for(__u32 len)
 {
-	__u32 n = (len + SEQ_SLOT_PAYLOAD - 1) / SEQ_SLOT_PAYLOAD;
+	__u32 n = (len + RING_SLOT_PAYLOAD - 1) / RING_SLOT_PAYLOAD;
 
 	if (n == 0)
 		n = 1;
-	if (n > SEQ_MAX_SLOTS)
-		n = SEQ_MAX_SLOTS;
+	if (n > RING_MAX_SLOTS)
+		n = RING_MAX_SLOTS;
 	return n;
 }
 
-#ifdef SEQ_RING_RB
+#ifdef RING_RB
 /*
- * SEQ_RING_RB: for kernels without BPF atomic fetch, exchange and
+ * RING_RB: for kernels without BPF atomic fetch, exchange and
  * compare-and-exchange (before Linux 5.12), where a producer cannot learn
  * the ticket it claims nor take a slot. The staged record goes whole into
  * this BPF ring buffer (Linux 5.8+) instead of the slots; its tickets are
- * counted in seq_ctl.head with a plain atomic add (BPF_XADD, which every
+ * counted in ring_ctl.head with a plain atomic add (BPF_XADD, which every
  * kernel with BPF takes), as many as the slots would take. The ring buffer
  * serialises reservations, so the reader numbers the records in ring order,
  * and the tickets of every failed output (output_failed, per CPU) as a gap.
@@ -125,11 +125,11 @@ struct {
 	__uint(max_entries, 1 << 20);
 } seq_rb SEC(".maps");
 
-static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16 type)
+static __always_inline void ring_commit(struct ring_scratch *rec, __u32 len, __u16 type)
 {
 	__u32 zero = 0;
-	struct seq_ctl *ctl;
-	struct seq_stats *st;
+	struct ring_ctl *ctl;
+	struct ring_stats *st;
 	__u64 size;
 	__u32 n;
 
@@ -137,28 +137,28 @@ static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16
 	st = bpf_map_lookup_elem(&seq_counters, &zero);
 	if (!ctl || !st)
 		return;
-	n = seq_slots_for(len);
+	n = ring_slots_for(len);
 	size = len;
-	/* 1..SEQ_SCRATCH, clamped in the register that is passed: clang
+	/* 1..RING_SCRATCH, clamped in the register that is passed: clang
 	 * otherwise compares a copy, and the verifier sees no bound. */
-	asm volatile("if %0 <= %1 goto +1; %0 = %1;" : "+r"(size) : "i"(SEQ_SCRATCH));
+	asm volatile("if %0 <= %1 goto +1; %0 = %1;" : "+r"(size) : "i"(RING_SCRATCH));
 	asm volatile("if %0 != 0 goto +1; %0 = 1;" : "+r"(size));
 	/* The result unused: a plain atomic add, no fetch. */
 	__sync_fetch_and_add(&ctl->head, n);
 	if (bpf_ringbuf_output(&seq_rb, rec->buf, size, 0))
 		st->output_failed += n;
-	if (type < SEQ_EV_MAX) {
+	if (type < RING_TYPES) {
 		st->events[type]++;
 		st->tickets[type] += n;
 	}
 }
 #else
 /* Claims the tickets for a staged record of len bytes and publishes it slot by slot. */
-static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16 type)
+static __always_inline void ring_commit(struct ring_scratch *rec, __u32 len, __u16 type)
 {
 	__u32 zero = 0;
-	struct seq_ctl *ctl;
-	struct seq_stats *st;
+	struct ring_ctl *ctl;
+	struct ring_stats *st;
 	__u32 n, i;
 	__u64 t0;
 
@@ -166,14 +166,14 @@ static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16
 	st = bpf_map_lookup_elem(&seq_counters, &zero);
 	if (!ctl || !st)
 		return;
-	n = seq_slots_for(len);
-	/* Hide n's bound from clang so that it keeps the i < SEQ_MAX_SLOTS test the verifier needs. */
+	n = ring_slots_for(len);
+	/* Hide n's bound from clang so that it keeps the i < RING_MAX_SLOTS test the verifier needs. */
 	asm volatile("" : "+r"(n));
 
 	t0 = __sync_fetch_and_add(&ctl->head, n);
 
-	for (i = 0; i < SEQ_MAX_SLOTS; i++) {
-		struct seq_slot *s;
+	for (i = 0; i < RING_MAX_SLOTS; i++) {
+		struct ring_slot *s;
 		__u64 t = t0 + i;
 		__u32 idx;
 
@@ -186,7 +186,7 @@ static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16
 			st->no_slot++;
 			continue;
 		}
-		if (!seq_own(s, t)) {
+		if (!ring_own(s, t)) {
 			/* A stalled older writer holds the slot, or a newer ticket is already
 			 * there: the ring was lapped. Skip it; the reader counts it lost. */
 			st->overrun++;
@@ -195,19 +195,19 @@ static __always_inline void seq_commit(struct seq_scratch *rec, __u32 len, __u16
 		s->len = len;
 		s->nslots = n;
 		s->index = i;
-		seq_copy_payload(s, rec, i);
+		ring_copy_payload(s, rec, i);
 		__sync_lock_test_and_set(&s->seq, t + 1);
 	}
 
-	if (type < SEQ_EV_MAX) {
+	if (type < RING_TYPES) {
 		st->events[type]++;
 		st->tickets[type] += n;
 	}
-	seq_doorbell_ring(ctl, st);
+	ring_doorbell(ctl, st);
 }
-#endif /* SEQ_RING_RB */
+#endif /* RING_RB */
 
-static __always_inline struct seq_scratch *seq_stage(void)
+static __always_inline struct ring_scratch *ring_stage(void)
 {
 	__u32 zero = 0;
 

@@ -3,10 +3,10 @@
  * Filling struct seq_event from a task: shared by every producer of the
  * event (seq.bpf.c's lifecycle programs and its snapshot iterator), so that
  * every transport carries the same record. Include after vmlinux.h, bpf_core_read.h
- * and seq.h.
+ * and seq/seq.h.
  */
-#ifndef SEQ_EVENT_H
-#define SEQ_EVENT_H
+#ifndef SEQ_FILL_H
+#define SEQ_FILL_H
 
 /* Fills the fixed part of an event about task. */
 static __always_inline void seq_fill(struct seq_event *e, struct task_struct *task, __u16 type, bool process)

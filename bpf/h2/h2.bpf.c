@@ -3,8 +3,8 @@
 /*
  * The grpc receiver's capture: the HTTP/2 framing of every TCP connection on
  * the host, from tracepoints only (no kprobes, no uprobes, no change to the
- * applications), written into the receiver's own sequencer ring (seq.h,
- * seq_ring.h) as the records of h2.h. TLS plaintext (opt-in, h2/tls*.h)
+ * applications), written into the receiver's own ring (ring/ring.h,
+ * ring/producer.h) as the records of h2.h. TLS plaintext (opt-in, tls*.h)
  * is taken by uprobes on OpenSSL and on Go's crypto/tls.
  *
  * Where the bytes are seen, three program sets; the loader attaches one:
@@ -50,7 +50,7 @@
  * h2_hdr_cap) and the client preface, never a DATA, PING or WINDOW_UPDATE
  * payload. Everything skipped, cut or lost is counted in h2_counters.
  *
- * One compilation unit: this file includes the headers of h2/, each of one
+ * One compilation unit: this file includes the headers beside it, each of one
  * concern, in this order (each uses only what those before it define):
  *   arch.h        what differs between x86-64 and arm64 (numbers, registers)
  *   config.h      limits, HTTP/2 constants, the loader's settings
@@ -69,10 +69,10 @@
  *   tls_openssl.h the OpenSSL uprobes
  *   tls_go.h      the Go crypto/tls uprobes
  *
- * Built a second time with SEQ_NO_FETCH (the h2nf objects) for kernels
+ * Built a second time with RING_NO_FETCH (the h2nf objects) for kernels
  * without BPF atomic fetch, exchange and compare-and-exchange (before Linux
  * 5.12; Debian 11's 5.10): the records go to a BPF ring buffer, numbered
- * by the reader (seq_ring.h, SEQ_RING_RB); connection ids are numbered per
+ * by the reader (ring/producer.h, RING_RB); connection ids are numbered per
  * CPU; the busy flags and the HTTP/2 decision are plain stores, which a
  * program that is not preempted (tracepoints and uprobes run so there)
  * makes safe for a per-CPU flag, and leaves a two-CPU race in the decision
@@ -84,12 +84,12 @@
 #include "bpf_helpers.h"
 #include "bpf_tracing.h"
 #include "bpf_core_read.h"
-#include "seq.h"
-#ifdef SEQ_NO_FETCH
-#define SEQ_RING_RB /* seq_ring.h: the records go to a ring buffer */
+#include "ring/ring.h"
+#ifdef RING_NO_FETCH
+#define RING_RB /* ring/producer.h: the records go to a ring buffer */
 #endif
-#include "seq_ring.h"
-#include "h2.h"
+#include "ring/producer.h"
+#include "h2/h2.h"
 
 char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses above */
 

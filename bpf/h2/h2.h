@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The grpc receiver's capture records (bpf/h2.bpf.c), written into its own
- * sequencer ring (seq.h, seq_ring.h) and decoded again, byte for byte, in Go
+ * The grpc receiver's capture records (bpf/h2/h2.bpf.c), written into its own
+ * ring (bpf/ring/) and decoded again, byte for byte, in Go
  * (receiver/grpcreceiver/internal/capture). Change one, change the other:
  * the Go tests check the sizes below.
  *
