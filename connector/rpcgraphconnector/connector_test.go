@@ -130,10 +130,10 @@ func TestPairsClientAndServer(t *testing.T) {
 		metricRequests + " h/30>h/20": 1, metricFailed + " h/30>h/20": 0,
 		metricServerSeconds + " h/30>h/20": 1, metricServerSeconds + " h/30>h/20 sum": 0.001,
 		metricClientSeconds + " h/30>h/20": 1, metricClientSeconds + " h/30>h/20 sum": 0.001,
-		metricUnpaired + " " + reasonNoParent:   1,
-		metricUnpaired + " " + reasonDuplicate:  1,
-		metricUnpaired + " " + reasonStoreFull:  1, // trace 7
-		metricUnpaired + " " + reasonExpired:    3, // traces 4, 5 and 6
+		metricUnpaired + " " + reasonNoParent:  1,
+		metricUnpaired + " " + reasonDuplicate: 1,
+		metricUnpaired + " " + reasonStoreFull: 1, // trace 7
+		metricUnpaired + " " + reasonExpired:   3, // traces 4, 5 and 6
 	}, points(t, md))
 	_, ok = g.collect()
 	assert.False(t, ok, "nothing changed since")
