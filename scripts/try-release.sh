@@ -41,8 +41,8 @@ sed -E \
 	-e "s#(gomod: $c/processor/k8sattributesprocessor) v[0-9.]+#\1 $k8sattr#" \
 	builder-config.yaml >"$work/builder-config.yaml"
 
-skip=--skip-compilation
-[ "${BUILD:-0}" = 1 ] && skip=
+skip=--skip-compilation outcome="resolved (not compiled)"
+if [ "${BUILD:-0}" = 1 ]; then skip='' outcome="resolved and built"; fi
 release="$core / $stable, contrib $contrib (k8sattributes $k8sattr)"
 # go reports each refused module as "go: <main> imports / <component's
 # package> imports|tested by / ... / <package>: <module@version>: reading
@@ -90,4 +90,4 @@ if [ "$blocked" = 1 ]; then
 	echo "try-release: $release does not resolve (above: what the module proxy refuses)"
 	exit 1
 fi
-echo "try-release: $release: everything resolved${skip:+ (not compiled)}"
+echo "try-release: $release: everything $outcome"
