@@ -6,6 +6,8 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 BUILDER := $(TOOLS)/builder
 MDATAGEN := $(TOOLS)/mdatagen
+# The collector release of builder-config.yaml (its header says how the pin is
+# chosen; scripts/try-release.sh says whether a newer release resolves).
 OCB_VERSION := v0.161.0
 # mdatagen v0.161.0 needs internal/schemagen v0.161.0, which the module proxy
 # refuses; v0.159.0 is the newest whose whole build is served. Generated code is committed.
