@@ -6,7 +6,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"net"
 	"os"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
@@ -79,41 +77,51 @@ func ebpfExporterBin(t *testing.T) string {
 	return bin
 }
 
-// ourCollectionAfter waits for the first collection the file exporter wrote
-// whose timestamp is after `after`, and returns it.
-func ourCollectionAfter(t *testing.T, path string, after time.Time) pmetric.Metrics {
+// ours is the collector under the shipped config/ebpf_exporter.yaml,
+// serving /metrics on its own port (ebpf_exporter has 9435 here too).
+type ours struct {
+	*collector
+	parity.Endpoint
+}
+
+// startOurMetrics runs the collector with the shipped config/ebpf_exporter.yaml
+// on dir and names, as a user of the drop-in runs it: only the config
+// directory, the names, the listen address and a collection interval short
+// enough for the test change. send_timestamps stamps each sample with its
+// collection's time (the receiver's, taken before it reads the maps), which
+// is how the test knows when the collection it reads was made; it changes no
+// family, type, label or value.
+func startOurMetrics(t *testing.T, dir string, names []string) *ours {
 	t.Helper()
-	var um pmetric.JSONUnmarshaler
+	ep := parity.Endpoint{Addr: parity.FreeAddr(t)}
+	c := startCollector(t, []string{
+		"EBPF_EXPORTER_DIR=" + dir,
+		"EBPF_EXPORTER_LISTEN_ADDRESS=" + ep.Addr,
+		"EBPF_EXPORTER_COLLECTION_INTERVAL=250ms",
+	},
+		"--config", filepath.Join(repoRoot(t), "config", "ebpf_exporter.yaml"),
+		"--set=receivers::ebpf_exporter::names=["+strings.Join(names, ",")+"]",
+		"--set=exporters::prometheus::send_timestamps=true",
+		"--set=service::telemetry::metrics::level=none")
+	return &ours{collector: c, Endpoint: ep}
+}
+
+// scrapeAfter scrapes our /metrics until it serves a collection made after
+// `after`, and returns it.
+func (o *ours) scrapeAfter(t *testing.T, after time.Time) parity.Snapshot {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(path)
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
-		for sc.Scan() {
-			md, err := um.UnmarshalMetrics(sc.Bytes())
-			if err != nil {
-				continue // a line still being written
-			}
-			if ts, ok := collectionTime(md); ok && ts.After(after) {
-				return md
+		sn := o.Scrape(t)
+		for _, s := range sn {
+			if s.Family == parity.Namespace+"_enabled_configs" && s.Time.After(after) {
+				return sn
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("no collection after %s in %s", after.Format(time.RFC3339Nano), path)
-	return pmetric.Metrics{}
-}
-
-// collectionTime is the timestamp of the collection's data points (the
-// receiver stamps them before it reads the maps).
-func collectionTime(md pmetric.Metrics) (time.Time, bool) {
-	var ts time.Time
-	testutil.EachMetric(md, func(m pmetric.Metric) {
-		if m.Name() == "enabled_configs" && m.Gauge().DataPoints().Len() > 0 {
-			ts = m.Gauge().DataPoints().At(0).Timestamp().AsTime()
-		}
-	})
-	return ts, !ts.IsZero()
+	t.Fatalf("no collection after %s on http://%s/metrics:\n%s", after.Format(time.RFC3339Nano), o.Addr, tail(o.log(), 3000))
+	return nil
 }
 
 // configFamilies maps every metric of the configs to its config.
@@ -130,11 +138,9 @@ func configFamilies(t *testing.T, dir string, names []string) map[string]string 
 			} `yaml:"metrics"`
 		}
 		require.NoError(t, yaml.Unmarshal(b, &c))
-		for _, m := range c.Metrics.Counters {
-			out[parity.PromName(parity.Namespace, m.Name, true)] = n
-		}
-		for _, m := range c.Metrics.Histograms {
-			out[parity.PromName(parity.Namespace, m.Name, false)] = n
+		// ebpf_exporter's name for every metric: its prefix on the config's name.
+		for _, m := range append(c.Metrics.Counters, c.Metrics.Histograms...) {
+			out[parity.Namespace+"_"+m.Name] = n
 		}
 	}
 	return out
@@ -157,11 +163,11 @@ func linkConfigs(t *testing.T, fixtures, programs []string) string {
 	return dir
 }
 
-// startOurs runs the collector with the receiver on names in a pipeline of
-// signal (metrics, traces) into the file exporter; it returns the file.
-func startOurs(t *testing.T, dir string, names []string, signal string) (*collector, string) {
+// startOurTraces runs the collector with the receiver on names in a traces
+// pipeline into the file exporter; it returns the file.
+func startOurTraces(t *testing.T, dir string, names []string) (*collector, string) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), signal+".jsonl")
+	out := filepath.Join(t.TempDir(), "traces.jsonl")
 	cfg := `receivers:
   ebpf_exporter:
     config_dir: ` + dir + `
@@ -172,7 +178,7 @@ exporters:
 service:
   telemetry: {metrics: {level: none}}
   pipelines:
-    ` + signal + `: {receivers: [ebpf_exporter], exporters: [file]}
+    traces: {receivers: [ebpf_exporter], exporters: [file]}
 `
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
@@ -216,17 +222,18 @@ func onNamedThread(t *testing.T, comm string, f func()) {
 func rawSyscall(nr, arg uintptr) { _, _, _ = syscall.RawSyscall(nr, arg, 0, 0) }
 
 // ourRound takes a round: ebpf_exporter's scrape, our first collection after it, its scrape again.
-func ourRound(t *testing.T, ref *parity.Reference, ourFile string) parity.Round {
+func ourRound(t *testing.T, ref *parity.Reference, o *ours) parity.Round {
 	t.Helper()
-	return ref.Round(t, func() parity.Snapshot { return parity.FromOTLP(ourCollectionAfter(t, ourFile, time.Now())) })
+	return ref.Round(t, func() parity.Snapshot { return o.scrapeAfter(t, time.Now()) })
 }
 
 // TestEbpfExporterParity runs Cloudflare's ebpf_exporter v2.5.1 and the
-// collector's ebpf_exporter receiver at the same time on the same configs
+// collector under the shipped config/ebpf_exporter.yaml (the ebpf_exporter
+// receiver into the Prometheus exporter) at the same time on the same configs
 // (each loads and attaches its own copy of the programs), drives the same
-// workload through both and compares what they export, series by series:
-// metric names, label names and decoded values, histogram bucket bounds,
-// and values. The test's own series must be equal; every other series (the
+// workload through both and compares their two /metrics endpoints, series by
+// series, as Prometheus scrapes them: families, types, label names and
+// decoded values, histogram bucket bounds, and values. The test's own series must be equal; every other series (the
 // rest of the machine, run queue latencies, TCP bytes) must lie between
 // ebpf_exporter's values just before and just after our collection.
 func TestEbpfExporterParity(t *testing.T) {
@@ -234,8 +241,8 @@ func TestEbpfExporterParity(t *testing.T) {
 	names := append(slices.Clone(parityFixtures), parityPrograms...)
 	dir := linkConfigs(t, parityFixtures, parityPrograms)
 	ref := parity.StartReference(t, ebpfExporterBin(t), dir, names)
-	c, ourFile := startOurs(t, dir, names, "metrics")
-	base := ourRound(t, ref, ourFile) // both attached and collecting
+	o := startOurMetrics(t, dir, names)
+	base := ourRound(t, ref, o) // both attached and collecting
 
 	// The workload, on a thread whose name no other process has.
 	pid := os.Getpid()
@@ -318,8 +325,8 @@ func TestEbpfExporterParity(t *testing.T) {
 		Sampled:     func(s *parity.Series) bool { return s.Family == "ebpf_exporter_ebpfx_cpu_clock_samples_total" },
 		SampleSlack: 10,
 	}
-	r := parity.Check(t, base, ourRound(t, ref, ourFile), opt, "tracepoint, raw_tp, tp_btf, uprobe and perf_event configs")
-	c.stop(t)
+	r := parity.Check(t, base, ourRound(t, ref, o), opt, "tracepoint, raw_tp, tp_btf, uprobe and perf_event configs")
+	o.stop(t)
 
 	// Every config's families are there, on both sides, and every kind of
 	// the test's own series was compared exactly.
@@ -377,11 +384,11 @@ func TestEbpfExporterParityXDP(t *testing.T) {
 	refSnap := ref.Scrape(t)
 	ref.Stop(t)
 
-	c, ourFile := startOurs(t, dir, names, "metrics")
-	ourCollectionAfter(t, ourFile, time.Now())
+	o := startOurMetrics(t, dir, names)
+	o.scrapeAfter(t, time.Now())
 	send()
-	ours := parity.FromOTLP(ourCollectionAfter(t, ourFile, time.Now()))
-	c.stop(t)
+	ourSnap := o.scrapeAfter(t, time.Now())
+	o.stop(t)
 
 	// Other traffic on lo differs between the two runs: the label sets of
 	// the UDP series and the names must match, and each side saw at least
@@ -389,16 +396,16 @@ func TestEbpfExporterParityXDP(t *testing.T) {
 	const fam = "ebpf_exporter_ebpfx_xdp_packets_total"
 	key := fam + `{device="lo",proto="udp"}`
 	require.Contains(t, refSnap, key, "ebpf_exporter: %v", refSnap.Families())
-	require.Contains(t, ours, key, "ours: %v", ours.Families())
+	require.Contains(t, ourSnap, key, "ours: %v", ourSnap.Families())
 	assert.GreaterOrEqual(t, refSnap[key].Value, 17.0)
-	assert.GreaterOrEqual(t, ours[key].Value, 17.0)
-	for k, s := range ours {
+	assert.GreaterOrEqual(t, ourSnap[key].Value, 17.0)
+	for k, s := range ourSnap {
 		if s.Family == fam {
 			assert.Contains(t, []string{"udp", "tcp", "icmp", "other"}, s.Labels["proto"], k)
 			assert.Equal(t, "lo", s.Labels["device"], k)
 		}
 	}
-	t.Logf("XDP, one after the other: ebpf_exporter v2.5.1 %s = %v, ours %v", key, refSnap[key].Value, ours[key].Value)
+	t.Logf("XDP, one after the other: ebpf_exporter v2.5.1 %s = %v, ours %v", key, refSnap[key].Value, ourSnap[key].Value)
 }
 
 // TestEbpfExporterParitySpans runs ebpfx_spans (tracing.spans: two ring
@@ -414,7 +421,7 @@ func TestEbpfExporterParitySpans(t *testing.T) {
 	names := []string{"ebpfx_spans"}
 	dir := linkConfigs(t, names, nil)
 	ref := parity.StartReference(t, ebpfExporterBin(t), dir, names, "OTEL_TRACES_EXPORTER=console")
-	c, out := startOurs(t, dir, names, "traces")
+	c, out := startOurTraces(t, dir, names)
 
 	// Three processes named ebpfx_spanwork (the fixture's comm): sleep,
 	// through a link of that name; each makes one clock_nanosleep.

@@ -2,8 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package parity compares what Cloudflare's ebpf_exporter serves on /metrics
-// with what the ebpf_exporter receiver exports for the same configs, series
-// by series, for the side-by-side test (test/e2e/ebpfexporter_parity_test.go).
+// with what the collector serves on /metrics for the same configs (the
+// ebpf_exporter receiver into the Prometheus exporter, config/ebpf_exporter.yaml),
+// series by series, for the side-by-side test
+// (test/e2e/ebpfexporter_parity_test.go). Both sides are parsed from
+// Prometheus text exposition alike: nothing is renamed.
 //
 // Both sides read their own copy of the same programs' maps, from their own
 // start, at different moments. A round takes two reference scrapes, A before
@@ -23,16 +26,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// Namespace is ebpf_exporter's metric prefix, and the namespace a Prometheus
-// exporter in the collector is given so that the names line up.
+// Namespace is ebpf_exporter's metric prefix: a config's metric <name> is
+// served as ebpf_exporter_<name>.
 const Namespace = "ebpf_exporter"
 
 // Bucket is a histogram's cumulative bucket: observations <= LE.
@@ -50,7 +52,10 @@ type Series struct {
 	Bucket []Bucket // histogram, cumulative, +Inf last
 	Count  uint64   // histogram
 	Sum    float64  // histogram
-	Config string   // ours: the config (scope ebpf_exporter/<config>); "" for the exporter's own series
+	// Time is the sample's timestamp where the exposition carries one
+	// (the collector's Prometheus exporter with send_timestamps: the
+	// collection's time); zero otherwise. It is not compared.
+	Time time.Time
 }
 
 // Key names the series: its family and sorted labels.
@@ -90,7 +95,7 @@ func (sn Snapshot) Families() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// FromText parses Prometheus text exposition (ebpf_exporter's /metrics).
+// FromText parses Prometheus text exposition (either side's /metrics).
 func FromText(r io.Reader) (Snapshot, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
@@ -101,6 +106,9 @@ func FromText(r io.Reader) (Snapshot, error) {
 	for name, f := range fams {
 		for _, m := range f.GetMetric() {
 			s := &Series{Family: name, Labels: map[string]string{}}
+			if m.TimestampMs != nil {
+				s.Time = time.UnixMilli(m.GetTimestampMs())
+			}
 			for _, lp := range m.GetLabel() {
 				s.Labels[lp.GetName()] = lp.GetValue()
 			}
@@ -129,94 +137,6 @@ func FromText(r io.Reader) (Snapshot, error) {
 	return sn, nil
 }
 
-// PromName is the name a Prometheus exporter with namespace ns gives an
-// OTel metric: ns_name, with _total appended to a monotonic sum that lacks it.
-func PromName(ns, name string, monotonicSum bool) string {
-	n := ns + "_" + name
-	if monotonicSum && !strings.HasSuffix(n, "_total") {
-		n += "_total"
-	}
-	return n
-}
-
-// FromOTLP turns one collection of the ebpf_exporter receiver into
-// Prometheus series as a Prometheus exporter with namespace Namespace would
-// name them.
-func FromOTLP(md pmetric.Metrics) Snapshot {
-	sn := Snapshot{}
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			sm := sms.At(j)
-			config, _ := strings.CutPrefix(sm.Scope().Name(), Namespace+"/")
-			if config == Namespace {
-				config = ""
-			}
-			ms := sm.Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				addOTLPMetric(sn, ms.At(k), config)
-			}
-		}
-	}
-	return sn
-}
-
-func labels(attrs pcommon.Map) map[string]string {
-	out := make(map[string]string, attrs.Len())
-	attrs.Range(func(k string, v pcommon.Value) bool {
-		out[k] = v.AsString()
-		return true
-	})
-	return out
-}
-
-func number(dp pmetric.NumberDataPoint) float64 {
-	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-		return float64(dp.IntValue())
-	}
-	return dp.DoubleValue()
-}
-
-func addOTLPMetric(sn Snapshot, m pmetric.Metric, config string) {
-	switch m.Type() {
-	case pmetric.MetricTypeSum:
-		typ := "gauge"
-		if m.Sum().IsMonotonic() {
-			typ = "counter"
-		}
-		dps := m.Sum().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			sn.add(&Series{Family: PromName(Namespace, m.Name(), typ == "counter"), Type: typ,
-				Labels: labels(dps.At(i).Attributes()), Value: number(dps.At(i)), Config: config})
-		}
-	case pmetric.MetricTypeGauge:
-		dps := m.Gauge().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			sn.add(&Series{Family: PromName(Namespace, m.Name(), false), Type: "gauge",
-				Labels: labels(dps.At(i).Attributes()), Value: number(dps.At(i)), Config: config})
-		}
-	case pmetric.MetricTypeHistogram:
-		dps := m.Histogram().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			s := &Series{Family: PromName(Namespace, m.Name(), false), Type: "histogram",
-				Labels: labels(dp.Attributes()), Count: dp.Count(), Sum: dp.Sum(), Config: config}
-			var cum uint64
-			bounds, counts := dp.ExplicitBounds(), dp.BucketCounts()
-			for b := 0; b < counts.Len(); b++ {
-				cum += counts.At(b)
-				le := math.Inf(1)
-				if b < bounds.Len() {
-					le = bounds.At(b)
-				}
-				s.Bucket = append(s.Bucket, Bucket{LE: le, Count: cum})
-			}
-			sn.add(s)
-		}
-	}
-}
-
 // Options tune Compare.
 type Options struct {
 	// Exact names the series that only the test's own workload changes:
@@ -228,8 +148,7 @@ type Options struct {
 	// Ignore says which reference families are not ebpf_exporter's at all
 	// (go_*, process_*, promhttp_*).
 	Ignore func(family string) bool
-	// Configs maps a family to its config, for the table's rows of
-	// reference-only families.
+	// Configs maps a family to its config, for the report's config column.
 	Configs map[string]string
 	// Timed names histograms of measured time (runqlat): each side's
 	// programs time the same events, but each also runs between the other's
@@ -386,9 +305,6 @@ func Compare(base, cur Round, opt Options) Report {
 		rw := row(s.Family, s.Type)
 		rw.OurSeries++
 		rw.Ours += s.total() - since(base.Ours, s, k)
-		if s.Config != "" {
-			rw.Config = s.Config
-		}
 	}
 	for k, s := range cur.B {
 		if refFams[s.Family] {
@@ -427,7 +343,7 @@ func Compare(base, cur Round, opt Options) Report {
 		if !exact(s) {
 			continue
 		}
-		er := ExactRow{Config: s.Config, Family: s.Family, Labels: LabelString(s.Labels), Ours: s.total()}
+		er := ExactRow{Config: opt.Configs[s.Family], Family: s.Family, Labels: LabelString(s.Labels), Ours: s.total()}
 		if _, ok := cur.B[k]; ok {
 			er.Ref = cur.B.total(k)
 			er.OK = check(base, cur, k, true, 0, 0) == ""

@@ -7,10 +7,10 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
 // refText is what ebpf_exporter serves for a counter with a decoded errno
@@ -48,56 +48,44 @@ func snapText(t *testing.T, s string) Snapshot {
 	return sn
 }
 
-// ours builds what the receiver exports for the same maps: errno is the
-// decoded label value, bounds the histogram's upper bounds.
-func ours(calls int64, errno string, bounds []float64, counts []uint64) pmetric.Metrics {
-	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("ebpf_exporter/ebpfx_counters")
-	m := sm.Metrics().AppendEmpty()
-	m.SetName("ebpfx_syscalls_total")
-	sum := m.SetEmptySum()
-	sum.SetIsMonotonic(true)
-	dp := sum.DataPoints().AppendEmpty()
-	dp.SetIntValue(calls)
-	dp.Attributes().PutStr("pid", "42")
-	dp.Attributes().PutStr("syscall", "getppid")
-	dp.Attributes().PutStr("errno", errno)
-	dp = sum.DataPoints().AppendEmpty()
-	dp.SetIntValue(3)
-	dp.Attributes().PutStr("pid", "42")
-	dp.Attributes().PutStr("syscall", "getpgid")
-	dp.Attributes().PutStr("errno", "ESRCH")
-
-	sm = rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("ebpf_exporter/runqlat")
-	m = sm.Metrics().AppendEmpty()
-	m.SetName("run_queue_latency_seconds")
-	h := m.SetEmptyHistogram().DataPoints().AppendEmpty()
-	h.ExplicitBounds().FromRaw(bounds)
-	h.BucketCounts().FromRaw(counts)
-	var n uint64
-	for _, c := range counts {
-		n += c
+// oursText is what the collector serves for the same maps: errno is the
+// decoded label value, bounds the histogram's upper bounds and counts its
+// per-bucket (not cumulative) counts, the last one above the last bound.
+func oursText(calls int, errno string, bounds []float64, counts []uint64) string {
+	var cum uint64
+	var hist strings.Builder
+	for i, c := range counts {
+		cum += c
+		le := "+Inf"
+		if i < len(bounds) {
+			le = fmtNum(bounds[i])
+		}
+		hist.WriteString(`ebpf_exporter_run_queue_latency_seconds_bucket{le="` + le + `"} ` + itoa(int(cum)) + "\n")
 	}
-	h.SetCount(n)
-	h.SetSum(0.5)
+	return `# TYPE ebpf_exporter_ebpfx_syscalls_total counter
+ebpf_exporter_ebpfx_syscalls_total{errno="` + errno + `",pid="42",syscall="getppid"} ` + itoa(calls) + ` 1700000000123
+ebpf_exporter_ebpfx_syscalls_total{errno="ESRCH",pid="42",syscall="getpgid"} 3 1700000000123
+# TYPE ebpf_exporter_run_queue_latency_seconds histogram
+` + hist.String() + `ebpf_exporter_run_queue_latency_seconds_sum 0.5
+ebpf_exporter_run_queue_latency_seconds_count ` + itoa(int(cum)) + `
+# TYPE ebpf_exporter_enabled_configs gauge
+ebpf_exporter_enabled_configs{name="ebpfx_counters"} 1
+`
+}
 
-	sm = rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("ebpf_exporter")
-	m = sm.Metrics().AppendEmpty()
-	m.SetName("enabled_configs")
-	g := m.SetEmptyGauge().DataPoints().AppendEmpty()
-	g.SetIntValue(1)
-	g.Attributes().PutStr("name", "ebpfx_counters")
-	return md
+func ours(t *testing.T, calls int, errno string, bounds []float64, counts []uint64) Snapshot {
+	t.Helper()
+	return snapText(t, oursText(calls, errno, bounds, counts))
 }
 
 var opts = Options{
 	Exact:   func(s *Series) bool { return s.Labels["pid"] == "42" },
 	RefOnly: []string{"ebpf_exporter_ebpf_program_info"},
 	Ignore:  func(f string) bool { return strings.HasPrefix(f, "go_") },
+	Configs: map[string]string{
+		"ebpf_exporter_ebpfx_syscalls_total":      "ebpfx_counters",
+		"ebpf_exporter_run_queue_latency_seconds": "runqlat",
+	},
 }
 
 func TestFromText(t *testing.T) {
@@ -115,30 +103,21 @@ func TestFromText(t *testing.T) {
 		"ebpf_exporter_enabled_configs", "ebpf_exporter_run_queue_latency_seconds", "go_goroutines"}, sn.Families())
 }
 
-func TestPromName(t *testing.T) {
-	assert.Equal(t, "ebpf_exporter_x_total", PromName(Namespace, "x_total", true))
-	assert.Equal(t, "ebpf_exporter_x_total", PromName(Namespace, "x", true))
-	assert.Equal(t, "ebpf_exporter_x", PromName(Namespace, "x", false))
-}
-
-func TestFromOTLP(t *testing.T) {
-	sn := FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0}))
+// A timestamp (the collector's send_timestamps) is read, and is not part of the series.
+func TestFromTextTimestamp(t *testing.T) {
+	sn := ours(t, 5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})
 	s := sn[`ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="42",syscall="getppid"}`]
 	require.NotNil(t, s)
-	assert.Equal(t, "ebpfx_counters", s.Config)
-	h := sn[`ebpf_exporter_run_queue_latency_seconds{}`]
-	require.NotNil(t, h)
-	assert.Equal(t, []Bucket{{1e-6, 1}, {2e-6, 4}, {math.Inf(1), 4}}, h.Bucket, "cumulative, +Inf last")
-	assert.Equal(t, "runqlat", h.Config)
-	g := sn[`ebpf_exporter_enabled_configs{name="ebpfx_counters"}`]
-	require.NotNil(t, g)
-	assert.Empty(t, g.Config)
+	assert.Equal(t, time.UnixMilli(1700000000123), s.Time)
+	assert.Equal(t, 5.0, s.Value)
+	assert.True(t, sn[`ebpf_exporter_enabled_configs{name="ebpfx_counters"}`].Time.IsZero())
+	assert.Equal(t, []Bucket{{1e-6, 1}, {2e-6, 4}, {math.Inf(1), 4}}, sn[`ebpf_exporter_run_queue_latency_seconds{}`].Bucket)
 }
 
 func TestCompareParity(t *testing.T) {
 	// The histogram moves between A and B (background activity); ours lies between.
 	a, b := snapText(t, refText(5, 3)), snapText(t, refText(5, 6))
-	r := Compare(Round{}, Round{a, FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})), b}, opts)
+	r := Compare(Round{}, Round{a, ours(t, 5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0}), b}, opts)
 	assert.Empty(t, r.Diffs)
 	require.Len(t, r.Rows, 4)
 	for _, rw := range r.Rows {
@@ -159,29 +138,29 @@ func TestCompareDetectsDifferences(t *testing.T) {
 	okBounds, okCounts := []float64{1e-6, 2e-6}, []uint64{1, 3, 0}
 	for _, c := range []struct {
 		name string
-		md   pmetric.Metrics
+		ours Snapshot
 		opt  Options
 		want []string
 	}{
-		{"label decoder mismatch", ours(5, "0", okBounds, okCounts), opts, []string{
+		{"label decoder mismatch", ours(t, 5, "0", okBounds, okCounts), opts, []string{
 			`series ebpf_exporter_ebpfx_syscalls_total{errno="0",pid="42",syscall="getppid"}: only in ours`,
 			`series ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="42",syscall="getppid"}: in ebpf_exporter before our collection, missing in ours`,
 		}},
-		{"exact series off by one", ours(6, "ok", okBounds, okCounts), opts, []string{
+		{"exact series off by one", ours(t, 6, "ok", okBounds, okCounts), opts, []string{
 			`series ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="42",syscall="getppid"}: value 6, ebpf_exporter 5 then 5 (must be equal)`,
 		}},
-		{"bucket bounds", ours(5, "ok", []float64{1e-6, 2.5e-6}, okCounts), opts, []string{
+		{"bucket bounds", ours(t, 5, "ok", []float64{1e-6, 2.5e-6}, okCounts), opts, []string{
 			`series ebpf_exporter_run_queue_latency_seconds{}: bucket bounds [1e-06 2.5e-06 +Inf], ebpf_exporter [1e-06 2e-06 +Inf]`,
 		}},
-		{"count outside [A, B]", ours(5, "ok", okBounds, []uint64{1, 6, 0}), opts, []string{
+		{"count outside [A, B]", ours(t, 5, "ok", okBounds, []uint64{1, 6, 0}), opts, []string{
 			`series ebpf_exporter_run_queue_latency_seconds{}: count 7 outside ebpf_exporter's [3, 6]`,
 		}},
-		{"unlisted reference-only family", ours(5, "ok", okBounds, okCounts), Options{Exact: opts.Exact, Ignore: opts.Ignore}, []string{
+		{"unlisted reference-only family", ours(t, 5, "ok", okBounds, okCounts), Options{Exact: opts.Exact, Ignore: opts.Ignore}, []string{
 			`family ebpf_exporter_ebpf_program_info: only in ebpf_exporter`,
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := Compare(Round{}, Round{a, FromOTLP(c.md), b}, c.opt)
+			r := Compare(Round{}, Round{a, c.ours, b}, c.opt)
 			assert.ElementsMatch(t, c.want, r.Diffs)
 			assert.Contains(t, r.Markdown(), "**no**")
 		})
@@ -193,7 +172,7 @@ func TestCompareLateSeries(t *testing.T) {
 	a := snapText(t, refText(5, 3))
 	b := snapText(t, refText(5, 6)+`ebpf_exporter_ebpfx_syscalls_total{errno="ok",pid="43",syscall="getppid"} 1
 `)
-	r := Compare(Round{}, Round{a, FromOTLP(ours(5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})), b}, opts)
+	r := Compare(Round{}, Round{a, ours(t, 5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0}), b}, opts)
 	assert.Empty(t, r.Diffs)
 	assert.Equal(t, 1, r.Late)
 }
@@ -205,14 +184,14 @@ func TestCompareBaseline(t *testing.T) {
 	// ebpf_exporter started earlier: 100 more observations before the baseline.
 	base := Round{
 		A:    snapText(t, refText(5, 103)),
-		Ours: FromOTLP(ours(5, "ok", bounds, []uint64{1, 2, 0})),
+		Ours: ours(t, 5, "ok", bounds, []uint64{1, 2, 0}),
 		B:    snapText(t, refText(5, 104)),
 	}
 	// Since then, ebpf_exporter saw 10 to 14 more (the spans between the
 	// scrapes); ours, read in between, 12 more.
 	cur := Round{
 		A:    snapText(t, refText(5, 114)),
-		Ours: FromOTLP(ours(5, "ok", bounds, []uint64{1, 14, 0})),
+		Ours: ours(t, 5, "ok", bounds, []uint64{1, 14, 0}),
 		B:    snapText(t, refText(5, 117)),
 	}
 	r := Compare(base, cur, opts)
@@ -239,7 +218,7 @@ func TestCompareBaseline(t *testing.T) {
 	// Without the baseline the absolute counts would not line up ...
 	assert.NotEmpty(t, Compare(Round{}, cur, opts).Diffs)
 	// ... and an increase beyond what ebpf_exporter saw is reported.
-	cur.Ours = FromOTLP(ours(5, "ok", bounds, []uint64{1, 20, 0}))
+	cur.Ours = ours(t, 5, "ok", bounds, []uint64{1, 20, 0})
 	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: count increased by 18, outside ebpf_exporter's [10, 14]"},
 		Compare(base, cur, opts).Diffs)
 }
@@ -249,7 +228,7 @@ func TestCompareTimed(t *testing.T) {
 	bounds := []float64{1e-6, 2e-6}
 	a, b := snapText(t, refText(5, 100)), snapText(t, refText(5, 100))
 	// Two of 100 observations a bucket lower than ebpf_exporter timed them.
-	cur := Round{A: a, Ours: FromOTLP(ours(5, "ok", bounds, []uint64{3, 97, 0})), B: b}
+	cur := Round{A: a, Ours: ours(t, 5, "ok", bounds, []uint64{3, 97, 0}), B: b}
 	require.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 3 outside ebpf_exporter's [1, 1]"},
 		Compare(Round{}, cur, opts).Diffs)
 	timed := opts
@@ -260,7 +239,7 @@ func TestCompareTimed(t *testing.T) {
 	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 3 outside ebpf_exporter's [0, 2]"},
 		Compare(Round{}, cur, timed).Diffs)
 	timed.Tolerance = 0.05
-	cur.Ours = FromOTLP(ours(5, "ok", bounds, []uint64{1, 98, 0}))
+	cur.Ours = ours(t, 5, "ok", bounds, []uint64{1, 98, 0})
 	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: count 99 outside ebpf_exporter's [100, 100]"},
 		Compare(Round{}, cur, timed).Diffs)
 }

@@ -19,11 +19,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Endpoint is a Prometheus /metrics endpoint: ebpf_exporter's, or the
+// collector's Prometheus exporter.
+type Endpoint struct {
+	Addr string // host:port
+}
+
+// FreeAddr is a 127.0.0.1 address with a port free now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
 // Reference is a running Cloudflare ebpf_exporter (scripts/ebpf-exporter.sh
 // builds it), serving /metrics on a free 127.0.0.1 port.
 type Reference struct {
+	Endpoint
 	cmd    *exec.Cmd
-	addr   string
 	out    *syncBuffer // stderr: its log
 	stdout *syncBuffer // spans, with OTEL_TRACES_EXPORTER=console
 	done   chan error
@@ -53,12 +69,9 @@ func (b *syncBuffer) String() string {
 // test ends.
 func StartReference(t testing.TB, bin, dir string, names []string, env ...string) *Reference {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	r := &Reference{addr: l.Addr().String(), out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan error, 1)}
-	require.NoError(t, l.Close())
+	r := &Reference{Endpoint: Endpoint{Addr: FreeAddr(t)}, out: &syncBuffer{}, stdout: &syncBuffer{}, done: make(chan error, 1)}
 	r.cmd = exec.Command(bin, "--config.dir="+dir, "--config.names="+strings.Join(names, ","),
-		"--web.listen-address="+r.addr)
+		"--web.listen-address="+r.Addr)
 	r.cmd.Env = append(append(os.Environ(), "OTEL_TRACES_EXPORTER=none"), env...)
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.out
 	require.NoError(t, r.cmd.Start())
@@ -104,8 +117,8 @@ func (r *Reference) Log() string { return r.out.String() }
 // OTEL_TRACES_EXPORTER=console (complete once Stop flushed them).
 func (r *Reference) Stdout() string { return r.stdout.String() }
 
-func (r *Reference) get() (string, error) {
-	resp, err := http.Get("http://" + r.addr + "/metrics")
+func (e Endpoint) get() (string, error) {
+	resp, err := http.Get("http://" + e.Addr + "/metrics")
 	if err != nil {
 		return "", err
 	}
@@ -121,10 +134,10 @@ func (r *Reference) get() (string, error) {
 }
 
 // Scrape reads /metrics now.
-func (r *Reference) Scrape(t testing.TB) Snapshot {
+func (e Endpoint) Scrape(t testing.TB) Snapshot {
 	t.Helper()
-	b, err := r.get()
-	require.NoError(t, err)
+	b, err := e.get()
+	require.NoError(t, err, "GET http://%s/metrics", e.Addr)
 	sn, err := FromText(strings.NewReader(b))
 	require.NoError(t, err)
 	return sn
@@ -143,7 +156,7 @@ func (r *Reference) Round(t testing.TB, ours func() Snapshot) Round {
 func Check(t testing.TB, base, cur Round, opt Options, title string) Report {
 	t.Helper()
 	r := Compare(base, cur, opt)
-	t.Logf("%s: ebpf_exporter v2.5.1 against the ebpf_exporter receiver, increases since a baseline taken once both ran "+
+	t.Logf("%s: ebpf_exporter v2.5.1's /metrics against the collector's (config/ebpf_exporter.yaml), increases since a baseline taken once both ran "+
 		"(ebpf_exporter: the bounds its scrapes around our collections give); %d series appeared after our collection, "+
 		"%d only before ours attached\n\n%s", title, r.Late, r.Early, r.Markdown())
 	for _, d := range r.Diffs {
@@ -156,9 +169,11 @@ func Check(t testing.TB, base, cur Round, opt Options, title string) Report {
 // ebpf_exporter's (go_*, process_*, promhttp_*).
 func IgnoreNonEbpfExporter(f string) bool { return !strings.HasPrefix(f, Namespace+"_") }
 
-// RefOnly lists ebpf_exporter's own series that the receiver does not
-// export (receiver/ebpfexporterreceiver/README.md, parity table: program states are the collector's own
-// telemetry; build info is the collector's).
+// RefOnly lists ebpf_exporter's own series that the collector does not
+// serve (receiver/ebpfexporterreceiver/README.md, "Migrating from
+// ebpf_exporter": program states are the collector's own telemetry, and
+// their id label is the kernel's id of each process's own copy; build info
+// is the collector's).
 var RefOnly = []string{
 	Namespace + "_build_info",
 	Namespace + "_ebpf_program_info",

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -92,6 +93,15 @@ func FromOTLPTraces(td ptrace.Traces) []Span {
 					Attrs: labels(s.Attributes())})
 			}
 		}
+	}
+	return out
+}
+
+// labels is a span's attributes as strings.
+func labels(attrs pcommon.Map) map[string]string {
+	out := make(map[string]string, attrs.Len())
+	for k, v := range attrs.All() {
+		out[k] = v.AsString()
 	}
 	return out
 }

@@ -144,15 +144,14 @@
 //     decoder_errors_total (monotonic Sum, attribute config), like
 //     ebpf_exporter's own series.
 //
-// Through the collector's Prometheus exporter with namespace
-// "ebpf_exporter", a counter <name> becomes ebpf_exporter_<name> (the
-// translator appends _total to a monotonic Sum whose name lacks it:
-// ebpf_exporter itself exports the name as written), a histogram
-// ebpf_exporter_<name>_bucket{le}, _sum and _count, with the labels of
-// ebpf_exporter plus otel_scope_name="ebpf_exporter/<config>" (and the
-// other otel_scope_* labels the exporter adds), which keeps configs apart.
-// enabled_configs and decoder_errors_total become
-// ebpf_exporter_enabled_configs and ebpf_exporter_decoder_errors_total.
+// Through the collector's Prometheus exporter as config/ebpf_exporter.yaml
+// sets it up (namespace "ebpf_exporter", translation_strategy
+// UnderscoreEscapingWithoutSuffixes, without_scope_info), a metric <name>
+// is served as ebpf_exporter_<name> exactly as ebpf_exporter serves it (a
+// histogram as ebpf_exporter_<name>_bucket{le}, _sum and _count), with
+// ebpf_exporter's labels and no otel_scope_* ones; enabled_configs and
+// decoder_errors_total become ebpf_exporter_enabled_configs and
+// ebpf_exporter_decoder_errors_total.
 //
 // # Decoders
 //
