@@ -74,11 +74,11 @@ func (o Options) maps(t Transport) []string {
 func (t Transport) maps() []string {
 	switch t {
 	case TransportSequencer:
-		return []string{"seq_control", "seq_slots", "seq_counters", "seq_scratchbuf", "seq_doorbell"}
+		return []string{"ring_control", "ring_slots", "ring_counters", "ring_scratchbuf", "ring_doorbell"}
 	case TransportRingBuf:
-		return []string{"seq_control", "seq_counters", "seq_scratchbuf", "seq_tx_counters", "seq_rb"}
+		return []string{"ring_control", "ring_counters", "ring_scratchbuf", "seq_tx_counters", "seq_rb"}
 	case TransportPerfBuf:
-		return []string{"seq_control", "seq_counters", "seq_scratchbuf", "seq_tx_counters", "seq_perf"}
+		return []string{"ring_control", "ring_counters", "ring_scratchbuf", "seq_tx_counters", "seq_perf"}
 	}
 	return nil
 }
@@ -351,7 +351,7 @@ func (o Options) spec(tr Transport) (*ebpf.CollectionSpec, error) {
 	}
 	switch tr {
 	case TransportSequencer:
-		spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
+		spec.Maps["ring_slots"].MaxEntries = uint32(o.RingSlots)
 	case TransportRingBuf:
 		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
 	}
@@ -381,7 +381,7 @@ func (o Options) setVariables(spec *ebpf.CollectionSpec) error {
 	for name, v := range map[string]any{
 		"seq_shed_mask":  shed,
 		"seq_shed_above": o.ShedAbove,
-		"seq_ring_mask":  uint64(o.RingSlots - 1),
+		"ring_mask":      uint64(o.RingSlots - 1),
 		"seq_event_mask": mask,
 		"seq_max_args":   uint32(o.MaxArgs),
 		// Ring buffer: a forced wake-up every 64 tickets, or when a quarter of the buffer is unread.
@@ -503,8 +503,8 @@ func (c Counters) TotalTickets() (n uint64) {
 func (s *Sequencer) Counters() (Counters, error) {
 	var per []seqRingStats
 	var c Counters
-	if err := s.coll.Maps["seq_counters"].Lookup(uint32(0), &per); err != nil {
-		return c, fmt.Errorf("read seq_counters: %w", err)
+	if err := s.coll.Maps["ring_counters"].Lookup(uint32(0), &per); err != nil {
+		return c, fmt.Errorf("read ring_counters: %w", err)
 	}
 	for _, p := range per {
 		for i := range event.NumTypes {

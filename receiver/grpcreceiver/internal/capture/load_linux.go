@@ -257,14 +257,14 @@ func (o Options) sizeMaps(spec *ebpf.CollectionSpec, noFetch bool) error {
 		spec.Maps["h2_tls_calls"].MaxEntries = 64
 		spec.Maps["h2_ssl_isn"].MaxEntries = 64
 	}
-	delete(spec.Maps, "seq_scratchbuf") // ring/producer.h's; h2 stages in h2_scratchbuf
-	spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
+	delete(spec.Maps, "ring_scratchbuf") // ring/producer.h's; h2 stages in h2_scratchbuf
+	spec.Maps["ring_slots"].MaxEntries = uint32(o.RingSlots)
 	if noFetch {
 		// The ring's bytes go to the ring buffer (a power of two of pages);
 		// the slots and the doorbell are left unused.
-		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
-		spec.Maps["seq_slots"].MaxEntries = 1
-		delete(spec.Maps, "seq_doorbell")
+		spec.Maps["ring_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
+		spec.Maps["ring_slots"].MaxEntries = 1
+		delete(spec.Maps, "ring_doorbell")
 	}
 	// The connection maps are preallocated (LRU hash), in kernel memory, per
 	// entry: h2_conns and h2_pending about 210 bytes (48 of element head, the
@@ -303,7 +303,7 @@ func (o Options) setVariables(spec *ebpf.CollectionSpec, bpfLoop bool) error {
 		return 0
 	}
 	for name, v := range map[string]any{
-		"seq_ring_mask": uint64(o.RingSlots - 1),
+		"ring_mask":     uint64(o.RingSlots - 1),
 		"h2_hdr_cap":    uint32(o.HeaderCap),
 		"h2_max_iov":    uint32(o.MaxIov),
 		"h2_rate":       uint64(o.Rate),
@@ -358,11 +358,11 @@ func (c *Capture) mapRingBuf() (err error) {
 	if c.ring, err = ringmap.Map(c.coll, 0); err != nil {
 		return err
 	}
-	counters := c.coll.Maps["seq_counters"]
+	counters := c.coll.Maps["ring_counters"]
 	failed := func() (uint64, uint64, error) {
 		var per []h2RingStats
 		if err := counters.Lookup(uint32(0), &per); err != nil {
-			return 0, 0, fmt.Errorf("read seq_counters: %w", err)
+			return 0, 0, fmt.Errorf("read ring_counters: %w", err)
 		}
 		var n uint64
 		for _, p := range per {
@@ -375,7 +375,7 @@ func (c *Capture) mapRingBuf() (err error) {
 	// judges and counts the malformed. The tickets of failed outputs
 	// (ring_stats.output_failed) become gaps.
 	rec := transport.Records{MinLen: 1, Numbered: true, Failed: failed, FailReason: ring.OutputFailed}
-	if c.rb, err = transport.NewRingBuf(c.coll.Maps["seq_rb"], c.ring.Control(), 0, rec); err != nil {
+	if c.rb, err = transport.NewRingBuf(c.coll.Maps["ring_rb"], c.ring.Control(), 0, rec); err != nil {
 		return err
 	}
 	c.reader = c.rb
