@@ -14,7 +14,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
-	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/ringmap"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"

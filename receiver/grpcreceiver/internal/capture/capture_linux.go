@@ -17,8 +17,8 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/ringmap"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
-	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 )
 
 // Reader is what the receiver reads the records from, in ticket order with

@@ -21,8 +21,8 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/ringmap"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
-	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 )
 
 // Limits of the programs (bpf/h2/h2.bpf.c).

@@ -3,12 +3,6 @@
 
 //go:build linux
 
-// Package ringmap maps a sequencer ring's BPF maps into this process and
-// waits on its doorbell: the part of reading a ring that touches the kernel,
-// shared by every loader of a sequencer producer (internal/sequencer for the
-// seq receiver, the grpc receiver's capture). [Map] maps a loaded
-// collection's whole ring; [Mmap] and [NewDoorbell] are its parts. The ring
-// protocol itself is internal/ring, pure Go.
 package ringmap
 
 import (
