@@ -14,18 +14,13 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring/ringmap"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
-)
-
-const (
-	slotSize = 128
-	// MaxArgs is the most argv bytes one exec record can carry (SEQ_MAX_ARGS).
-	MaxArgs = 4096
 )
 
 // prefix is the name prefix of the transport's lifecycle programs in bpf/seq/seq.bpf.c.
@@ -91,7 +86,7 @@ type Options struct {
 	RingSlots int
 	// Events is the set of event types (event.Fork, ...) to produce; others never claim a ticket.
 	Events []event.Type
-	// MaxArgs bounds the argv bytes copied per exec (0..MaxArgs).
+	// MaxArgs bounds the argv bytes copied per exec (0..event.MaxArgs).
 	MaxArgs int
 	// Shed lists event types (never event.Exit) that the sequencer's producers
 	// drop, before they take a ticket, while the reader is more than
@@ -222,8 +217,8 @@ func (o Options) validate() error {
 	if o.RingSlots <= 0 || o.RingSlots&(o.RingSlots-1) != 0 {
 		return fmt.Errorf("ring size %d slots is not a power of two", o.RingSlots)
 	}
-	if o.MaxArgs < 0 || o.MaxArgs > MaxArgs {
-		return fmt.Errorf("max args %d out of range 0..%d", o.MaxArgs, MaxArgs)
+	if o.MaxArgs < 0 || o.MaxArgs > event.MaxArgs {
+		return fmt.Errorf("max args %d out of range 0..%d", o.MaxArgs, event.MaxArgs)
 	}
 	if o.RingBufWakeup > RingBufWakeupEvery {
 		return fmt.Errorf("unknown ring buffer wake-up policy %d", o.RingBufWakeup)
@@ -353,7 +348,7 @@ func (o Options) spec(tr Transport) (*ebpf.CollectionSpec, error) {
 	case TransportSequencer:
 		spec.Maps["ring_slots"].MaxEntries = uint32(o.RingSlots)
 	case TransportRingBuf:
-		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
+		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*ring.SlotSize, os.Getpagesize()))
 	}
 	return spec, o.setVariables(spec)
 }
@@ -386,7 +381,7 @@ func (o Options) setVariables(spec *ebpf.CollectionSpec) error {
 		"seq_max_args":   uint32(o.MaxArgs),
 		// Ring buffer: a forced wake-up every 64 tickets, or when a quarter of the buffer is unread.
 		"seq_rb_wakeup_mask":  uint64(RingBufWakeupTickets - 1),
-		"seq_rb_wakeup_bytes": uint64(o.RingSlots * slotSize / 4),
+		"seq_rb_wakeup_bytes": uint64(o.RingSlots * ring.SlotSize / 4),
 		"seq_rb_wakeup_mode":  uint32(o.RingBufWakeup),
 		"seq_synth_tgid":      synth.TargetTGID,
 		"seq_synth_nr":        synth.SyscallNR,
@@ -437,7 +432,7 @@ func (s *Sequencer) mapRing() (err error) {
 	if s.mapped, err = ringmap.Map(s.coll, slots); err != nil {
 		return err
 	}
-	s.ctl, s.ringLen = s.mapped.Control(), s.opts.RingSlots*slotSize
+	s.ctl, s.ringLen = s.mapped.Control(), s.opts.RingSlots*ring.SlotSize
 	return nil
 }
 

@@ -34,7 +34,6 @@ const (
 	// header, a payload copied or skipped, an iovec) where the kernel has no
 	// bpf_loop; with it, 8192.
 	BoundedSteps = 1024
-	slotSize     = 128
 	// MinBurst is the least bucket of Options.Rate: a few header blocks.
 	MinBurst = 64 << 10
 	// MinPending is the least default Options.MaxPending.
@@ -262,7 +261,7 @@ func (o Options) sizeMaps(spec *ebpf.CollectionSpec, noFetch bool) error {
 	if noFetch {
 		// The ring's bytes go to the ring buffer (a power of two of pages);
 		// the slots and the doorbell are left unused.
-		spec.Maps["ring_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
+		spec.Maps["ring_rb"].MaxEntries = uint32(max(o.RingSlots*ring.SlotSize, os.Getpagesize()))
 		spec.Maps["ring_slots"].MaxEntries = 1
 		delete(spec.Maps, "ring_doorbell")
 	}
@@ -307,10 +306,10 @@ func (o Options) setVariables(spec *ebpf.CollectionSpec, bpfLoop bool) error {
 		"h2_hdr_cap":    uint32(o.HeaderCap),
 		"h2_max_iov":    uint32(o.MaxIov),
 		"h2_rate":       uint64(o.Rate),
-		"h2_burst":      uint64(burst(o.Rate, o.RingSlots*slotSize)),
+		"h2_burst":      uint64(burst(o.Rate, o.RingSlots*ring.SlotSize)),
 		"h2_frame_cost": uint64(o.FrameCost),
 		"h2_user_rate":  uint64(o.UserRate),
-		"h2_user_burst": uint64(burst(o.UserRate, o.RingSlots*slotSize)),
+		"h2_user_burst": uint64(burst(o.UserRate, o.RingSlots*ring.SlotSize)),
 		"h2_have_loop":  flag(bpfLoop),
 		"h2_tls_on":     flag(o.TLS),
 	} {
