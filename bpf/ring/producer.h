@@ -9,7 +9,7 @@
 #define RING_PRODUCER_H
 
 /* Set by the loader: slots - 1. */
-volatile const __u64 seq_ring_mask = 0;
+volatile const __u64 ring_mask = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -17,7 +17,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct ring_ctl);
-} seq_control SEC(".maps");
+} ring_control SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -25,14 +25,14 @@ struct {
 	__uint(max_entries, 65536); /* replaced by the loader: the configured ring size */
 	__type(key, __u32);
 	__type(value, struct ring_slot);
-} seq_slots SEC(".maps");
+} ring_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct ring_stats);
-} seq_counters SEC(".maps");
+} ring_counters SEC(".maps");
 
 struct ring_scratch {
 	__u8 buf[RING_SCRATCH];
@@ -43,15 +43,15 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct ring_scratch);
-} seq_scratchbuf SEC(".maps");
+} ring_scratchbuf SEC(".maps");
 
 /* The doorbell: one 8-byte record wakes a parked reader; never one per event. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
-} seq_doorbell SEC(".maps");
+} ring_doorbell SEC(".maps");
 
-static __always_inline void ring_doorbell(struct ring_ctl *ctl, struct ring_stats *st)
+static __always_inline void ring_wake_reader(struct ring_ctl *ctl, struct ring_stats *st)
 {
 	__u64 one = 1;
 
@@ -61,7 +61,7 @@ static __always_inline void ring_doorbell(struct ring_ctl *ctl, struct ring_stat
 	/* Only the producer that takes the flag rings; the others see 0. */
 	if (!__sync_lock_test_and_set(&ctl->parked, 0))
 		return;
-	if (bpf_ringbuf_output(&seq_doorbell, &one, sizeof(one), BPF_RB_FORCE_WAKEUP))
+	if (bpf_ringbuf_output(&ring_doorbell, &one, sizeof(one), BPF_RB_FORCE_WAKEUP))
 		st->doorbell_failed++;
 	else
 		st->doorbells++;
@@ -123,7 +123,7 @@ static __always_inline __u32 ring_slots_for(__u32 len)
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
-} seq_rb SEC(".maps");
+} ring_rb SEC(".maps");
 
 static __always_inline void ring_commit(struct ring_scratch *rec, __u32 len, __u16 type)
 {
@@ -133,8 +133,8 @@ static __always_inline void ring_commit(struct ring_scratch *rec, __u32 len, __u
 	__u64 size;
 	__u32 n;
 
-	ctl = bpf_map_lookup_elem(&seq_control, &zero);
-	st = bpf_map_lookup_elem(&seq_counters, &zero);
+	ctl = bpf_map_lookup_elem(&ring_control, &zero);
+	st = bpf_map_lookup_elem(&ring_counters, &zero);
 	if (!ctl || !st)
 		return;
 	n = ring_slots_for(len);
@@ -145,7 +145,7 @@ static __always_inline void ring_commit(struct ring_scratch *rec, __u32 len, __u
 	asm volatile("if %0 != 0 goto +1; %0 = 1;" : "+r"(size));
 	/* The result unused: a plain atomic add, no fetch. */
 	__sync_fetch_and_add(&ctl->head, n);
-	if (bpf_ringbuf_output(&seq_rb, rec->buf, size, 0))
+	if (bpf_ringbuf_output(&ring_rb, rec->buf, size, 0))
 		st->output_failed += n;
 	if (type < RING_TYPES) {
 		st->events[type]++;
@@ -162,8 +162,8 @@ static __always_inline void ring_commit(struct ring_scratch *rec, __u32 len, __u
 	__u32 n, i;
 	__u64 t0;
 
-	ctl = bpf_map_lookup_elem(&seq_control, &zero);
-	st = bpf_map_lookup_elem(&seq_counters, &zero);
+	ctl = bpf_map_lookup_elem(&ring_control, &zero);
+	st = bpf_map_lookup_elem(&ring_counters, &zero);
 	if (!ctl || !st)
 		return;
 	n = ring_slots_for(len);
@@ -179,8 +179,8 @@ static __always_inline void ring_commit(struct ring_scratch *rec, __u32 len, __u
 
 		if (i >= n)
 			break;
-		idx = t & seq_ring_mask;
-		s = bpf_map_lookup_elem(&seq_slots, &idx);
+		idx = t & ring_mask;
+		s = bpf_map_lookup_elem(&ring_slots, &idx);
 		if (!s) {
 			/* Cannot happen for idx < max_entries; the reader counts the ticket lost. */
 			st->no_slot++;
@@ -203,7 +203,7 @@ static __always_inline void ring_commit(struct ring_scratch *rec, __u32 len, __u
 		st->events[type]++;
 		st->tickets[type] += n;
 	}
-	ring_doorbell(ctl, st);
+	ring_wake_reader(ctl, st);
 }
 #endif /* RING_RB */
 
@@ -211,7 +211,7 @@ static __always_inline struct ring_scratch *ring_stage(void)
 {
 	__u32 zero = 0;
 
-	return bpf_map_lookup_elem(&seq_scratchbuf, &zero);
+	return bpf_map_lookup_elem(&ring_scratchbuf, &zero);
 }
 
 #endif

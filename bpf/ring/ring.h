@@ -22,9 +22,10 @@
  * RING_SLOT_PAYLOAD bytes per slot; every slot of a record carries the same len
  * and nslots, and its own index (0 for the first).
  *
- * The maps keep the names the loaders look up (seq_control, seq_slots,
- * seq_counters, seq_scratchbuf, seq_doorbell, seq_rb; seq_ring_mask), which
- * bpftool shows.
+ * The protocol's maps and variable are named ring_* (ring_control,
+ * ring_slots, ring_counters, ring_scratchbuf, ring_doorbell, RING_RB's
+ * ring_rb; ring_mask): the names the loaders look up and bpftool shows. A
+ * producer's own maps carry its prefix (seq_*, h2_*).
  */
 #ifndef RING_H
 #define RING_H
@@ -49,7 +50,7 @@ struct ring_slot {
 	__u8 data[RING_SLOT_PAYLOAD];
 };
 
-/* seq_control (map of one struct ring_ctl): mmapable; the ticket counter alone in its cache line. */
+/* ring_control (map of one struct ring_ctl): mmapable; the ticket counter alone in its cache line. */
 struct ring_ctl {
 	__u64 head;    /* next ticket: tickets issued so far */
 	__u64 _pad0[7];
@@ -58,7 +59,7 @@ struct ring_ctl {
 	__u64 _pad1[6];
 };
 
-/* seq_counters (map): one per-CPU struct ring_stats. */
+/* ring_counters (map): one per-CPU struct ring_stats. */
 struct ring_stats {
 	__u64 events[RING_TYPES];  /* records produced (ticketed), by type */
 	__u64 tickets[RING_TYPES]; /* tickets claimed, by type */

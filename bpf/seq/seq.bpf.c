@@ -47,7 +47,7 @@ char LICENSE[] SEC("license") = "GPL"; /* GPL-2.0-only, one of the two licenses 
 
 #define SIGNAL_GROUP_EXIT 0x00000004
 
-/* Set by the loader before the programs are loaded (and seq_ring_mask, in ring/producer.h). */
+/* Set by the loader before the programs are loaded (and ring_mask, in ring/producer.h). */
 volatile const __u32 seq_event_mask = (1 << SEQ_EV_FORK) | (1 << SEQ_EV_EXEC) | (1 << SEQ_EV_EXIT);
 volatile const __u32 seq_max_args = 1024;
 /* Adaptive pressure (sequencer only): event types in seq_shed_mask are dropped
@@ -109,8 +109,8 @@ static __always_inline bool seq_shed(__u16 type)
 
 	if (!(seq_shed_mask & (1 << type)))
 		return false;
-	ctl = bpf_map_lookup_elem(&seq_control, &zero);
-	st = bpf_map_lookup_elem(&seq_counters, &zero);
+	ctl = bpf_map_lookup_elem(&ring_control, &zero);
+	st = bpf_map_lookup_elem(&ring_counters, &zero);
 	if (!ctl || !st)
 		return false;
 	/* tail first, then head: the reader's tail never passes a head read
@@ -188,8 +188,8 @@ static __always_inline void seq_emit(void *ctx, int tr, struct ring_scratch *rec
 		return;
 	}
 #endif
-	ctl = bpf_map_lookup_elem(&seq_control, &zero);
-	st = bpf_map_lookup_elem(&seq_counters, &zero);
+	ctl = bpf_map_lookup_elem(&ring_control, &zero);
+	st = bpf_map_lookup_elem(&ring_counters, &zero);
 	tx = bpf_map_lookup_elem(&seq_tx_counters, &zero);
 	if (!ctl || !st || !tx)
 		return;

@@ -63,6 +63,10 @@
 // the BPF maps (and nothing else should hold it), plus this package's tests.
 // [Producer] and [NewMemory] exist for tests and benchmarks, in this package
 // and in the packages built on it; the real producers are the BPF programs.
+// Beside it, the parts that touch the kernel: internal/ring/ringmap maps a
+// loaded ring's BPF maps (the control block, the slots, the doorbell), and
+// internal/ring/transport reads the ring, or a ring buffer or perf buffers,
+// as a source of records in ticket order.
 //
 // # Stalled producers
 //

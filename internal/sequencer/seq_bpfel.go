@@ -91,14 +91,14 @@ type seqSeqTxStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	seqMapSeqControl       = "seq_control"
-	seqMapSeqCounters      = "seq_counters"
-	seqMapSeqDoorbell      = "seq_doorbell"
+	seqMapRingControl      = "ring_control"
+	seqMapRingCounters     = "ring_counters"
+	seqMapRingDoorbell     = "ring_doorbell"
+	seqMapRingScratchbuf   = "ring_scratchbuf"
+	seqMapRingSlots        = "ring_slots"
 	seqMapSeqExitClaim     = "seq_exit_claim"
 	seqMapSeqPerf          = "seq_perf"
 	seqMapSeqRb            = "seq_rb"
-	seqMapSeqScratchbuf    = "seq_scratchbuf"
-	seqMapSeqSlots         = "seq_slots"
 	seqMapSeqTxCounters    = "seq_tx_counters"
 	seqProgPbExec          = "pb_exec"
 	seqProgPbExit          = "pb_exit"
@@ -121,13 +121,13 @@ const (
 	seqProgStExitLive      = "st_exit_live"
 	seqProgStFork          = "st_fork"
 	seqProgStSynth         = "st_synth"
+	seqVarRingMask         = "ring_mask"
 	seqVarSeqEventMask     = "seq_event_mask"
 	seqVarSeqEventTypeBtf  = "seq_event_type_btf"
 	seqVarSeqMaxArgs       = "seq_max_args"
 	seqVarSeqRbWakeupBytes = "seq_rb_wakeup_bytes"
 	seqVarSeqRbWakeupMask  = "seq_rb_wakeup_mask"
 	seqVarSeqRbWakeupMode  = "seq_rb_wakeup_mode"
-	seqVarSeqRingMask      = "seq_ring_mask"
 	seqVarSeqShedAbove     = "seq_shed_above"
 	seqVarSeqShedMask      = "seq_shed_mask"
 	seqVarSeqSynthNr       = "seq_synth_nr"
@@ -203,28 +203,28 @@ type seqProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type seqMapSpecs struct {
-	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
-	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
-	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
-	SeqExitClaim  *ebpf.MapSpec `ebpf:"seq_exit_claim"`
-	SeqPerf       *ebpf.MapSpec `ebpf:"seq_perf"`
-	SeqRb         *ebpf.MapSpec `ebpf:"seq_rb"`
-	SeqScratchbuf *ebpf.MapSpec `ebpf:"seq_scratchbuf"`
-	SeqSlots      *ebpf.MapSpec `ebpf:"seq_slots"`
-	SeqTxCounters *ebpf.MapSpec `ebpf:"seq_tx_counters"`
+	RingControl    *ebpf.MapSpec `ebpf:"ring_control"`
+	RingCounters   *ebpf.MapSpec `ebpf:"ring_counters"`
+	RingDoorbell   *ebpf.MapSpec `ebpf:"ring_doorbell"`
+	RingScratchbuf *ebpf.MapSpec `ebpf:"ring_scratchbuf"`
+	RingSlots      *ebpf.MapSpec `ebpf:"ring_slots"`
+	SeqExitClaim   *ebpf.MapSpec `ebpf:"seq_exit_claim"`
+	SeqPerf        *ebpf.MapSpec `ebpf:"seq_perf"`
+	SeqRb          *ebpf.MapSpec `ebpf:"seq_rb"`
+	SeqTxCounters  *ebpf.MapSpec `ebpf:"seq_tx_counters"`
 }
 
 // seqVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type seqVariableSpecs struct {
+	RingMask         *ebpf.VariableSpec `ebpf:"ring_mask"`
 	SeqEventMask     *ebpf.VariableSpec `ebpf:"seq_event_mask"`
 	SeqEventTypeBtf  *ebpf.VariableSpec `ebpf:"seq_event_type_btf"`
 	SeqMaxArgs       *ebpf.VariableSpec `ebpf:"seq_max_args"`
 	SeqRbWakeupBytes *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_bytes"`
 	SeqRbWakeupMask  *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_mask"`
 	SeqRbWakeupMode  *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_mode"`
-	SeqRingMask      *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 	SeqShedAbove     *ebpf.VariableSpec `ebpf:"seq_shed_above"`
 	SeqShedMask      *ebpf.VariableSpec `ebpf:"seq_shed_mask"`
 	SeqSynthNr       *ebpf.VariableSpec `ebpf:"seq_synth_nr"`
@@ -251,27 +251,27 @@ func (o *seqObjects) Close() error {
 //
 // It can be passed to loadSeqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type seqMaps struct {
-	SeqControl    *ebpf.Map `ebpf:"seq_control"`
-	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
-	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
-	SeqExitClaim  *ebpf.Map `ebpf:"seq_exit_claim"`
-	SeqPerf       *ebpf.Map `ebpf:"seq_perf"`
-	SeqRb         *ebpf.Map `ebpf:"seq_rb"`
-	SeqScratchbuf *ebpf.Map `ebpf:"seq_scratchbuf"`
-	SeqSlots      *ebpf.Map `ebpf:"seq_slots"`
-	SeqTxCounters *ebpf.Map `ebpf:"seq_tx_counters"`
+	RingControl    *ebpf.Map `ebpf:"ring_control"`
+	RingCounters   *ebpf.Map `ebpf:"ring_counters"`
+	RingDoorbell   *ebpf.Map `ebpf:"ring_doorbell"`
+	RingScratchbuf *ebpf.Map `ebpf:"ring_scratchbuf"`
+	RingSlots      *ebpf.Map `ebpf:"ring_slots"`
+	SeqExitClaim   *ebpf.Map `ebpf:"seq_exit_claim"`
+	SeqPerf        *ebpf.Map `ebpf:"seq_perf"`
+	SeqRb          *ebpf.Map `ebpf:"seq_rb"`
+	SeqTxCounters  *ebpf.Map `ebpf:"seq_tx_counters"`
 }
 
 func (m *seqMaps) Close() error {
 	return _SeqClose(
-		m.SeqControl,
-		m.SeqCounters,
-		m.SeqDoorbell,
+		m.RingControl,
+		m.RingCounters,
+		m.RingDoorbell,
+		m.RingScratchbuf,
+		m.RingSlots,
 		m.SeqExitClaim,
 		m.SeqPerf,
 		m.SeqRb,
-		m.SeqScratchbuf,
-		m.SeqSlots,
 		m.SeqTxCounters,
 	)
 }
@@ -280,13 +280,13 @@ func (m *seqMaps) Close() error {
 //
 // It can be passed to loadSeqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type seqVariables struct {
+	RingMask         *ebpf.Variable `ebpf:"ring_mask"`
 	SeqEventMask     *ebpf.Variable `ebpf:"seq_event_mask"`
 	SeqEventTypeBtf  *ebpf.Variable `ebpf:"seq_event_type_btf"`
 	SeqMaxArgs       *ebpf.Variable `ebpf:"seq_max_args"`
 	SeqRbWakeupBytes *ebpf.Variable `ebpf:"seq_rb_wakeup_bytes"`
 	SeqRbWakeupMask  *ebpf.Variable `ebpf:"seq_rb_wakeup_mask"`
 	SeqRbWakeupMode  *ebpf.Variable `ebpf:"seq_rb_wakeup_mode"`
-	SeqRingMask      *ebpf.Variable `ebpf:"seq_ring_mask"`
 	SeqShedAbove     *ebpf.Variable `ebpf:"seq_shed_above"`
 	SeqShedMask      *ebpf.Variable `ebpf:"seq_shed_mask"`
 	SeqSynthNr       *ebpf.Variable `ebpf:"seq_synth_nr"`

@@ -16,14 +16,14 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	seqnfMapSeqControl       = "seq_control"
-	seqnfMapSeqCounters      = "seq_counters"
-	seqnfMapSeqDoorbell      = "seq_doorbell"
+	seqnfMapRingControl      = "ring_control"
+	seqnfMapRingCounters     = "ring_counters"
+	seqnfMapRingDoorbell     = "ring_doorbell"
+	seqnfMapRingScratchbuf   = "ring_scratchbuf"
+	seqnfMapRingSlots        = "ring_slots"
 	seqnfMapSeqExitClaim     = "seq_exit_claim"
 	seqnfMapSeqPerf          = "seq_perf"
 	seqnfMapSeqRb            = "seq_rb"
-	seqnfMapSeqScratchbuf    = "seq_scratchbuf"
-	seqnfMapSeqSlots         = "seq_slots"
 	seqnfMapSeqTxCounters    = "seq_tx_counters"
 	seqnfProgRbExec          = "rb_exec"
 	seqnfProgRbExit          = "rb_exit"
@@ -31,13 +31,13 @@ const (
 	seqnfProgRbFork          = "rb_fork"
 	seqnfProgRbSynth         = "rb_synth"
 	seqnfProgSeqSnapshot     = "seq_snapshot"
+	seqnfVarRingMask         = "ring_mask"
 	seqnfVarSeqEventMask     = "seq_event_mask"
 	seqnfVarSeqEventTypeBtf  = "seq_event_type_btf"
 	seqnfVarSeqMaxArgs       = "seq_max_args"
 	seqnfVarSeqRbWakeupBytes = "seq_rb_wakeup_bytes"
 	seqnfVarSeqRbWakeupMask  = "seq_rb_wakeup_mask"
 	seqnfVarSeqRbWakeupMode  = "seq_rb_wakeup_mode"
-	seqnfVarSeqRingMask      = "seq_ring_mask"
 	seqnfVarSeqShedAbove     = "seq_shed_above"
 	seqnfVarSeqShedMask      = "seq_shed_mask"
 	seqnfVarSeqSynthNr       = "seq_synth_nr"
@@ -98,28 +98,28 @@ type seqnfProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type seqnfMapSpecs struct {
-	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
-	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
-	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
-	SeqExitClaim  *ebpf.MapSpec `ebpf:"seq_exit_claim"`
-	SeqPerf       *ebpf.MapSpec `ebpf:"seq_perf"`
-	SeqRb         *ebpf.MapSpec `ebpf:"seq_rb"`
-	SeqScratchbuf *ebpf.MapSpec `ebpf:"seq_scratchbuf"`
-	SeqSlots      *ebpf.MapSpec `ebpf:"seq_slots"`
-	SeqTxCounters *ebpf.MapSpec `ebpf:"seq_tx_counters"`
+	RingControl    *ebpf.MapSpec `ebpf:"ring_control"`
+	RingCounters   *ebpf.MapSpec `ebpf:"ring_counters"`
+	RingDoorbell   *ebpf.MapSpec `ebpf:"ring_doorbell"`
+	RingScratchbuf *ebpf.MapSpec `ebpf:"ring_scratchbuf"`
+	RingSlots      *ebpf.MapSpec `ebpf:"ring_slots"`
+	SeqExitClaim   *ebpf.MapSpec `ebpf:"seq_exit_claim"`
+	SeqPerf        *ebpf.MapSpec `ebpf:"seq_perf"`
+	SeqRb          *ebpf.MapSpec `ebpf:"seq_rb"`
+	SeqTxCounters  *ebpf.MapSpec `ebpf:"seq_tx_counters"`
 }
 
 // seqnfVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type seqnfVariableSpecs struct {
+	RingMask         *ebpf.VariableSpec `ebpf:"ring_mask"`
 	SeqEventMask     *ebpf.VariableSpec `ebpf:"seq_event_mask"`
 	SeqEventTypeBtf  *ebpf.VariableSpec `ebpf:"seq_event_type_btf"`
 	SeqMaxArgs       *ebpf.VariableSpec `ebpf:"seq_max_args"`
 	SeqRbWakeupBytes *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_bytes"`
 	SeqRbWakeupMask  *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_mask"`
 	SeqRbWakeupMode  *ebpf.VariableSpec `ebpf:"seq_rb_wakeup_mode"`
-	SeqRingMask      *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
 	SeqShedAbove     *ebpf.VariableSpec `ebpf:"seq_shed_above"`
 	SeqShedMask      *ebpf.VariableSpec `ebpf:"seq_shed_mask"`
 	SeqSynthNr       *ebpf.VariableSpec `ebpf:"seq_synth_nr"`
@@ -146,27 +146,27 @@ func (o *seqnfObjects) Close() error {
 //
 // It can be passed to loadSeqnfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type seqnfMaps struct {
-	SeqControl    *ebpf.Map `ebpf:"seq_control"`
-	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
-	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
-	SeqExitClaim  *ebpf.Map `ebpf:"seq_exit_claim"`
-	SeqPerf       *ebpf.Map `ebpf:"seq_perf"`
-	SeqRb         *ebpf.Map `ebpf:"seq_rb"`
-	SeqScratchbuf *ebpf.Map `ebpf:"seq_scratchbuf"`
-	SeqSlots      *ebpf.Map `ebpf:"seq_slots"`
-	SeqTxCounters *ebpf.Map `ebpf:"seq_tx_counters"`
+	RingControl    *ebpf.Map `ebpf:"ring_control"`
+	RingCounters   *ebpf.Map `ebpf:"ring_counters"`
+	RingDoorbell   *ebpf.Map `ebpf:"ring_doorbell"`
+	RingScratchbuf *ebpf.Map `ebpf:"ring_scratchbuf"`
+	RingSlots      *ebpf.Map `ebpf:"ring_slots"`
+	SeqExitClaim   *ebpf.Map `ebpf:"seq_exit_claim"`
+	SeqPerf        *ebpf.Map `ebpf:"seq_perf"`
+	SeqRb          *ebpf.Map `ebpf:"seq_rb"`
+	SeqTxCounters  *ebpf.Map `ebpf:"seq_tx_counters"`
 }
 
 func (m *seqnfMaps) Close() error {
 	return _SeqnfClose(
-		m.SeqControl,
-		m.SeqCounters,
-		m.SeqDoorbell,
+		m.RingControl,
+		m.RingCounters,
+		m.RingDoorbell,
+		m.RingScratchbuf,
+		m.RingSlots,
 		m.SeqExitClaim,
 		m.SeqPerf,
 		m.SeqRb,
-		m.SeqScratchbuf,
-		m.SeqSlots,
 		m.SeqTxCounters,
 	)
 }
@@ -175,13 +175,13 @@ func (m *seqnfMaps) Close() error {
 //
 // It can be passed to loadSeqnfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type seqnfVariables struct {
+	RingMask         *ebpf.Variable `ebpf:"ring_mask"`
 	SeqEventMask     *ebpf.Variable `ebpf:"seq_event_mask"`
 	SeqEventTypeBtf  *ebpf.Variable `ebpf:"seq_event_type_btf"`
 	SeqMaxArgs       *ebpf.Variable `ebpf:"seq_max_args"`
 	SeqRbWakeupBytes *ebpf.Variable `ebpf:"seq_rb_wakeup_bytes"`
 	SeqRbWakeupMask  *ebpf.Variable `ebpf:"seq_rb_wakeup_mask"`
 	SeqRbWakeupMode  *ebpf.Variable `ebpf:"seq_rb_wakeup_mode"`
-	SeqRingMask      *ebpf.Variable `ebpf:"seq_ring_mask"`
 	SeqShedAbove     *ebpf.Variable `ebpf:"seq_shed_above"`
 	SeqShedMask      *ebpf.Variable `ebpf:"seq_shed_mask"`
 	SeqSynthNr       *ebpf.Variable `ebpf:"seq_synth_nr"`

@@ -14,18 +14,13 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
-	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/ringmap"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
-)
-
-const (
-	slotSize = 128
-	// MaxArgs is the most argv bytes one exec record can carry (SEQ_MAX_ARGS).
-	MaxArgs = 4096
 )
 
 // prefix is the name prefix of the transport's lifecycle programs in bpf/seq/seq.bpf.c.
@@ -74,11 +69,11 @@ func (o Options) maps(t Transport) []string {
 func (t Transport) maps() []string {
 	switch t {
 	case TransportSequencer:
-		return []string{"seq_control", "seq_slots", "seq_counters", "seq_scratchbuf", "seq_doorbell"}
+		return []string{"ring_control", "ring_slots", "ring_counters", "ring_scratchbuf", "ring_doorbell"}
 	case TransportRingBuf:
-		return []string{"seq_control", "seq_counters", "seq_scratchbuf", "seq_tx_counters", "seq_rb"}
+		return []string{"ring_control", "ring_counters", "ring_scratchbuf", "seq_tx_counters", "seq_rb"}
 	case TransportPerfBuf:
-		return []string{"seq_control", "seq_counters", "seq_scratchbuf", "seq_tx_counters", "seq_perf"}
+		return []string{"ring_control", "ring_counters", "ring_scratchbuf", "seq_tx_counters", "seq_perf"}
 	}
 	return nil
 }
@@ -91,7 +86,7 @@ type Options struct {
 	RingSlots int
 	// Events is the set of event types (event.Fork, ...) to produce; others never claim a ticket.
 	Events []event.Type
-	// MaxArgs bounds the argv bytes copied per exec (0..MaxArgs).
+	// MaxArgs bounds the argv bytes copied per exec (0..event.MaxArgs).
 	MaxArgs int
 	// Shed lists event types (never event.Exit) that the sequencer's producers
 	// drop, before they take a ticket, while the reader is more than
@@ -222,8 +217,8 @@ func (o Options) validate() error {
 	if o.RingSlots <= 0 || o.RingSlots&(o.RingSlots-1) != 0 {
 		return fmt.Errorf("ring size %d slots is not a power of two", o.RingSlots)
 	}
-	if o.MaxArgs < 0 || o.MaxArgs > MaxArgs {
-		return fmt.Errorf("max args %d out of range 0..%d", o.MaxArgs, MaxArgs)
+	if o.MaxArgs < 0 || o.MaxArgs > event.MaxArgs {
+		return fmt.Errorf("max args %d out of range 0..%d", o.MaxArgs, event.MaxArgs)
 	}
 	if o.RingBufWakeup > RingBufWakeupEvery {
 		return fmt.Errorf("unknown ring buffer wake-up policy %d", o.RingBufWakeup)
@@ -351,9 +346,9 @@ func (o Options) spec(tr Transport) (*ebpf.CollectionSpec, error) {
 	}
 	switch tr {
 	case TransportSequencer:
-		spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
+		spec.Maps["ring_slots"].MaxEntries = uint32(o.RingSlots)
 	case TransportRingBuf:
-		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
+		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*ring.SlotSize, os.Getpagesize()))
 	}
 	return spec, o.setVariables(spec)
 }
@@ -381,12 +376,12 @@ func (o Options) setVariables(spec *ebpf.CollectionSpec) error {
 	for name, v := range map[string]any{
 		"seq_shed_mask":  shed,
 		"seq_shed_above": o.ShedAbove,
-		"seq_ring_mask":  uint64(o.RingSlots - 1),
+		"ring_mask":      uint64(o.RingSlots - 1),
 		"seq_event_mask": mask,
 		"seq_max_args":   uint32(o.MaxArgs),
 		// Ring buffer: a forced wake-up every 64 tickets, or when a quarter of the buffer is unread.
 		"seq_rb_wakeup_mask":  uint64(RingBufWakeupTickets - 1),
-		"seq_rb_wakeup_bytes": uint64(o.RingSlots * slotSize / 4),
+		"seq_rb_wakeup_bytes": uint64(o.RingSlots * ring.SlotSize / 4),
 		"seq_rb_wakeup_mode":  uint32(o.RingBufWakeup),
 		"seq_synth_tgid":      synth.TargetTGID,
 		"seq_synth_nr":        synth.SyscallNR,
@@ -437,7 +432,7 @@ func (s *Sequencer) mapRing() (err error) {
 	if s.mapped, err = ringmap.Map(s.coll, slots); err != nil {
 		return err
 	}
-	s.ctl, s.ringLen = s.mapped.Control(), s.opts.RingSlots*slotSize
+	s.ctl, s.ringLen = s.mapped.Control(), s.opts.RingSlots*ring.SlotSize
 	return nil
 }
 
@@ -503,8 +498,8 @@ func (c Counters) TotalTickets() (n uint64) {
 func (s *Sequencer) Counters() (Counters, error) {
 	var per []seqRingStats
 	var c Counters
-	if err := s.coll.Maps["seq_counters"].Lookup(uint32(0), &per); err != nil {
-		return c, fmt.Errorf("read seq_counters: %w", err)
+	if err := s.coll.Maps["ring_counters"].Lookup(uint32(0), &per); err != nil {
+		return c, fmt.Errorf("read ring_counters: %w", err)
 	}
 	for _, p := range per {
 		for i := range event.NumTypes {

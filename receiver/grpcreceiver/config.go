@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
 )
@@ -29,8 +30,6 @@ var hooks = []string{HookAuto, HookSocket, HookSyscalls, HookRawSyscalls}
 
 // Limits of the settings, shared by Validate and the docs.
 const (
-	minRingSlots      = 256
-	maxRingSlots      = 1 << 22 // 512 MiB of ring
 	minConnections    = 16
 	maxConnections    = 1 << 20
 	maxStreams        = 1 << 16
@@ -42,7 +41,6 @@ const (
 	minMemory         = 1 << 20
 	maxMemory         = 16 << 30
 	maxMaxBatch       = 65536
-	defaultRingSlots  = 1 << 16 // 8 MiB
 	defaultMaxBatch   = 1024
 	defaultServiceNm  = "grpc-calls"
 	defaultHeaderCap  = 16 << 10
@@ -236,7 +234,7 @@ type TLSConfig struct {
 func createDefaultConfig() *Config {
 	return &Config{
 		Hook:                    HookAuto,
-		RingSlots:               defaultRingSlots,
+		RingSlots:               ring.DefaultRingSlots,
 		MaxConnections:          h2.DefaultMaxConns,
 		MaxStreamsPerConnection: h2.DefaultMaxStreamsPerConn,
 		MaxHeaderBlock:          defaultHeaderCap,
@@ -265,8 +263,8 @@ func (c *Config) Validate() error {
 	if !slices.Contains(hooks, c.Hook) {
 		errs = append(errs, fmt.Errorf("hook: %q is not a hook; use one of %s", c.Hook, strings.Join(hooks, ", ")))
 	}
-	if c.RingSlots < minRingSlots || c.RingSlots > maxRingSlots || c.RingSlots&(c.RingSlots-1) != 0 {
-		errs = append(errs, fmt.Errorf("ring_slots: %d is not allowed; use a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))
+	if err := ring.CheckRingSlots(c.RingSlots); err != nil {
+		errs = append(errs, fmt.Errorf("ring_slots: %w", err))
 	}
 	for _, r := range []struct {
 		name        string

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/redact"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
 )
@@ -25,13 +27,10 @@ var knownEvents = []string{EventFork, EventExec, EventExit}
 
 // Limits of the settings, shared by Validate and the docs.
 const (
-	minRingSlots = 256
-	maxRingSlots = 1 << 22 // 4 Mi slots of 128 bytes: 512 MiB of ring
-	maxArgsBytes = 4096    // SEQ_MAX_ARGS in bpf/seq/seq.h
 	maxMaxBatch  = 65536
 	minProcesses = 64
 	maxProcesses = 1 << 22
-	maxMaxArgs   = maxArgsBytes / 2 // one byte and a NUL each
+	maxMaxArgs   = event.MaxArgs / 2 // one byte and a NUL each
 	minMemory    = 1 << 20
 	maxMemory    = 1 << 34
 	minEventArgs = 1 << 10
@@ -199,7 +198,7 @@ var DefaultRootParents = []string{
 func createDefaultConfig() *Config {
 	return &Config{
 		Transport:    sequencer.TransportAuto,
-		RingSlots:    65536,
+		RingSlots:    ring.DefaultRingSlots,
 		Events:       []string{EventFork, EventExec, EventExit},
 		MaxArgsBytes: 1024,
 		MaxArgs:      process.DefaultMaxArgs,
@@ -229,8 +228,8 @@ func (c *Config) Validate() error {
 	if !slices.Contains(sequencer.Transports, c.Transport) {
 		errs = append(errs, fmt.Errorf("transport: %q is not a transport; use one of %s", c.Transport, joinNames(sequencer.Transports)))
 	}
-	if c.RingSlots < minRingSlots || c.RingSlots > maxRingSlots || c.RingSlots&(c.RingSlots-1) != 0 {
-		errs = append(errs, fmt.Errorf("ring_slots: %d is not allowed; use a power of two from %d to %d", c.RingSlots, minRingSlots, maxRingSlots))
+	if err := ring.CheckRingSlots(c.RingSlots); err != nil {
+		errs = append(errs, fmt.Errorf("ring_slots: %w", err))
 	}
 	if len(c.Events) == 0 && !c.ThreadEvents {
 		errs = append(errs, fmt.Errorf("events: empty; list one or more of %s (or set thread_events)", strings.Join(knownEvents, ", ")))
@@ -245,8 +244,8 @@ func (c *Config) Validate() error {
 		}
 		seen[e] = true
 	}
-	if c.MaxArgsBytes < 0 || c.MaxArgsBytes > maxArgsBytes {
-		errs = append(errs, fmt.Errorf("max_args_bytes: %d is out of range; use 0 to %d", c.MaxArgsBytes, maxArgsBytes))
+	if c.MaxArgsBytes < 0 || c.MaxArgsBytes > event.MaxArgs {
+		errs = append(errs, fmt.Errorf("max_args_bytes: %d is out of range; use 0 to %d", c.MaxArgsBytes, event.MaxArgs))
 	}
 	if c.MaxArgs < 1 || c.MaxArgs > maxMaxArgs {
 		errs = append(errs, fmt.Errorf("max_args: %d is out of range; use 1 to %d (max_args_bytes: 0 turns argv off)", c.MaxArgs, maxMaxArgs))

@@ -66,7 +66,7 @@ type seqReceiver struct {
 	seq    kernel
 	rd     transport.Source // the transport's reader: the sequencer's ring, the ring buffer or perf
 	tb     *metadata.TelemetryBuilder
-	inner  settings // built from cfg (options_linux.go)
+	inner  settings // built from cfg (settings_linux.go)
 	mapper mapper
 	model  *process.Model
 	intern event.Interner // the reader's

@@ -37,7 +37,7 @@ type Source interface {
 	Abandon(fn func(*ring.Item)) uint64
 }
 
-// Doorbell wakes a parked slot ring reader (internal/ringmap's Ring, or the
+// Doorbell wakes a parked slot ring reader (internal/ring/ringmap's Ring, or the
 // loader that holds it).
 type Doorbell interface {
 	// Wait blocks until a producer rings or timeout passes; true when rung.

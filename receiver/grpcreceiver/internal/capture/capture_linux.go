@@ -17,8 +17,8 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/ringmap"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
-	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 )
 
 // Reader is what the receiver reads the records from, in ticket order with
@@ -129,8 +129,8 @@ func (c *Capture) Counters() (Counters, error) {
 		out.add(p)
 	}
 	var seq []h2RingStats
-	if err := c.coll.Maps["seq_counters"].Lookup(uint32(0), &seq); err != nil {
-		return out, fmt.Errorf("read seq_counters: %w", err)
+	if err := c.coll.Maps["ring_counters"].Lookup(uint32(0), &seq); err != nil {
+		return out, fmt.Errorf("read ring_counters: %w", err)
 	}
 	out.TLSFilesFailed = c.tlsFailed.Load()
 	out.TLSFilesNotHeld = c.tlsNotHeld.Load()

@@ -235,11 +235,11 @@ const (
 	h2MapH2TlsCalls     = "h2_tls_calls"
 	h2MapH2TlsClosed    = "h2_tls_closed"
 	h2MapH2Users        = "h2_users"
-	h2MapSeqControl     = "seq_control"
-	h2MapSeqCounters    = "seq_counters"
-	h2MapSeqDoorbell    = "seq_doorbell"
-	h2MapSeqScratchbuf  = "seq_scratchbuf"
-	h2MapSeqSlots       = "seq_slots"
+	h2MapRingControl    = "ring_control"
+	h2MapRingCounters   = "ring_counters"
+	h2MapRingDoorbell   = "ring_doorbell"
+	h2MapRingScratchbuf = "ring_scratchbuf"
+	h2MapRingSlots      = "ring_slots"
 	h2ProgH2GoClose     = "h2_go_close"
 	h2ProgH2GoRead      = "h2_go_read"
 	h2ProgH2GoReadRet   = "h2_go_read_ret"
@@ -277,7 +277,7 @@ const (
 	h2VarH2TlsOn        = "h2_tls_on"
 	h2VarH2UserBurst    = "h2_user_burst"
 	h2VarH2UserRate     = "h2_user_rate"
-	h2VarSeqRingMask    = "seq_ring_mask"
+	h2VarRingMask       = "ring_mask"
 )
 
 // loadH2 returns the embedded CollectionSpec for h2.
@@ -351,22 +351,22 @@ type h2ProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2MapSpecs struct {
-	H2Busy        *ebpf.MapSpec `ebpf:"h2_busy"`
-	H2Conns       *ebpf.MapSpec `ebpf:"h2_conns"`
-	H2Counters    *ebpf.MapSpec `ebpf:"h2_counters"`
-	H2GoCalls     *ebpf.MapSpec `ebpf:"h2_go_calls"`
-	H2NotH2       *ebpf.MapSpec `ebpf:"h2_not_h2"`
-	H2Pending     *ebpf.MapSpec `ebpf:"h2_pending"`
-	H2Scratchbuf  *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
-	H2SslIsn      *ebpf.MapSpec `ebpf:"h2_ssl_isn"`
-	H2TlsCalls    *ebpf.MapSpec `ebpf:"h2_tls_calls"`
-	H2TlsClosed   *ebpf.MapSpec `ebpf:"h2_tls_closed"`
-	H2Users       *ebpf.MapSpec `ebpf:"h2_users"`
-	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
-	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
-	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
-	SeqScratchbuf *ebpf.MapSpec `ebpf:"seq_scratchbuf"`
-	SeqSlots      *ebpf.MapSpec `ebpf:"seq_slots"`
+	H2Busy         *ebpf.MapSpec `ebpf:"h2_busy"`
+	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
+	H2Counters     *ebpf.MapSpec `ebpf:"h2_counters"`
+	H2GoCalls      *ebpf.MapSpec `ebpf:"h2_go_calls"`
+	H2NotH2        *ebpf.MapSpec `ebpf:"h2_not_h2"`
+	H2Pending      *ebpf.MapSpec `ebpf:"h2_pending"`
+	H2Scratchbuf   *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
+	H2SslIsn       *ebpf.MapSpec `ebpf:"h2_ssl_isn"`
+	H2TlsCalls     *ebpf.MapSpec `ebpf:"h2_tls_calls"`
+	H2TlsClosed    *ebpf.MapSpec `ebpf:"h2_tls_closed"`
+	H2Users        *ebpf.MapSpec `ebpf:"h2_users"`
+	RingControl    *ebpf.MapSpec `ebpf:"ring_control"`
+	RingCounters   *ebpf.MapSpec `ebpf:"ring_counters"`
+	RingDoorbell   *ebpf.MapSpec `ebpf:"ring_doorbell"`
+	RingScratchbuf *ebpf.MapSpec `ebpf:"ring_scratchbuf"`
+	RingSlots      *ebpf.MapSpec `ebpf:"ring_slots"`
 }
 
 // h2VariableSpecs contains global variables before they are loaded into the kernel.
@@ -387,7 +387,7 @@ type h2VariableSpecs struct {
 	H2TlsOn       *ebpf.VariableSpec `ebpf:"h2_tls_on"`
 	H2UserBurst   *ebpf.VariableSpec `ebpf:"h2_user_burst"`
 	H2UserRate    *ebpf.VariableSpec `ebpf:"h2_user_rate"`
-	SeqRingMask   *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
+	RingMask      *ebpf.VariableSpec `ebpf:"ring_mask"`
 }
 
 // h2Objects contains all objects after they have been loaded into the kernel.
@@ -410,22 +410,22 @@ func (o *h2Objects) Close() error {
 //
 // It can be passed to loadH2Objects or ebpf.CollectionSpec.LoadAndAssign.
 type h2Maps struct {
-	H2Busy        *ebpf.Map `ebpf:"h2_busy"`
-	H2Conns       *ebpf.Map `ebpf:"h2_conns"`
-	H2Counters    *ebpf.Map `ebpf:"h2_counters"`
-	H2GoCalls     *ebpf.Map `ebpf:"h2_go_calls"`
-	H2NotH2       *ebpf.Map `ebpf:"h2_not_h2"`
-	H2Pending     *ebpf.Map `ebpf:"h2_pending"`
-	H2Scratchbuf  *ebpf.Map `ebpf:"h2_scratchbuf"`
-	H2SslIsn      *ebpf.Map `ebpf:"h2_ssl_isn"`
-	H2TlsCalls    *ebpf.Map `ebpf:"h2_tls_calls"`
-	H2TlsClosed   *ebpf.Map `ebpf:"h2_tls_closed"`
-	H2Users       *ebpf.Map `ebpf:"h2_users"`
-	SeqControl    *ebpf.Map `ebpf:"seq_control"`
-	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
-	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
-	SeqScratchbuf *ebpf.Map `ebpf:"seq_scratchbuf"`
-	SeqSlots      *ebpf.Map `ebpf:"seq_slots"`
+	H2Busy         *ebpf.Map `ebpf:"h2_busy"`
+	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
+	H2Counters     *ebpf.Map `ebpf:"h2_counters"`
+	H2GoCalls      *ebpf.Map `ebpf:"h2_go_calls"`
+	H2NotH2        *ebpf.Map `ebpf:"h2_not_h2"`
+	H2Pending      *ebpf.Map `ebpf:"h2_pending"`
+	H2Scratchbuf   *ebpf.Map `ebpf:"h2_scratchbuf"`
+	H2SslIsn       *ebpf.Map `ebpf:"h2_ssl_isn"`
+	H2TlsCalls     *ebpf.Map `ebpf:"h2_tls_calls"`
+	H2TlsClosed    *ebpf.Map `ebpf:"h2_tls_closed"`
+	H2Users        *ebpf.Map `ebpf:"h2_users"`
+	RingControl    *ebpf.Map `ebpf:"ring_control"`
+	RingCounters   *ebpf.Map `ebpf:"ring_counters"`
+	RingDoorbell   *ebpf.Map `ebpf:"ring_doorbell"`
+	RingScratchbuf *ebpf.Map `ebpf:"ring_scratchbuf"`
+	RingSlots      *ebpf.Map `ebpf:"ring_slots"`
 }
 
 func (m *h2Maps) Close() error {
@@ -441,11 +441,11 @@ func (m *h2Maps) Close() error {
 		m.H2TlsCalls,
 		m.H2TlsClosed,
 		m.H2Users,
-		m.SeqControl,
-		m.SeqCounters,
-		m.SeqDoorbell,
-		m.SeqScratchbuf,
-		m.SeqSlots,
+		m.RingControl,
+		m.RingCounters,
+		m.RingDoorbell,
+		m.RingScratchbuf,
+		m.RingSlots,
 	)
 }
 
@@ -467,7 +467,7 @@ type h2Variables struct {
 	H2TlsOn       *ebpf.Variable `ebpf:"h2_tls_on"`
 	H2UserBurst   *ebpf.Variable `ebpf:"h2_user_burst"`
 	H2UserRate    *ebpf.Variable `ebpf:"h2_user_rate"`
-	SeqRingMask   *ebpf.Variable `ebpf:"seq_ring_mask"`
+	RingMask      *ebpf.Variable `ebpf:"ring_mask"`
 }
 
 // h2Programs contains all programs after they have been loaded into the kernel.

@@ -28,12 +28,12 @@ const (
 	h2nfMapH2TlsCalls     = "h2_tls_calls"
 	h2nfMapH2TlsClosed    = "h2_tls_closed"
 	h2nfMapH2Users        = "h2_users"
-	h2nfMapSeqControl     = "seq_control"
-	h2nfMapSeqCounters    = "seq_counters"
-	h2nfMapSeqDoorbell    = "seq_doorbell"
-	h2nfMapSeqRb          = "seq_rb"
-	h2nfMapSeqScratchbuf  = "seq_scratchbuf"
-	h2nfMapSeqSlots       = "seq_slots"
+	h2nfMapRingControl    = "ring_control"
+	h2nfMapRingCounters   = "ring_counters"
+	h2nfMapRingDoorbell   = "ring_doorbell"
+	h2nfMapRingRb         = "ring_rb"
+	h2nfMapRingScratchbuf = "ring_scratchbuf"
+	h2nfMapRingSlots      = "ring_slots"
 	h2nfProgH2GoClose     = "h2_go_close"
 	h2nfProgH2GoRead      = "h2_go_read"
 	h2nfProgH2GoReadRet   = "h2_go_read_ret"
@@ -61,7 +61,7 @@ const (
 	h2nfVarH2TlsOn        = "h2_tls_on"
 	h2nfVarH2UserBurst    = "h2_user_burst"
 	h2nfVarH2UserRate     = "h2_user_rate"
-	h2nfVarSeqRingMask    = "seq_ring_mask"
+	h2nfVarRingMask       = "ring_mask"
 )
 
 // loadH2nf returns the embedded CollectionSpec for h2nf.
@@ -125,24 +125,24 @@ type h2nfProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2nfMapSpecs struct {
-	H2Busy        *ebpf.MapSpec `ebpf:"h2_busy"`
-	H2Conns       *ebpf.MapSpec `ebpf:"h2_conns"`
-	H2Counters    *ebpf.MapSpec `ebpf:"h2_counters"`
-	H2CpuIds      *ebpf.MapSpec `ebpf:"h2_cpu_ids"`
-	H2GoCalls     *ebpf.MapSpec `ebpf:"h2_go_calls"`
-	H2NotH2       *ebpf.MapSpec `ebpf:"h2_not_h2"`
-	H2Pending     *ebpf.MapSpec `ebpf:"h2_pending"`
-	H2Scratchbuf  *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
-	H2SslIsn      *ebpf.MapSpec `ebpf:"h2_ssl_isn"`
-	H2TlsCalls    *ebpf.MapSpec `ebpf:"h2_tls_calls"`
-	H2TlsClosed   *ebpf.MapSpec `ebpf:"h2_tls_closed"`
-	H2Users       *ebpf.MapSpec `ebpf:"h2_users"`
-	SeqControl    *ebpf.MapSpec `ebpf:"seq_control"`
-	SeqCounters   *ebpf.MapSpec `ebpf:"seq_counters"`
-	SeqDoorbell   *ebpf.MapSpec `ebpf:"seq_doorbell"`
-	SeqRb         *ebpf.MapSpec `ebpf:"seq_rb"`
-	SeqScratchbuf *ebpf.MapSpec `ebpf:"seq_scratchbuf"`
-	SeqSlots      *ebpf.MapSpec `ebpf:"seq_slots"`
+	H2Busy         *ebpf.MapSpec `ebpf:"h2_busy"`
+	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
+	H2Counters     *ebpf.MapSpec `ebpf:"h2_counters"`
+	H2CpuIds       *ebpf.MapSpec `ebpf:"h2_cpu_ids"`
+	H2GoCalls      *ebpf.MapSpec `ebpf:"h2_go_calls"`
+	H2NotH2        *ebpf.MapSpec `ebpf:"h2_not_h2"`
+	H2Pending      *ebpf.MapSpec `ebpf:"h2_pending"`
+	H2Scratchbuf   *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
+	H2SslIsn       *ebpf.MapSpec `ebpf:"h2_ssl_isn"`
+	H2TlsCalls     *ebpf.MapSpec `ebpf:"h2_tls_calls"`
+	H2TlsClosed    *ebpf.MapSpec `ebpf:"h2_tls_closed"`
+	H2Users        *ebpf.MapSpec `ebpf:"h2_users"`
+	RingControl    *ebpf.MapSpec `ebpf:"ring_control"`
+	RingCounters   *ebpf.MapSpec `ebpf:"ring_counters"`
+	RingDoorbell   *ebpf.MapSpec `ebpf:"ring_doorbell"`
+	RingRb         *ebpf.MapSpec `ebpf:"ring_rb"`
+	RingScratchbuf *ebpf.MapSpec `ebpf:"ring_scratchbuf"`
+	RingSlots      *ebpf.MapSpec `ebpf:"ring_slots"`
 }
 
 // h2nfVariableSpecs contains global variables before they are loaded into the kernel.
@@ -163,7 +163,7 @@ type h2nfVariableSpecs struct {
 	H2TlsOn       *ebpf.VariableSpec `ebpf:"h2_tls_on"`
 	H2UserBurst   *ebpf.VariableSpec `ebpf:"h2_user_burst"`
 	H2UserRate    *ebpf.VariableSpec `ebpf:"h2_user_rate"`
-	SeqRingMask   *ebpf.VariableSpec `ebpf:"seq_ring_mask"`
+	RingMask      *ebpf.VariableSpec `ebpf:"ring_mask"`
 }
 
 // h2nfObjects contains all objects after they have been loaded into the kernel.
@@ -186,24 +186,24 @@ func (o *h2nfObjects) Close() error {
 //
 // It can be passed to loadH2nfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type h2nfMaps struct {
-	H2Busy        *ebpf.Map `ebpf:"h2_busy"`
-	H2Conns       *ebpf.Map `ebpf:"h2_conns"`
-	H2Counters    *ebpf.Map `ebpf:"h2_counters"`
-	H2CpuIds      *ebpf.Map `ebpf:"h2_cpu_ids"`
-	H2GoCalls     *ebpf.Map `ebpf:"h2_go_calls"`
-	H2NotH2       *ebpf.Map `ebpf:"h2_not_h2"`
-	H2Pending     *ebpf.Map `ebpf:"h2_pending"`
-	H2Scratchbuf  *ebpf.Map `ebpf:"h2_scratchbuf"`
-	H2SslIsn      *ebpf.Map `ebpf:"h2_ssl_isn"`
-	H2TlsCalls    *ebpf.Map `ebpf:"h2_tls_calls"`
-	H2TlsClosed   *ebpf.Map `ebpf:"h2_tls_closed"`
-	H2Users       *ebpf.Map `ebpf:"h2_users"`
-	SeqControl    *ebpf.Map `ebpf:"seq_control"`
-	SeqCounters   *ebpf.Map `ebpf:"seq_counters"`
-	SeqDoorbell   *ebpf.Map `ebpf:"seq_doorbell"`
-	SeqRb         *ebpf.Map `ebpf:"seq_rb"`
-	SeqScratchbuf *ebpf.Map `ebpf:"seq_scratchbuf"`
-	SeqSlots      *ebpf.Map `ebpf:"seq_slots"`
+	H2Busy         *ebpf.Map `ebpf:"h2_busy"`
+	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
+	H2Counters     *ebpf.Map `ebpf:"h2_counters"`
+	H2CpuIds       *ebpf.Map `ebpf:"h2_cpu_ids"`
+	H2GoCalls      *ebpf.Map `ebpf:"h2_go_calls"`
+	H2NotH2        *ebpf.Map `ebpf:"h2_not_h2"`
+	H2Pending      *ebpf.Map `ebpf:"h2_pending"`
+	H2Scratchbuf   *ebpf.Map `ebpf:"h2_scratchbuf"`
+	H2SslIsn       *ebpf.Map `ebpf:"h2_ssl_isn"`
+	H2TlsCalls     *ebpf.Map `ebpf:"h2_tls_calls"`
+	H2TlsClosed    *ebpf.Map `ebpf:"h2_tls_closed"`
+	H2Users        *ebpf.Map `ebpf:"h2_users"`
+	RingControl    *ebpf.Map `ebpf:"ring_control"`
+	RingCounters   *ebpf.Map `ebpf:"ring_counters"`
+	RingDoorbell   *ebpf.Map `ebpf:"ring_doorbell"`
+	RingRb         *ebpf.Map `ebpf:"ring_rb"`
+	RingScratchbuf *ebpf.Map `ebpf:"ring_scratchbuf"`
+	RingSlots      *ebpf.Map `ebpf:"ring_slots"`
 }
 
 func (m *h2nfMaps) Close() error {
@@ -220,12 +220,12 @@ func (m *h2nfMaps) Close() error {
 		m.H2TlsCalls,
 		m.H2TlsClosed,
 		m.H2Users,
-		m.SeqControl,
-		m.SeqCounters,
-		m.SeqDoorbell,
-		m.SeqRb,
-		m.SeqScratchbuf,
-		m.SeqSlots,
+		m.RingControl,
+		m.RingCounters,
+		m.RingDoorbell,
+		m.RingRb,
+		m.RingScratchbuf,
+		m.RingSlots,
 	)
 }
 
@@ -247,7 +247,7 @@ type h2nfVariables struct {
 	H2TlsOn       *ebpf.Variable `ebpf:"h2_tls_on"`
 	H2UserBurst   *ebpf.Variable `ebpf:"h2_user_burst"`
 	H2UserRate    *ebpf.Variable `ebpf:"h2_user_rate"`
-	SeqRingMask   *ebpf.Variable `ebpf:"seq_ring_mask"`
+	RingMask      *ebpf.Variable `ebpf:"ring_mask"`
 }
 
 // h2nfPrograms contains all programs after they have been loaded into the kernel.

@@ -21,8 +21,8 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/kernelfeatures"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring/ringmap"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
-	"github.com/otelcol-seq/otelcol-seq/internal/ringmap"
 )
 
 // Limits of the programs (bpf/h2/h2.bpf.c).
@@ -34,7 +34,6 @@ const (
 	// header, a payload copied or skipped, an iovec) where the kernel has no
 	// bpf_loop; with it, 8192.
 	BoundedSteps = 1024
-	slotSize     = 128
 	// MinBurst is the least bucket of Options.Rate: a few header blocks.
 	MinBurst = 64 << 10
 	// MinPending is the least default Options.MaxPending.
@@ -257,14 +256,14 @@ func (o Options) sizeMaps(spec *ebpf.CollectionSpec, noFetch bool) error {
 		spec.Maps["h2_tls_calls"].MaxEntries = 64
 		spec.Maps["h2_ssl_isn"].MaxEntries = 64
 	}
-	delete(spec.Maps, "seq_scratchbuf") // ring/producer.h's; h2 stages in h2_scratchbuf
-	spec.Maps["seq_slots"].MaxEntries = uint32(o.RingSlots)
+	delete(spec.Maps, "ring_scratchbuf") // ring/producer.h's; h2 stages in h2_scratchbuf
+	spec.Maps["ring_slots"].MaxEntries = uint32(o.RingSlots)
 	if noFetch {
 		// The ring's bytes go to the ring buffer (a power of two of pages);
 		// the slots and the doorbell are left unused.
-		spec.Maps["seq_rb"].MaxEntries = uint32(max(o.RingSlots*slotSize, os.Getpagesize()))
-		spec.Maps["seq_slots"].MaxEntries = 1
-		delete(spec.Maps, "seq_doorbell")
+		spec.Maps["ring_rb"].MaxEntries = uint32(max(o.RingSlots*ring.SlotSize, os.Getpagesize()))
+		spec.Maps["ring_slots"].MaxEntries = 1
+		delete(spec.Maps, "ring_doorbell")
 	}
 	// The connection maps are preallocated (LRU hash), in kernel memory, per
 	// entry: h2_conns and h2_pending about 210 bytes (48 of element head, the
@@ -303,14 +302,14 @@ func (o Options) setVariables(spec *ebpf.CollectionSpec, bpfLoop bool) error {
 		return 0
 	}
 	for name, v := range map[string]any{
-		"seq_ring_mask": uint64(o.RingSlots - 1),
+		"ring_mask":     uint64(o.RingSlots - 1),
 		"h2_hdr_cap":    uint32(o.HeaderCap),
 		"h2_max_iov":    uint32(o.MaxIov),
 		"h2_rate":       uint64(o.Rate),
-		"h2_burst":      uint64(burst(o.Rate, o.RingSlots*slotSize)),
+		"h2_burst":      uint64(burst(o.Rate, o.RingSlots*ring.SlotSize)),
 		"h2_frame_cost": uint64(o.FrameCost),
 		"h2_user_rate":  uint64(o.UserRate),
-		"h2_user_burst": uint64(burst(o.UserRate, o.RingSlots*slotSize)),
+		"h2_user_burst": uint64(burst(o.UserRate, o.RingSlots*ring.SlotSize)),
 		"h2_have_loop":  flag(bpfLoop),
 		"h2_tls_on":     flag(o.TLS),
 	} {
@@ -358,11 +357,11 @@ func (c *Capture) mapRingBuf() (err error) {
 	if c.ring, err = ringmap.Map(c.coll, 0); err != nil {
 		return err
 	}
-	counters := c.coll.Maps["seq_counters"]
+	counters := c.coll.Maps["ring_counters"]
 	failed := func() (uint64, uint64, error) {
 		var per []h2RingStats
 		if err := counters.Lookup(uint32(0), &per); err != nil {
-			return 0, 0, fmt.Errorf("read seq_counters: %w", err)
+			return 0, 0, fmt.Errorf("read ring_counters: %w", err)
 		}
 		var n uint64
 		for _, p := range per {
@@ -375,7 +374,7 @@ func (c *Capture) mapRingBuf() (err error) {
 	// judges and counts the malformed. The tickets of failed outputs
 	// (ring_stats.output_failed) become gaps.
 	rec := transport.Records{MinLen: 1, Numbered: true, Failed: failed, FailReason: ring.OutputFailed}
-	if c.rb, err = transport.NewRingBuf(c.coll.Maps["seq_rb"], c.ring.Control(), 0, rec); err != nil {
+	if c.rb, err = transport.NewRingBuf(c.coll.Maps["ring_rb"], c.ring.Control(), 0, rec); err != nil {
 		return err
 	}
 	c.reader = c.rb

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
 	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
@@ -30,7 +31,7 @@ func TestShareSettingsLoaded(t *testing.T) {
 		require.NoError(t, err, "nofetch %v", noFetch)
 		for name, want := range map[string]uint64{
 			"h2_rate": 3 << 20, "h2_frame_cost": 77, "h2_user_rate": 5 << 20,
-			"h2_user_burst": uint64(burst(5<<20, (1<<12)*slotSize)),
+			"h2_user_burst": uint64(burst(5<<20, (1<<12)*ring.SlotSize)),
 		} {
 			var got uint64
 			require.NoError(t, c.coll.Variables[name].Get(&got), name)
@@ -264,8 +265,8 @@ func TestCaptureFrameShare(t *testing.T) {
 	// What reached user space of the flood, per socket, in frames (each
 	// RST_STREAM frame is 13 bytes copied; the preface and SETTINGS 33).
 	perFrame := float64(13 + frameCost)
-	connBound := (float64(burst(rate, ringSlots*slotSize))+rate*took)/perFrame + batch
-	userBound := (float64(burst(userRate, ringSlots*slotSize))+userRate*took)/perFrame + 2*floodConns*batch
+	connBound := (float64(burst(rate, ringSlots*ring.SlotSize))+rate*took)/perFrame + batch
+	userBound := (float64(burst(userRate, ringSlots*ring.SlotSize))+userRate*took)/perFrame + 2*floodConns*batch
 	var total float64
 	socks := 0
 	for id, o := range rec.opens {

@@ -116,12 +116,12 @@ func (m *Mapper) creationTime(s *Scratch, bootNs uint64) string {
 	ns := int64(m.wall(bootNs))
 	if s == nil || ns == 0 {
 		var buf [64]byte
-		return string(appendRFC3339(buf[:0], ns))
+		return string(AppendRFC3339(buf[:0], ns))
 	}
 	c := &s.times[uint64(ns)*0x9E3779B97F4A7C15>>(64-8)&(timeCacheSize-1)]
 	if c.ns != ns || c.s == "" {
 		var buf [64]byte
-		c.ns, c.s = ns, s.str(appendRFC3339(buf[:0], ns))
+		c.ns, c.s = ns, s.str(AppendRFC3339(buf[:0], ns))
 	}
 	return c.s
 }
@@ -208,10 +208,10 @@ func (m *Mapper) putAttrs(attrs pcommon.Map, ev *event.Event, args []string, red
 				s.AppendEmpty().SetStr(a)
 			}
 		}
-		putFlag(attrs, AttrArgsRedacted, redacted)
-		putFlag(attrs, AttrArgsTruncated, ev.ArgsTruncated())
-		putFlag(attrs, AttrArgsUnreadable, ev.ArgsUnreadable())
-		putFlag(attrs, AttrFilenameTruncated, ev.FilenameTruncated())
+		PutFlag(attrs, AttrArgsRedacted, redacted)
+		PutFlag(attrs, AttrArgsTruncated, ev.ArgsTruncated())
+		PutFlag(attrs, AttrArgsUnreadable, ev.ArgsUnreadable())
+		PutFlag(attrs, AttrFilenameTruncated, ev.FilenameTruncated())
 		if ev.OldTID != ev.PID && ev.OldTID != 0 {
 			attrs.PutInt(AttrExecOldTID, int64(ev.OldTID))
 		}
@@ -222,7 +222,7 @@ func (m *Mapper) putAttrs(attrs pcommon.Map, ev *event.Event, args []string, red
 		} else {
 			attrs.PutInt(AttrProcessExitCode, int64(ev.ExitCode()))
 		}
-		putFlag(attrs, AttrExitCoreDumped, ev.CoreDumped())
+		PutFlag(attrs, AttrExitCoreDumped, ev.CoreDumped())
 	}
 	if slots > 1 {
 		// The next record's seq.number is this one's plus its tickets.
@@ -311,16 +311,18 @@ func b2i(b bool) int {
 	return 0
 }
 
-func putFlag(attrs pcommon.Map, key string, set bool) {
+// PutFlag sets attribute key to true when set; a flag that is not set is
+// left out (the receiver's convention for boolean attributes).
+func PutFlag(attrs pcommon.Map, key string, set bool) {
 	if set {
 		attrs.PutBool(key, true)
 	}
 }
 
-// appendRFC3339 appends time ns (since the Unix epoch) to b as
+// AppendRFC3339 appends time ns (since the Unix epoch) to b as
 // time.RFC3339Nano in UTC: the same bytes as AppendFormat, several times
 // faster. An int64 of ns ends in 2262, so the year has four digits.
-func appendRFC3339(b []byte, ns int64) []byte {
+func AppendRFC3339(b []byte, ns int64) []byte {
 	if ns < 0 {
 		return time.Unix(0, ns).UTC().AppendFormat(b, time.RFC3339Nano)
 	}

@@ -375,8 +375,8 @@ func TestAppendRFC3339(t *testing.T) {
 	}
 	for _, ns := range cases {
 		want := time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
-		if got := string(appendRFC3339(nil, ns)); got != want {
-			t.Fatalf("appendRFC3339(%d) = %s, want %s", ns, got, want)
+		if got := string(AppendRFC3339(nil, ns)); got != want {
+			t.Fatalf("AppendRFC3339(%d) = %s, want %s", ns, got, want)
 		}
 	}
 }

@@ -5,7 +5,6 @@ package process
 
 import (
 	"strconv"
-	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -106,14 +105,14 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 		if len(p.args) > 0 {
 			putStrs(attrs.PutEmptySlice(pdatamap.AttrProcessCommandArgs), p.args)
 		}
-		putFlag(attrs, pdatamap.AttrArgsRedacted, p.flags&flagRedacted != 0)
-		putFlag(attrs, pdatamap.AttrArgsTruncated, p.flags&flagTruncated != 0)
+		pdatamap.PutFlag(attrs, pdatamap.AttrArgsRedacted, p.flags&flagRedacted != 0)
+		pdatamap.PutFlag(attrs, pdatamap.AttrArgsTruncated, p.flags&flagTruncated != 0)
 	}
 	if p.start != 0 {
-		attrs.PutStr(pdatamap.AttrProcessCreationTime, string(appendRFC3339(buf, p.creation)))
+		attrs.PutStr(pdatamap.AttrProcessCreationTime, string(pdatamap.AppendRFC3339(buf, int64(p.creation))))
 	}
 	if p.parentCreation != 0 {
-		attrs.PutStr(pdatamap.AttrParentCreationTime, string(appendRFC3339(buf, p.parentCreation)))
+		attrs.PutStr(pdatamap.AttrParentCreationTime, string(pdatamap.AppendRFC3339(buf, int64(p.parentCreation))))
 	}
 	attrs.PutInt(pdatamap.AttrProcessUserID, int64(p.uid))
 	attrs.PutInt(pdatamap.AttrProcessGroupID, int64(p.gid))
@@ -147,11 +146,11 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 			s.Status().SetMessage(string(msg))
 		}
 	}
-	putFlag(attrs, AttrSeenAtStart, p.flags&flagSeenAtStart != 0)
-	putFlag(attrs, AttrRunning, p.flags&flagRunning != 0)
-	putFlag(attrs, AttrEvicted, p.flags&flagEvicted != 0)
-	putFlag(attrs, AttrPartial, p.flags&flagPartial != 0)
-	putFlag(attrs, AttrExitMissed, p.flags&flagExitMissed != 0)
+	pdatamap.PutFlag(attrs, AttrSeenAtStart, p.flags&flagSeenAtStart != 0)
+	pdatamap.PutFlag(attrs, AttrRunning, p.flags&flagRunning != 0)
+	pdatamap.PutFlag(attrs, AttrEvicted, p.flags&flagEvicted != 0)
+	pdatamap.PutFlag(attrs, AttrPartial, p.flags&flagPartial != 0)
+	pdatamap.PutFlag(attrs, AttrExitMissed, p.flags&flagExitMissed != 0)
 
 	if p.flags&flagLink != 0 {
 		l := s.Links().AppendEmpty()
@@ -175,9 +174,9 @@ func (p *proc) build(s ptrace.Span, buf []byte) {
 				if e.argHi > e.argLo {
 					putStrs(a.PutEmptySlice(pdatamap.AttrProcessCommandArgs), p.arena[e.argLo:e.argHi])
 				}
-				putFlag(a, pdatamap.AttrArgsRedacted, e.redacted)
-				putFlag(a, pdatamap.AttrArgsTruncated, e.truncated)
-				putFlag(a, pdatamap.AttrArgsDropped, e.argsDropped)
+				pdatamap.PutFlag(a, pdatamap.AttrArgsRedacted, e.redacted)
+				pdatamap.PutFlag(a, pdatamap.AttrArgsTruncated, e.truncated)
+				pdatamap.PutFlag(a, pdatamap.AttrArgsDropped, e.argsDropped)
 			case kindThreadStart:
 				se.SetName(EventNameThreadStart)
 				a.EnsureCapacity(2)
@@ -205,16 +204,4 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-func putFlag(attrs pcommon.Map, k string, set bool) {
-	if set {
-		attrs.PutBool(k, true)
-	}
-}
-
-// appendRFC3339 appends ts as time.RFC3339Nano in UTC, as pdatamap writes
-// process.creation.time.
-func appendRFC3339(b []byte, ts pcommon.Timestamp) []byte {
-	return time.Unix(0, int64(ts)).UTC().AppendFormat(b, time.RFC3339Nano)
 }

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 )
 
@@ -52,7 +53,7 @@ func (t Transport) reordered() bool {
 // together), exec records without argv (one slot each), and for the
 // synthetic workload the getpid producer on process tgid.
 func (t Transport) options(w Workload, tgid uint32, bufferBytes int) (sequencer.Options, error) {
-	o := sequencer.Options{Transport: sequencer.Transport(t), RingSlots: bufferBytes / 128, MaxArgs: 0}
+	o := sequencer.Options{Transport: sequencer.Transport(t), RingSlots: bufferBytes / ring.SlotSize, MaxArgs: 0}
 	switch t {
 	case Sequencer, RingBuf, PerfBuf:
 	case RingBufAdaptive:

@@ -3,12 +3,6 @@
 
 //go:build linux
 
-// Package ringmap maps a sequencer ring's BPF maps into this process and
-// waits on its doorbell: the part of reading a ring that touches the kernel,
-// shared by every loader of a sequencer producer (internal/sequencer for the
-// seq receiver, the grpc receiver's capture). [Map] maps a loaded
-// collection's whole ring; [Mmap] and [NewDoorbell] are its parts. The ring
-// protocol itself is internal/ring, pure Go.
 package ringmap
 
 import (
@@ -25,16 +19,16 @@ import (
 )
 
 // Ring is a sequencer ring's maps (bpf/ring/producer.h) mapped into this
-// process: seq_control read-write (the head, and the parked flag the reader
-// sets), seq_slots read-only, and the reader's end of seq_doorbell.
+// process: ring_control read-write (the head, and the parked flag the reader
+// sets), ring_slots read-only, and the reader's end of ring_doorbell.
 type Ring struct {
 	ctl, slots []byte // the whole mappings (page-rounded)
 	size       int    // the ring's bytes: slots × ring.SlotSize
 	doorbell   *Doorbell
 }
 
-// Map maps the ring of coll (a collection with seq_control, and with
-// seq_slots and seq_doorbell when slots > 0): the control block, and for a
+// Map maps the ring of coll (a collection with ring_control, and with
+// ring_slots and ring_doorbell when slots > 0): the control block, and for a
 // ring of slots slots its slots and doorbell. With slots 0 it maps the
 // control block alone (the ring buffer and perf transports keep their head
 // and parked flag there). On error nothing stays mapped.
@@ -45,16 +39,16 @@ func Map(coll *ebpf.Collection, slots int) (_ *Ring, err error) {
 			_ = r.Close()
 		}
 	}()
-	if r.ctl, err = Mmap(coll.Maps["seq_control"], ring.CtlSize, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+	if r.ctl, err = Mmap(coll.Maps["ring_control"], ring.CtlSize, unix.PROT_READ|unix.PROT_WRITE); err != nil {
 		return nil, err
 	}
 	if slots == 0 {
 		return r, nil
 	}
-	if r.slots, err = Mmap(coll.Maps["seq_slots"], r.size, unix.PROT_READ); err != nil {
+	if r.slots, err = Mmap(coll.Maps["ring_slots"], r.size, unix.PROT_READ); err != nil {
 		return nil, err
 	}
-	if r.doorbell, err = NewDoorbell(coll.Maps["seq_doorbell"]); err != nil {
+	if r.doorbell, err = NewDoorbell(coll.Maps["ring_doorbell"]); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -111,7 +105,7 @@ func Mmap(m *ebpf.Map, size int, prot int) ([]byte, error) {
 	return b, nil
 }
 
-// Doorbell is the reader's end of a ring's doorbell (seq_doorbell in
+// Doorbell is the reader's end of a ring's doorbell (ring_doorbell in
 // bpf/ring/producer.h): the producer that finds the parked flag set writes one
 // record into this BPF ring buffer.
 type Doorbell struct {

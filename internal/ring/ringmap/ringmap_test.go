@@ -24,9 +24,9 @@ func ringMaps(t *testing.T, slots int) *ebpf.Collection {
 	t.Helper()
 	testutil.RequireRoot(t)
 	coll, err := ebpf.NewCollection(&ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{
-		"seq_control":  {Name: "seq_control", Type: ebpf.Array, KeySize: 4, ValueSize: ring.CtlSize, MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE},
-		"seq_slots":    {Name: "seq_slots", Type: ebpf.Array, KeySize: 4, ValueSize: ring.SlotSize, MaxEntries: uint32(slots), Flags: unix.BPF_F_MMAPABLE},
-		"seq_doorbell": {Name: "seq_doorbell", Type: ebpf.RingBuf, MaxEntries: 4096},
+		"ring_control":  {Name: "ring_control", Type: ebpf.Array, KeySize: 4, ValueSize: ring.CtlSize, MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE},
+		"ring_slots":    {Name: "ring_slots", Type: ebpf.Array, KeySize: 4, ValueSize: ring.SlotSize, MaxEntries: uint32(slots), Flags: unix.BPF_F_MMAPABLE},
+		"ring_doorbell": {Name: "ring_doorbell", Type: ebpf.RingBuf, MaxEntries: 4096},
 	}})
 	require.NoError(t, err)
 	t.Cleanup(func() { coll.Close() })
@@ -45,16 +45,16 @@ func TestMapShowsTheMaps(t *testing.T) {
 	require.Len(t, r.Slots(), slots*ring.SlotSize, "exactly the ring, not the page-rounded mapping")
 
 	ctl := bytes.Repeat([]byte{7}, ring.CtlSize)
-	require.NoError(t, coll.Maps["seq_control"].Update(uint32(0), ctl, ebpf.UpdateAny))
+	require.NoError(t, coll.Maps["ring_control"].Update(uint32(0), ctl, ebpf.UpdateAny))
 	assert.Equal(t, ctl, r.Control())
 	slot := bytes.Repeat([]byte{9}, ring.SlotSize)
-	require.NoError(t, coll.Maps["seq_slots"].Update(uint32(3), slot, ebpf.UpdateAny))
+	require.NoError(t, coll.Maps["ring_slots"].Update(uint32(3), slot, ebpf.UpdateAny))
 	assert.Equal(t, slot, r.Slots()[3*ring.SlotSize:4*ring.SlotSize])
 
 	// The control block is the reader's to write (the parked flag).
 	r.Control()[ring.ParkedOffset] = 1
 	var got []byte
-	require.NoError(t, coll.Maps["seq_control"].Lookup(uint32(0), &got))
+	require.NoError(t, coll.Maps["ring_control"].Lookup(uint32(0), &got))
 	assert.Equal(t, byte(1), got[ring.ParkedOffset])
 
 	// Nobody rings: Wait times out; Interrupt ends a Wait at once.
@@ -85,13 +85,13 @@ func TestMapControlAlone(t *testing.T) {
 func TestMapFails(t *testing.T) {
 	testutil.RequireRoot(t)
 	coll, err := ebpf.NewCollection(&ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{
-		"seq_control": {Name: "seq_control", Type: ebpf.Array, KeySize: 4, ValueSize: ring.CtlSize, MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE},
-		"seq_slots":   {Name: "seq_slots", Type: ebpf.Array, KeySize: 4, ValueSize: ring.SlotSize, MaxEntries: 8}, // not BPF_F_MMAPABLE
+		"ring_control": {Name: "ring_control", Type: ebpf.Array, KeySize: 4, ValueSize: ring.CtlSize, MaxEntries: 1, Flags: unix.BPF_F_MMAPABLE},
+		"ring_slots":   {Name: "ring_slots", Type: ebpf.Array, KeySize: 4, ValueSize: ring.SlotSize, MaxEntries: 8}, // not BPF_F_MMAPABLE
 	}})
 	require.NoError(t, err)
 	defer coll.Close()
 	_, err = Map(coll, 8)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "mmap")
-	assert.Contains(t, err.Error(), "seq_slots")
+	assert.Contains(t, err.Error(), "ring_slots")
 }
