@@ -22,6 +22,10 @@ type Config struct {
 	// MaxEdges bounds the (client, server) pairs counted; calls of a new
 	// edge beyond it are counted as edges_full.
 	MaxEdges int `mapstructure:"max_edges"`
+	// MetricsExpiration forgets an edge with no call paired for this long:
+	// its series are no longer exported and it no longer takes one of
+	// MaxEdges.
+	MetricsExpiration time.Duration `mapstructure:"metrics_expiration"`
 	// LatencyHistogramBuckets are the upper bounds of the duration
 	// histograms' buckets, ascending.
 	LatencyHistogramBuckets []time.Duration `mapstructure:"latency_histogram_buckets"`
@@ -36,6 +40,9 @@ type StoreConfig struct {
 	// MaxItems is the most calls waiting at once; a span beyond it is
 	// counted as store_full.
 	MaxItems int `mapstructure:"max_items"`
+	// MaxItemsPerNode is the most calls waiting at once whose first span
+	// seen names one node; a span beyond it is counted as node_store_full.
+	MaxItemsPerNode int `mapstructure:"max_items_per_node"`
 }
 
 // semconvRPCBuckets are the RPC duration metrics' explicit bucket
@@ -51,8 +58,9 @@ var semconvRPCBuckets = []time.Duration{
 func createDefaultConfig() *Config {
 	return &Config{
 		NodeAttributes:          []string{"service.name"},
-		Store:                   StoreConfig{TTL: 2 * time.Second, MaxItems: 10000},
+		Store:                   StoreConfig{TTL: 2 * time.Second, MaxItems: 10000, MaxItemsPerNode: 1000},
 		MaxEdges:                10000,
+		MetricsExpiration:       5 * time.Minute,
 		LatencyHistogramBuckets: slices.Clone(semconvRPCBuckets),
 		MetricsFlushInterval:    15 * time.Second,
 	}
@@ -75,8 +83,14 @@ func (c *Config) Validate() error {
 	if c.Store.MaxItems < 1 || c.Store.MaxItems > 1<<24 {
 		errs = append(errs, fmt.Errorf("store::max_items: %d, must be 1 to %d", c.Store.MaxItems, 1<<24))
 	}
+	if c.Store.MaxItemsPerNode < 1 || c.Store.MaxItemsPerNode > 1<<24 {
+		errs = append(errs, fmt.Errorf("store::max_items_per_node: %d, must be 1 to %d", c.Store.MaxItemsPerNode, 1<<24))
+	}
 	if c.MaxEdges < 1 || c.MaxEdges > 1<<20 {
 		errs = append(errs, fmt.Errorf("max_edges: %d, must be 1 to %d", c.MaxEdges, 1<<20))
+	}
+	if c.MetricsExpiration < c.MetricsFlushInterval {
+		errs = append(errs, fmt.Errorf("metrics_expiration: %v, at least metrics_flush_interval (%v)", c.MetricsExpiration, c.MetricsFlushInterval))
 	}
 	if len(c.LatencyHistogramBuckets) == 0 {
 		errs = append(errs, errors.New("latency_histogram_buckets: at least one bound"))

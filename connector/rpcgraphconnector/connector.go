@@ -30,12 +30,13 @@ const (
 	attrClient          = "client"
 	attrServer          = "server"
 	attrReason          = "reason"
-	reasonExpired       = "expired"    // the other end did not come within store::ttl
-	reasonStoreFull     = "store_full" // store::max_items calls were waiting
-	reasonEdgesFull     = "edges_full" // max_edges edges were counted
-	reasonUnnamed       = "unnamed"    // the span has none of node_attributes
-	reasonNoParent      = "no_parent"  // a SERVER span without a parent span
-	reasonDuplicate     = "duplicate"  // a second span for the same end of one call
+	reasonExpired       = "expired"         // the other end did not come within store::ttl
+	reasonStoreFull     = "store_full"      // store::max_items calls were waiting
+	reasonNodeStoreFull = "node_store_full" // store::max_items_per_node calls of the span's node were waiting
+	reasonEdgesFull     = "edges_full"      // max_edges edges were counted
+	reasonUnnamed       = "unnamed"         // the span has none of node_attributes
+	reasonNoParent      = "no_parent"       // a SERVER span without a parent span
+	reasonDuplicate     = "duplicate"       // a second span for the same end of one call
 	nodeSeparator       = "/"
 )
 
@@ -56,6 +57,7 @@ type end struct {
 // waiting is a call one of whose ends has been seen.
 type waiting struct {
 	key            callKey
+	node           string // the node of the first span seen, charged in perNode
 	client, server *end
 	deadline       time.Time
 	elem           *list.Element
@@ -70,6 +72,8 @@ type histogram struct {
 }
 
 type edge struct {
+	start            pcommon.Timestamp // when the edge was first counted (since its last expiry)
+	last             time.Time         // when a call was last paired
 	requests, failed uint64
 	server, client   histogram
 }
@@ -85,7 +89,8 @@ type rpcgraph struct {
 
 	mu       sync.Mutex
 	waiting  map[callKey]*waiting
-	order    *list.List // of *waiting, oldest (first deadline) first
+	perNode  map[string]int // calls waiting, by the node of their first span seen
+	order    *list.List     // of *waiting, oldest (first deadline) first
 	edges    map[edgeKey]*edge
 	unpaired map[string]uint64
 	changed  bool
@@ -107,6 +112,7 @@ func newConnector(logger *zap.Logger, cfg *Config, next consumer.Metrics) *rpcgr
 		start:    pcommon.NewTimestampFromTime(time.Now()),
 		now:      time.Now,
 		waiting:  map[callKey]*waiting{},
+		perNode:  map[string]int{},
 		order:    list.New(),
 		edges:    map[edgeKey]*edge{},
 		unpaired: map[string]uint64{},
@@ -204,9 +210,14 @@ func (g *rpcgraph) consumeSpan(s ptrace.Span, res pcommon.Map, now time.Time) {
 			g.count(reasonStoreFull)
 			return
 		}
-		w = &waiting{key: key, deadline: now.Add(g.cfg.Store.TTL)}
+		if g.perNode[node] >= g.cfg.Store.MaxItemsPerNode {
+			g.count(reasonNodeStoreFull)
+			return
+		}
+		w = &waiting{key: key, node: node, deadline: now.Add(g.cfg.Store.TTL)}
 		w.elem = g.order.PushBack(w)
 		g.waiting[key] = w
+		g.perNode[node]++
 	}
 	side := &w.client
 	if s.Kind() == ptrace.SpanKindServer {
@@ -219,7 +230,7 @@ func (g *rpcgraph) consumeSpan(s ptrace.Span, res pcommon.Map, now time.Time) {
 	*side = e
 	if w.client != nil && w.server != nil {
 		g.remove(w)
-		g.pair(w.client, w.server)
+		g.pair(w.client, w.server, now)
 	}
 }
 
@@ -238,7 +249,7 @@ func (g *rpcgraph) node(attrs, res pcommon.Map) (string, bool) {
 	return strings.Join(parts, nodeSeparator), len(parts) > 0
 }
 
-func (g *rpcgraph) pair(client, server *end) {
+func (g *rpcgraph) pair(client, server *end, now time.Time) {
 	k := edgeKey{client.node, server.node}
 	e := g.edges[k]
 	if e == nil {
@@ -247,11 +258,13 @@ func (g *rpcgraph) pair(client, server *end) {
 			return
 		}
 		e = &edge{
+			start:  pcommon.NewTimestampFromTime(now),
 			server: histogram{counts: make([]uint64, len(g.bounds)+1)},
 			client: histogram{counts: make([]uint64, len(g.bounds)+1)},
 		}
 		g.edges[k] = e
 	}
+	e.last = now
 	e.requests++
 	if client.failed || server.failed {
 		e.failed++
@@ -279,6 +292,9 @@ func (g *rpcgraph) count(reason string) {
 func (g *rpcgraph) remove(w *waiting) {
 	g.order.Remove(w.elem)
 	delete(g.waiting, w.key)
+	if g.perNode[w.node]--; g.perNode[w.node] == 0 {
+		delete(g.perNode, w.node)
+	}
 }
 
 // expire drops the calls whose other end did not come in time, one count
@@ -301,6 +317,12 @@ func (g *rpcgraph) collect() (pmetric.Metrics, bool) {
 	defer g.mu.Unlock()
 	now := g.now()
 	g.expire(now)
+	for k, e := range g.edges {
+		if now.Sub(e.last) >= g.cfg.MetricsExpiration {
+			delete(g.edges, k)
+			g.changed = true
+		}
+	}
 	if !g.changed {
 		return pmetric.Metrics{}, false
 	}
@@ -316,10 +338,10 @@ func (g *rpcgraph) collect() (pmetric.Metrics, bool) {
 	server := g.histogram(ms, metricServerSeconds, "Duration of the SERVER span of the paired calls, per edge.")
 	client := g.histogram(ms, metricClientSeconds, "Duration of the CLIENT span of the paired calls, per edge.")
 	for k, e := range g.edges {
-		g.point(requests.AppendEmpty(), k, ts).SetIntValue(int64(e.requests))
-		g.point(failed.AppendEmpty(), k, ts).SetIntValue(int64(e.failed))
-		g.histogramPoint(server.AppendEmpty(), k, ts, &e.server)
-		g.histogramPoint(client.AppendEmpty(), k, ts, &e.client)
+		point(requests.AppendEmpty(), k, e.start, ts).SetIntValue(int64(e.requests))
+		point(failed.AppendEmpty(), k, e.start, ts).SetIntValue(int64(e.failed))
+		g.histogramPoint(server.AppendEmpty(), k, e.start, ts, &e.server)
+		g.histogramPoint(client.AppendEmpty(), k, e.start, ts, &e.client)
 	}
 	unpaired := g.sum(ms, metricUnpaired, "{span}", "CLIENT and SERVER spans not paired, by reason.")
 	for reason, n := range g.unpaired {
@@ -353,16 +375,16 @@ func (*rpcgraph) histogram(ms pmetric.MetricSlice, name, desc string) pmetric.Hi
 	return h.DataPoints()
 }
 
-func (g *rpcgraph) point(dp pmetric.NumberDataPoint, k edgeKey, ts pcommon.Timestamp) pmetric.NumberDataPoint {
-	dp.SetStartTimestamp(g.start)
+func point(dp pmetric.NumberDataPoint, k edgeKey, start, ts pcommon.Timestamp) pmetric.NumberDataPoint {
+	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
 	dp.Attributes().PutStr(attrClient, k.client)
 	dp.Attributes().PutStr(attrServer, k.server)
 	return dp
 }
 
-func (g *rpcgraph) histogramPoint(dp pmetric.HistogramDataPoint, k edgeKey, ts pcommon.Timestamp, h *histogram) {
-	dp.SetStartTimestamp(g.start)
+func (g *rpcgraph) histogramPoint(dp pmetric.HistogramDataPoint, k edgeKey, start, ts pcommon.Timestamp, h *histogram) {
+	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
 	dp.Attributes().PutStr(attrClient, k.client)
 	dp.Attributes().PutStr(attrServer, k.server)

@@ -1,0 +1,87 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package rpcgraphconnector
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+)
+
+// hostile is a connector with node_attributes [host.name, process.pid] (as
+// config/grpc-red.yaml sets) and a clock the test moves.
+func hostile(t *testing.T, set func(*Config)) (*rpcgraph, *time.Time) {
+	t.Helper()
+	cfg := createDefaultConfig()
+	cfg.NodeAttributes = []string{"host.name", "process.pid"}
+	set(cfg)
+	require.NoError(t, cfg.Validate())
+	g := newConnector(zap.NewNop(), cfg, consumertest.NewNop())
+	clock := time.Unix(100, 0)
+	g.now = func() time.Time { return clock }
+	return g, &clock
+}
+
+// An unprivileged user pairs calls between processes it forks (each pid a
+// node) until max_edges edges are counted. Edges never went away: long
+// after the attacker stopped (or, with no attacker, after enough pid churn)
+// every new edge, the host's real ones included, was edges_full for the
+// collector's lifetime. An edge with no call for metrics_expiration is
+// forgotten, so new edges are counted again.
+func TestHostileEdgesFilledForever(t *testing.T) {
+	g, clock := hostile(t, func(c *Config) { c.MaxEdges = 4 })
+	td := ptrace.NewTraces()
+	for i := range 4 {
+		call(td, ptrace.SpanKindClient, int64(1000+i), byte(i+1), 1, time.Millisecond, false)
+		call(td, ptrace.SpanKindServer, 2000, byte(i+1), 1, time.Millisecond, false)
+	}
+	require.NoError(t, g.ConsumeTraces(context.Background(), td))
+	_, ok := g.collect()
+	require.True(t, ok)
+
+	*clock = clock.Add(g.cfg.MetricsExpiration + time.Second)
+	_, _ = g.collect()
+	td = ptrace.NewTraces()
+	call(td, ptrace.SpanKindClient, 10, 100, 1, time.Millisecond, false)
+	call(td, ptrace.SpanKindServer, 20, 100, 1, time.Millisecond, false)
+	require.NoError(t, g.ConsumeTraces(context.Background(), td))
+	md, ok := g.collect()
+	require.True(t, ok)
+	p := points(t, md)
+	assert.Equal(t, 1.0, p[metricRequests+" h/10>h/20"], "the host's new edge is counted")
+	assert.Zero(t, p[metricUnpaired+" "+reasonEdgesFull])
+	assert.NotContains(t, p, metricRequests+" h/1000>h/2000", "the idle edge is no longer exported")
+}
+
+// One process makes calls whose other end never comes (to a remote host,
+// or cut before the server's span): store::max_items of them at once, and
+// every other process's calls were store_full until they expired. One node
+// now holds at most store::max_items_per_node waiting calls; its calls
+// beyond are counted node_store_full and the others' still pair.
+func TestHostileStoreFilledByOneProcess(t *testing.T) {
+	g, _ := hostile(t, func(c *Config) { c.Store.MaxItems = 100; c.Store.MaxItemsPerNode = 10 })
+	td := ptrace.NewTraces()
+	for i := range 200 {
+		call(td, ptrace.SpanKindClient, 666, byte(i), 1, time.Millisecond, false)
+	}
+	require.NoError(t, g.ConsumeTraces(context.Background(), td))
+	td = ptrace.NewTraces()
+	call(td, ptrace.SpanKindClient, 10, 250, 2, time.Millisecond, false)
+	require.NoError(t, g.ConsumeTraces(context.Background(), td))
+	td = ptrace.NewTraces()
+	call(td, ptrace.SpanKindServer, 20, 250, 2, time.Millisecond, false)
+	require.NoError(t, g.ConsumeTraces(context.Background(), td))
+	md, ok := g.collect()
+	require.True(t, ok)
+	p := points(t, md)
+	assert.Equal(t, 1.0, p[metricRequests+" h/10>h/20"], "the other process's call is paired")
+	assert.Equal(t, 190.0, p[metricUnpaired+" "+reasonNodeStoreFull])
+	assert.Zero(t, p[metricUnpaired+" "+reasonStoreFull])
+}
