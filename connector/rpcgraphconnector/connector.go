@@ -31,8 +31,8 @@ const (
 	attrServer          = "server"
 	attrReason          = "reason"
 	reasonExpired       = "expired"         // the other end did not come within store::ttl
-	reasonStoreFull     = "store_full"      // store::max_items calls were waiting
-	reasonNodeStoreFull = "node_store_full" // store::max_items_per_node calls of the span's node were waiting
+	reasonStoreFull     = "store_full"      // evicted, the oldest of store::max_items calls waiting, for a new one
+	reasonNodeStoreFull = "node_store_full" // evicted, the oldest of store::max_items_per_node calls of its node waiting, for a new one
 	reasonEdgesFull     = "edges_full"      // max_edges edges were counted
 	reasonUnnamed       = "unnamed"         // the span has none of node_attributes
 	reasonNoParent      = "no_parent"       // a SERVER span without a parent span
@@ -57,7 +57,8 @@ type end struct {
 // waiting is a call one of whose ends has been seen.
 type waiting struct {
 	key            callKey
-	node           string // the node of the first span seen, charged in perNode
+	node           string        // the node of the first span seen, charged in perNode
+	nodeElem       *list.Element // in perNode[node]
 	client, server *end
 	deadline       time.Time
 	elem           *list.Element
@@ -89,8 +90,8 @@ type rpcgraph struct {
 
 	mu       sync.Mutex
 	waiting  map[callKey]*waiting
-	perNode  map[string]int // calls waiting, by the node of their first span seen
-	order    *list.List     // of *waiting, oldest (first deadline) first
+	perNode  map[string]*list.List // of *waiting, by the node of their first span seen, oldest first
+	order    *list.List            // of *waiting, oldest (first deadline) first
 	edges    map[edgeKey]*edge
 	unpaired map[string]uint64
 	changed  bool
@@ -112,7 +113,7 @@ func newConnector(logger *zap.Logger, cfg *Config, next consumer.Metrics) *rpcgr
 		start:    pcommon.NewTimestampFromTime(time.Now()),
 		now:      time.Now,
 		waiting:  map[callKey]*waiting{},
-		perNode:  map[string]int{},
+		perNode:  map[string]*list.List{},
 		order:    list.New(),
 		edges:    map[edgeKey]*edge{},
 		unpaired: map[string]uint64{},
@@ -206,18 +207,7 @@ func (g *rpcgraph) consumeSpan(s ptrace.Span, res pcommon.Map, now time.Time) {
 	}
 	w := g.waiting[key]
 	if w == nil {
-		if len(g.waiting) >= g.cfg.Store.MaxItems {
-			g.count(reasonStoreFull)
-			return
-		}
-		if g.perNode[node] >= g.cfg.Store.MaxItemsPerNode {
-			g.count(reasonNodeStoreFull)
-			return
-		}
-		w = &waiting{key: key, node: node, deadline: now.Add(g.cfg.Store.TTL)}
-		w.elem = g.order.PushBack(w)
-		g.waiting[key] = w
-		g.perNode[node]++
+		w = g.wait(key, node, now)
 	}
 	side := &w.client
 	if s.Kind() == ptrace.SpanKindServer {
@@ -232,6 +222,35 @@ func (g *rpcgraph) consumeSpan(s ptrace.Span, res pcommon.Map, now time.Time) {
 		g.remove(w)
 		g.pair(w.client, w.server, now)
 	}
+}
+
+// wait stores a new call whose first span seen names node. The store being
+// full, or node's share of it, the oldest call waiting there gives way: the
+// newest calls are the likeliest to pair, and a flood of calls that never
+// pair (one process's, or many's) only pushes out calls already waiting
+// longer than the flood takes to fill the store.
+func (g *rpcgraph) wait(key callKey, node string, now time.Time) *waiting {
+	if mine := g.perNode[node]; mine != nil && mine.Len() >= g.cfg.Store.MaxItemsPerNode {
+		g.evict(mine.Front().Value.(*waiting), reasonNodeStoreFull)
+	} else if len(g.waiting) >= g.cfg.Store.MaxItems {
+		g.evict(g.order.Front().Value.(*waiting), reasonStoreFull)
+	}
+	mine := g.perNode[node] // after evict, which drops a list it empties
+	if mine == nil {
+		mine = list.New()
+		g.perNode[node] = mine
+	}
+	w := &waiting{key: key, node: node, deadline: now.Add(g.cfg.Store.TTL)}
+	w.elem = g.order.PushBack(w)
+	w.nodeElem = mine.PushBack(w)
+	g.waiting[key] = w
+	return w
+}
+
+// evict drops a waiting call, one count per span waiting.
+func (g *rpcgraph) evict(w *waiting, reason string) {
+	g.remove(w)
+	g.count(reason)
 }
 
 // node names a span's end: the values of the node attributes it has.
@@ -292,7 +311,8 @@ func (g *rpcgraph) count(reason string) {
 func (g *rpcgraph) remove(w *waiting) {
 	g.order.Remove(w.elem)
 	delete(g.waiting, w.key)
-	if g.perNode[w.node]--; g.perNode[w.node] == 0 {
+	mine := g.perNode[w.node]
+	if mine.Remove(w.nodeElem); mine.Len() == 0 {
 		delete(g.perNode, w.node)
 	}
 }
@@ -305,8 +325,7 @@ func (g *rpcgraph) expire(now time.Time) {
 		if now.Before(w.deadline) {
 			return
 		}
-		g.remove(w)
-		g.count(reasonExpired)
+		g.evict(w, reasonExpired)
 	}
 }
 

@@ -85,3 +85,35 @@ func TestHostileStoreFilledByOneProcess(t *testing.T) {
 	assert.Equal(t, 190.0, p[metricUnpaired+" "+reasonNodeStoreFull])
 	assert.Zero(t, p[metricUnpaired+" "+reasonStoreFull])
 }
+
+// Many processes (a user forks them) each make a few calls that never pair,
+// faster than store::ttl lets them go: with max_items waiting, a new call
+// was store_full, so the host's calls went unpaired as long as the flood
+// lasted. The oldest call waiting now gives way instead: a call whose other
+// end comes before the flood has pushed max_items newer ones still pairs.
+// And a node's evicted last call leaves no state behind.
+func TestHostileStoreFilledByManyProcesses(t *testing.T) {
+	g, _ := hostile(t, func(c *Config) { c.Store.MaxItems = 100; c.Store.MaxItemsPerNode = 1 })
+	flood := func(from, to int) {
+		td := ptrace.NewTraces()
+		for i := from; i < to; i++ {
+			call(td, ptrace.SpanKindClient, int64(1000+i), byte(i), 1, time.Millisecond, false)
+		}
+		require.NoError(t, g.ConsumeTraces(context.Background(), td))
+	}
+	flood(0, 100)
+	td := ptrace.NewTraces()
+	call(td, ptrace.SpanKindClient, 10, 250, 2, time.Millisecond, false)
+	require.NoError(t, g.ConsumeTraces(context.Background(), td))
+	flood(100, 150)
+	td = ptrace.NewTraces()
+	call(td, ptrace.SpanKindServer, 20, 250, 2, time.Millisecond, false)
+	require.NoError(t, g.ConsumeTraces(context.Background(), td))
+	md, ok := g.collect()
+	require.True(t, ok)
+	p := points(t, md)
+	assert.Equal(t, 1.0, p[metricRequests+" h/10>h/20"], "the host's call is paired")
+	assert.Equal(t, 51.0, p[metricUnpaired+" "+reasonStoreFull])
+	assert.Len(t, g.waiting, 99)
+	assert.Len(t, g.perNode, 99, "no list left for an evicted node")
+}
