@@ -17,6 +17,9 @@ type Config struct {
 	// resource's), joined by "/". A span with none of them is not paired
 	// (counted as unnamed).
 	NodeAttributes []string `mapstructure:"node_attributes"`
+	// MaxNodeLength bounds a node's name in bytes; a span whose node is
+	// longer is not paired (counted as node_too_long).
+	MaxNodeLength int `mapstructure:"max_node_length"`
 	// Store bounds the spans waiting for the other end of their call.
 	Store StoreConfig `mapstructure:"store"`
 	// MaxEdges bounds the (client, server) pairs counted; calls of a new
@@ -58,6 +61,7 @@ var semconvRPCBuckets = []time.Duration{
 func createDefaultConfig() *Config {
 	return &Config{
 		NodeAttributes:          []string{"service.name"},
+		MaxNodeLength:           1024,
 		Store:                   StoreConfig{TTL: 2 * time.Second, MaxItems: 10000, MaxItemsPerNode: 1000},
 		MaxEdges:                10000,
 		MetricsExpiration:       5 * time.Minute,
@@ -76,6 +80,9 @@ func (c *Config) Validate() error {
 		if a == "" {
 			errs = append(errs, fmt.Errorf("node_attributes[%d]: empty", i))
 		}
+	}
+	if c.MaxNodeLength < 1 || c.MaxNodeLength > 1<<16 {
+		errs = append(errs, fmt.Errorf("max_node_length: %d, must be 1 to %d", c.MaxNodeLength, 1<<16))
 	}
 	if c.Store.TTL <= 0 {
 		errs = append(errs, fmt.Errorf("store::ttl: %v, must be positive", c.Store.TTL))

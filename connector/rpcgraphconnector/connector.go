@@ -35,6 +35,7 @@ const (
 	reasonNodeStoreFull = "node_store_full" // evicted, the oldest of store::max_items_per_node calls of its node waiting, for a new one
 	reasonEdgesFull     = "edges_full"      // max_edges edges were counted
 	reasonUnnamed       = "unnamed"         // the span has none of node_attributes
+	reasonNodeTooLong   = "node_too_long"   // the span's node is longer than max_node_length
 	reasonNoParent      = "no_parent"       // a SERVER span without a parent span
 	reasonDuplicate     = "duplicate"       // a second span for the same end of one call
 	nodeSeparator       = "/"
@@ -198,6 +199,10 @@ func (g *rpcgraph) consumeSpan(s ptrace.Span, res pcommon.Map, now time.Time) {
 	node, ok := g.node(s.Attributes(), res)
 	if !ok {
 		g.count(reasonUnnamed)
+		return
+	}
+	if len(node) > g.cfg.MaxNodeLength {
+		g.count(reasonNodeTooLong)
 		return
 	}
 	e := &end{

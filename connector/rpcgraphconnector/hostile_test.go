@@ -5,6 +5,7 @@ package rpcgraphconnector
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,32 @@ func TestHostileStoreFilledByManyProcesses(t *testing.T) {
 	assert.Equal(t, 51.0, p[metricUnpaired+" "+reasonStoreFull])
 	assert.Len(t, g.waiting, 99)
 	assert.Len(t, g.perNode, 99, "no list left for an evicted node")
+}
+
+// The node names are the values of attributes whoever made the call may
+// choose (server.address is the client's :authority, service.name the
+// sender's when the traces come from OTLP): max_items waiting calls and
+// max_edges edges bounded the count, not the bytes, each holding one or two
+// names of any length. A node longer than max_node_length is not paired
+// (node_too_long), so the state is at most (max_items + 2 max_edges)
+// max_node_length bytes of names.
+func TestHostileLongNodeNames(t *testing.T) {
+	g, _ := hostile(t, func(c *Config) { c.NodeAttributes = []string{"server.address"}; c.MaxNodeLength = 256 })
+	long := strings.Repeat("a", 1<<20)
+	td := ptrace.NewTraces()
+	for i := range 4 {
+		call(td, ptrace.SpanKindClient, 10, byte(i), 1, time.Millisecond, false)
+		call(td, ptrace.SpanKindServer, 20, byte(i), 1, time.Millisecond, false)
+	}
+	for i := range td.ResourceSpans().Len() {
+		s := td.ResourceSpans().At(i).ScopeSpans().At(0).Spans().At(0)
+		s.Attributes().PutStr("server.address", long[:(i%2+1)*256])
+	}
+	require.NoError(t, g.ConsumeTraces(context.Background(), td))
+	md, ok := g.collect()
+	require.True(t, ok)
+	p := points(t, md)
+	assert.Equal(t, 4.0, p[metricUnpaired+" "+reasonNodeTooLong], "the server spans' 512-byte nodes")
+	assert.Equal(t, 4.0, p[metricUnpaired+" "+reasonExpired]+float64(len(g.waiting)), "the client spans wait")
+	assert.Empty(t, g.edges)
 }
