@@ -96,6 +96,7 @@ type rpcgraph struct {
 	edges    map[edgeKey]*edge
 	unpaired map[string]uint64
 	changed  bool
+	full     uint64 // store_full, node_store_full and edges_full at the last warning
 
 	stop chan struct{}
 	done chan struct{}
@@ -350,6 +351,7 @@ func (g *rpcgraph) collect() (pmetric.Metrics, bool) {
 	if !g.changed {
 		return pmetric.Metrics{}, false
 	}
+	g.warnFull()
 	g.changed = false
 	ts := pcommon.NewTimestampFromTime(now)
 	md := pmetric.NewMetrics()
@@ -376,6 +378,29 @@ func (g *rpcgraph) collect() (pmetric.Metrics, bool) {
 		dp.SetIntValue(int64(n))
 	}
 	return md, true
+}
+
+// warnFull tells, once a flush in which calls were pushed out of the store
+// or edges not counted, who holds the store: the node with the most calls
+// waiting (a flood's, most likely).
+func (g *rpcgraph) warnFull() {
+	full := g.unpaired[reasonStoreFull] + g.unpaired[reasonNodeStoreFull] + g.unpaired[reasonEdgesFull]
+	if full == g.full {
+		return
+	}
+	g.full = full
+	top, n := "", 0
+	for node, l := range g.perNode {
+		if l.Len() > n {
+			top, n = node, l.Len()
+		}
+	}
+	g.logger.Warn("service graph state full: calls pushed out of the store or edges not counted",
+		zap.Uint64(reasonStoreFull, g.unpaired[reasonStoreFull]),
+		zap.Uint64(reasonNodeStoreFull, g.unpaired[reasonNodeStoreFull]),
+		zap.Uint64(reasonEdgesFull, g.unpaired[reasonEdgesFull]),
+		zap.Int("waiting", len(g.waiting)), zap.Int("edges", len(g.edges)),
+		zap.String("most_waiting_node", top), zap.Int("most_waiting", n))
 }
 
 func (*rpcgraph) sum(ms pmetric.MetricSlice, name, unit, desc string) pmetric.NumberDataPointSlice {

@@ -14,20 +14,22 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // hostile is a connector with node_attributes [host.name, process.pid] (as
 // config/grpc-red.yaml sets) and a clock the test moves.
-func hostile(t *testing.T, set func(*Config)) (*rpcgraph, *time.Time) {
+func hostile(t *testing.T, set func(*Config)) (*rpcgraph, *time.Time, *observer.ObservedLogs) {
 	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.NodeAttributes = []string{"host.name", "process.pid"}
 	set(cfg)
 	require.NoError(t, cfg.Validate())
-	g := newConnector(zap.NewNop(), cfg, consumertest.NewNop())
+	core, logs := observer.New(zap.WarnLevel)
+	g := newConnector(zap.New(core), cfg, consumertest.NewNop())
 	clock := time.Unix(100, 0)
 	g.now = func() time.Time { return clock }
-	return g, &clock
+	return g, &clock, logs
 }
 
 // An unprivileged user pairs calls between processes it forks (each pid a
@@ -37,7 +39,7 @@ func hostile(t *testing.T, set func(*Config)) (*rpcgraph, *time.Time) {
 // collector's lifetime. An edge with no call for metrics_expiration is
 // forgotten, so new edges are counted again.
 func TestHostileEdgesFilledForever(t *testing.T) {
-	g, clock := hostile(t, func(c *Config) { c.MaxEdges = 4 })
+	g, clock, _ := hostile(t, func(c *Config) { c.MaxEdges = 4 })
 	td := ptrace.NewTraces()
 	for i := range 4 {
 		call(td, ptrace.SpanKindClient, int64(1000+i), byte(i+1), 1, time.Millisecond, false)
@@ -67,7 +69,7 @@ func TestHostileEdgesFilledForever(t *testing.T) {
 // now holds at most store::max_items_per_node waiting calls; its calls
 // beyond are counted node_store_full and the others' still pair.
 func TestHostileStoreFilledByOneProcess(t *testing.T) {
-	g, _ := hostile(t, func(c *Config) { c.Store.MaxItems = 100; c.Store.MaxItemsPerNode = 10 })
+	g, _, logs := hostile(t, func(c *Config) { c.Store.MaxItems = 100; c.Store.MaxItemsPerNode = 10 })
 	td := ptrace.NewTraces()
 	for i := range 200 {
 		call(td, ptrace.SpanKindClient, 666, byte(i), 1, time.Millisecond, false)
@@ -85,6 +87,15 @@ func TestHostileStoreFilledByOneProcess(t *testing.T) {
 	assert.Equal(t, 1.0, p[metricRequests+" h/10>h/20"], "the other process's call is paired")
 	assert.Equal(t, 190.0, p[metricUnpaired+" "+reasonNodeStoreFull])
 	assert.Zero(t, p[metricUnpaired+" "+reasonStoreFull])
+	// The operator is told which process floods.
+	warned := logs.FilterMessageSnippet("state full").All()
+	require.Len(t, warned, 1)
+	assert.Equal(t, "h/666", warned[0].ContextMap()["most_waiting_node"])
+	assert.Equal(t, int64(10), warned[0].ContextMap()["most_waiting"])
+	assert.Equal(t, uint64(190), warned[0].ContextMap()[reasonNodeStoreFull])
+	_, ok = g.collect()
+	assert.False(t, ok)
+	assert.Equal(t, 1, logs.FilterMessageSnippet("state full").Len(), "once per flush that pushed calls out")
 }
 
 // Many processes (a user forks them) each make a few calls that never pair,
@@ -94,7 +105,7 @@ func TestHostileStoreFilledByOneProcess(t *testing.T) {
 // end comes before the flood has pushed max_items newer ones still pairs.
 // And a node's evicted last call leaves no state behind.
 func TestHostileStoreFilledByManyProcesses(t *testing.T) {
-	g, _ := hostile(t, func(c *Config) { c.Store.MaxItems = 100; c.Store.MaxItemsPerNode = 1 })
+	g, _, _ := hostile(t, func(c *Config) { c.Store.MaxItems = 100; c.Store.MaxItemsPerNode = 1 })
 	flood := func(from, to int) {
 		td := ptrace.NewTraces()
 		for i := from; i < to; i++ {
@@ -127,7 +138,7 @@ func TestHostileStoreFilledByManyProcesses(t *testing.T) {
 // (node_too_long), so the state is at most (max_items + 2 max_edges)
 // max_node_length bytes of names.
 func TestHostileLongNodeNames(t *testing.T) {
-	g, _ := hostile(t, func(c *Config) { c.NodeAttributes = []string{"server.address"}; c.MaxNodeLength = 256 })
+	g, _, _ := hostile(t, func(c *Config) { c.NodeAttributes = []string{"server.address"}; c.MaxNodeLength = 256 })
 	long := strings.Repeat("a", 1<<20)
 	td := ptrace.NewTraces()
 	for i := range 4 {
