@@ -30,12 +30,14 @@ const (
 	attrClient          = "client"
 	attrServer          = "server"
 	attrReason          = "reason"
-	reasonExpired       = "expired"    // the other end did not come within store::ttl
-	reasonStoreFull     = "store_full" // store::max_items calls were waiting
-	reasonEdgesFull     = "edges_full" // max_edges edges were counted
-	reasonUnnamed       = "unnamed"    // the span has none of node_attributes
-	reasonNoParent      = "no_parent"  // a SERVER span without a parent span
-	reasonDuplicate     = "duplicate"  // a second span for the same end of one call
+	reasonExpired       = "expired"         // the other end did not come within store::ttl
+	reasonStoreFull     = "store_full"      // evicted, the oldest of store::max_items calls waiting, for a new one
+	reasonNodeStoreFull = "node_store_full" // evicted, the oldest of store::max_items_per_node calls of its node waiting, for a new one
+	reasonEdgesFull     = "edges_full"      // max_edges edges were counted
+	reasonUnnamed       = "unnamed"         // the span has none of node_attributes
+	reasonNodeTooLong   = "node_too_long"   // the span's node is longer than max_node_length
+	reasonNoParent      = "no_parent"       // a SERVER span without a parent span
+	reasonDuplicate     = "duplicate"       // a second span for the same end of one call
 	nodeSeparator       = "/"
 )
 
@@ -56,6 +58,8 @@ type end struct {
 // waiting is a call one of whose ends has been seen.
 type waiting struct {
 	key            callKey
+	node           string        // the node of the first span seen, charged in perNode
+	nodeElem       *list.Element // in perNode[node]
 	client, server *end
 	deadline       time.Time
 	elem           *list.Element
@@ -70,6 +74,8 @@ type histogram struct {
 }
 
 type edge struct {
+	start            pcommon.Timestamp // when the edge was first counted (since its last expiry)
+	last             time.Time         // when a call was last paired
 	requests, failed uint64
 	server, client   histogram
 }
@@ -85,10 +91,12 @@ type rpcgraph struct {
 
 	mu       sync.Mutex
 	waiting  map[callKey]*waiting
-	order    *list.List // of *waiting, oldest (first deadline) first
+	perNode  map[string]*list.List // of *waiting, by the node of their first span seen, oldest first
+	order    *list.List            // of *waiting, oldest (first deadline) first
 	edges    map[edgeKey]*edge
 	unpaired map[string]uint64
 	changed  bool
+	full     uint64 // store_full, node_store_full and edges_full at the last warning
 
 	stop chan struct{}
 	done chan struct{}
@@ -107,6 +115,7 @@ func newConnector(logger *zap.Logger, cfg *Config, next consumer.Metrics) *rpcgr
 		start:    pcommon.NewTimestampFromTime(time.Now()),
 		now:      time.Now,
 		waiting:  map[callKey]*waiting{},
+		perNode:  map[string]*list.List{},
 		order:    list.New(),
 		edges:    map[edgeKey]*edge{},
 		unpaired: map[string]uint64{},
@@ -193,6 +202,10 @@ func (g *rpcgraph) consumeSpan(s ptrace.Span, res pcommon.Map, now time.Time) {
 		g.count(reasonUnnamed)
 		return
 	}
+	if len(node) > g.cfg.MaxNodeLength {
+		g.count(reasonNodeTooLong)
+		return
+	}
 	e := &end{
 		node:    node,
 		seconds: time.Duration(s.EndTimestamp() - s.StartTimestamp()).Seconds(),
@@ -200,13 +213,7 @@ func (g *rpcgraph) consumeSpan(s ptrace.Span, res pcommon.Map, now time.Time) {
 	}
 	w := g.waiting[key]
 	if w == nil {
-		if len(g.waiting) >= g.cfg.Store.MaxItems {
-			g.count(reasonStoreFull)
-			return
-		}
-		w = &waiting{key: key, deadline: now.Add(g.cfg.Store.TTL)}
-		w.elem = g.order.PushBack(w)
-		g.waiting[key] = w
+		w = g.wait(key, node, now)
 	}
 	side := &w.client
 	if s.Kind() == ptrace.SpanKindServer {
@@ -219,8 +226,37 @@ func (g *rpcgraph) consumeSpan(s ptrace.Span, res pcommon.Map, now time.Time) {
 	*side = e
 	if w.client != nil && w.server != nil {
 		g.remove(w)
-		g.pair(w.client, w.server)
+		g.pair(w.client, w.server, now)
 	}
+}
+
+// wait stores a new call whose first span seen names node. The store being
+// full, or node's share of it, the oldest call waiting there gives way: the
+// newest calls are the likeliest to pair, and a flood of calls that never
+// pair (one process's, or many's) only pushes out calls already waiting
+// longer than the flood takes to fill the store.
+func (g *rpcgraph) wait(key callKey, node string, now time.Time) *waiting {
+	if mine := g.perNode[node]; mine != nil && mine.Len() >= g.cfg.Store.MaxItemsPerNode {
+		g.evict(mine.Front().Value.(*waiting), reasonNodeStoreFull)
+	} else if len(g.waiting) >= g.cfg.Store.MaxItems {
+		g.evict(g.order.Front().Value.(*waiting), reasonStoreFull)
+	}
+	mine := g.perNode[node] // after evict, which drops a list it empties
+	if mine == nil {
+		mine = list.New()
+		g.perNode[node] = mine
+	}
+	w := &waiting{key: key, node: node, deadline: now.Add(g.cfg.Store.TTL)}
+	w.elem = g.order.PushBack(w)
+	w.nodeElem = mine.PushBack(w)
+	g.waiting[key] = w
+	return w
+}
+
+// evict drops a waiting call, one count per span waiting.
+func (g *rpcgraph) evict(w *waiting, reason string) {
+	g.remove(w)
+	g.count(reason)
 }
 
 // node names a span's end: the values of the node attributes it has.
@@ -238,7 +274,7 @@ func (g *rpcgraph) node(attrs, res pcommon.Map) (string, bool) {
 	return strings.Join(parts, nodeSeparator), len(parts) > 0
 }
 
-func (g *rpcgraph) pair(client, server *end) {
+func (g *rpcgraph) pair(client, server *end, now time.Time) {
 	k := edgeKey{client.node, server.node}
 	e := g.edges[k]
 	if e == nil {
@@ -247,11 +283,13 @@ func (g *rpcgraph) pair(client, server *end) {
 			return
 		}
 		e = &edge{
+			start:  pcommon.NewTimestampFromTime(now),
 			server: histogram{counts: make([]uint64, len(g.bounds)+1)},
 			client: histogram{counts: make([]uint64, len(g.bounds)+1)},
 		}
 		g.edges[k] = e
 	}
+	e.last = now
 	e.requests++
 	if client.failed || server.failed {
 		e.failed++
@@ -279,6 +317,10 @@ func (g *rpcgraph) count(reason string) {
 func (g *rpcgraph) remove(w *waiting) {
 	g.order.Remove(w.elem)
 	delete(g.waiting, w.key)
+	mine := g.perNode[w.node]
+	if mine.Remove(w.nodeElem); mine.Len() == 0 {
+		delete(g.perNode, w.node)
+	}
 }
 
 // expire drops the calls whose other end did not come in time, one count
@@ -289,8 +331,7 @@ func (g *rpcgraph) expire(now time.Time) {
 		if now.Before(w.deadline) {
 			return
 		}
-		g.remove(w)
-		g.count(reasonExpired)
+		g.evict(w, reasonExpired)
 	}
 }
 
@@ -301,9 +342,16 @@ func (g *rpcgraph) collect() (pmetric.Metrics, bool) {
 	defer g.mu.Unlock()
 	now := g.now()
 	g.expire(now)
+	for k, e := range g.edges {
+		if now.Sub(e.last) >= g.cfg.MetricsExpiration {
+			delete(g.edges, k)
+			g.changed = true
+		}
+	}
 	if !g.changed {
 		return pmetric.Metrics{}, false
 	}
+	g.warnFull()
 	g.changed = false
 	ts := pcommon.NewTimestampFromTime(now)
 	md := pmetric.NewMetrics()
@@ -316,10 +364,10 @@ func (g *rpcgraph) collect() (pmetric.Metrics, bool) {
 	server := g.histogram(ms, metricServerSeconds, "Duration of the SERVER span of the paired calls, per edge.")
 	client := g.histogram(ms, metricClientSeconds, "Duration of the CLIENT span of the paired calls, per edge.")
 	for k, e := range g.edges {
-		g.point(requests.AppendEmpty(), k, ts).SetIntValue(int64(e.requests))
-		g.point(failed.AppendEmpty(), k, ts).SetIntValue(int64(e.failed))
-		g.histogramPoint(server.AppendEmpty(), k, ts, &e.server)
-		g.histogramPoint(client.AppendEmpty(), k, ts, &e.client)
+		point(requests.AppendEmpty(), k, e.start, ts).SetIntValue(int64(e.requests))
+		point(failed.AppendEmpty(), k, e.start, ts).SetIntValue(int64(e.failed))
+		g.histogramPoint(server.AppendEmpty(), k, e.start, ts, &e.server)
+		g.histogramPoint(client.AppendEmpty(), k, e.start, ts, &e.client)
 	}
 	unpaired := g.sum(ms, metricUnpaired, "{span}", "CLIENT and SERVER spans not paired, by reason.")
 	for reason, n := range g.unpaired {
@@ -330,6 +378,29 @@ func (g *rpcgraph) collect() (pmetric.Metrics, bool) {
 		dp.SetIntValue(int64(n))
 	}
 	return md, true
+}
+
+// warnFull tells, once a flush in which calls were pushed out of the store
+// or edges not counted, who holds the store: the node with the most calls
+// waiting (a flood's, most likely).
+func (g *rpcgraph) warnFull() {
+	full := g.unpaired[reasonStoreFull] + g.unpaired[reasonNodeStoreFull] + g.unpaired[reasonEdgesFull]
+	if full == g.full {
+		return
+	}
+	g.full = full
+	top, n := "", 0
+	for node, l := range g.perNode {
+		if l.Len() > n {
+			top, n = node, l.Len()
+		}
+	}
+	g.logger.Warn("service graph state full: calls pushed out of the store or edges not counted",
+		zap.Uint64(reasonStoreFull, g.unpaired[reasonStoreFull]),
+		zap.Uint64(reasonNodeStoreFull, g.unpaired[reasonNodeStoreFull]),
+		zap.Uint64(reasonEdgesFull, g.unpaired[reasonEdgesFull]),
+		zap.Int("waiting", len(g.waiting)), zap.Int("edges", len(g.edges)),
+		zap.String("most_waiting_node", top), zap.Int("most_waiting", n))
 }
 
 func (*rpcgraph) sum(ms pmetric.MetricSlice, name, unit, desc string) pmetric.NumberDataPointSlice {
@@ -353,16 +424,16 @@ func (*rpcgraph) histogram(ms pmetric.MetricSlice, name, desc string) pmetric.Hi
 	return h.DataPoints()
 }
 
-func (g *rpcgraph) point(dp pmetric.NumberDataPoint, k edgeKey, ts pcommon.Timestamp) pmetric.NumberDataPoint {
-	dp.SetStartTimestamp(g.start)
+func point(dp pmetric.NumberDataPoint, k edgeKey, start, ts pcommon.Timestamp) pmetric.NumberDataPoint {
+	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
 	dp.Attributes().PutStr(attrClient, k.client)
 	dp.Attributes().PutStr(attrServer, k.server)
 	return dp
 }
 
-func (g *rpcgraph) histogramPoint(dp pmetric.HistogramDataPoint, k edgeKey, ts pcommon.Timestamp, h *histogram) {
-	dp.SetStartTimestamp(g.start)
+func (g *rpcgraph) histogramPoint(dp pmetric.HistogramDataPoint, k edgeKey, start, ts pcommon.Timestamp, h *histogram) {
+	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
 	dp.Attributes().PutStr(attrClient, k.client)
 	dp.Attributes().PutStr(attrServer, k.server)

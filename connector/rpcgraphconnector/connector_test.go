@@ -186,8 +186,9 @@ func TestValidate(t *testing.T) {
 	cfg.MaxEdges = 0
 	cfg.LatencyHistogramBuckets = []time.Duration{time.Second, time.Second}
 	cfg.MetricsFlushInterval = 0
+	cfg.MetricsExpiration = -time.Second
 	err := cfg.Validate()
-	for _, field := range []string{"node_attributes[0]", "store::ttl", "store::max_items", "max_edges", "latency_histogram_buckets[1]", "metrics_flush_interval"} {
+	for _, field := range []string{"node_attributes[0]", "store::ttl", "store::max_items", "store::max_items_per_node", "max_edges", "metrics_expiration", "latency_histogram_buckets[1]", "metrics_flush_interval"} {
 		assert.ErrorContains(t, err, field)
 	}
 }
