@@ -34,18 +34,18 @@ K8S := $(K8S_CACHE)/.complete
 CONFIG ?= config/default.yaml
 APT_PACKAGES := stress-ng bpftool bpftrace debootstrap
 
-GO_SOURCES := $(shell find receiver -name '*.go' -not -name '*_test.go') $(shell find receiver -name '*.o')
+GO_SOURCES := $(shell find receiver connector -name '*.go' -not -name '*_test.go') $(shell find receiver -name '*.o')
 
 # Go modules: the root one (shared code under internal/ and test/) and one per
 # component (receiver/*, connector/*, each requiring the root one), versioned
 # together at v0.0.0 and tied to this tree by replace directives; go.work makes
 # them one workspace. `./...` names only the root module's packages (the go
 # command does not descend into nested modules, workspace or not): PKGS names
-# every package of every module. tools/ is a module outside the workspace
-# (TOOLS_GO), as is ocb's build/otelcol-seq (GOWORK=off for both).
-MODULE := github.com/otelcol-seq/otelcol-seq
-PKGS := $(MODULE)/...
+# every package of every module, as directories (golangci-lint takes no import
+# path patterns). tools/ is a module outside the workspace (TOOLS_GO), as is
+# ocb's build/otelcol-seq (GOWORK=off for both).
 COMPONENT_MODULES := $(patsubst %/go.mod,%,$(wildcard receiver/*/go.mod connector/*/go.mod))
+PKGS := ./... $(addprefix ./,$(addsuffix /...,$(COMPONENT_MODULES)))
 MODULE_FILES := go.mod go.sum go.work $(foreach m,$(COMPONENT_MODULES),$(m)/go.mod $(m)/go.sum)
 TOOLS_GO := GOWORK=off $(GO) -C tools
 
@@ -257,10 +257,13 @@ GOLANGCI_LINT := $(HOME)/.cache/otelcol-seq/tools/golangci-lint-$(GOLANGCI_LINT_
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
+# scripts/tidy.sh: every module's go.mod and go.sum tidy on its own (as ocb
+# and users build it, without go.work), and go.work using each of them.
 # scripts/commit-subjects.sh: commit subjects of 72 characters at most (the
 # commits after its BASE; it passes, saying so, where there is no history).
 lint: $(GOLANGCI_LINT)
 	scripts/commit-subjects.sh
+	GO=$(GO) scripts/tidy.sh
 	$(GOLANGCI_LINT) run $(PKGS)
 	cd tools && GOWORK=off $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
