@@ -34,7 +34,20 @@ K8S := $(K8S_CACHE)/.complete
 CONFIG ?= config/default.yaml
 APT_PACKAGES := stress-ng bpftool bpftrace debootstrap
 
-GO_SOURCES := $(shell find receiver -name '*.go' -not -name '*_test.go') $(shell find receiver -name '*.o')
+GO_SOURCES := $(shell find receiver connector -name '*.go' -not -name '*_test.go') $(shell find receiver -name '*.o')
+
+# Go modules: the root one (shared code under internal/ and test/) and one per
+# component (receiver/*, connector/*, each requiring the root one), versioned
+# together at v0.0.0 and tied to this tree by replace directives; go.work makes
+# them one workspace. `./...` names only the root module's packages (the go
+# command does not descend into nested modules, workspace or not): PKGS names
+# every package of every module, as directories (golangci-lint takes no import
+# path patterns). tools/ is a module outside the workspace (TOOLS_GO), as is
+# ocb's build/otelcol-seq (GOWORK=off for both).
+COMPONENT_MODULES := $(patsubst %/go.mod,%,$(wildcard receiver/*/go.mod connector/*/go.mod))
+PKGS := ./... $(addprefix ./,$(addsuffix /...,$(COMPONENT_MODULES)))
+MODULE_FILES := go.mod go.sum go.work $(foreach m,$(COMPONENT_MODULES),$(m)/go.mod $(m)/go.sum)
+TOOLS_GO := GOWORK=off $(GO) -C tools
 
 # Debian 13's and unstable's bpftrace, each in a minimal debootstrap chroot
 # (scripts/bpftrace-chroot.sh), for the bpftrace version matrix; outside the
@@ -55,7 +68,7 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short test-bpftrace-versions e2e test-k8s test-kernels
+test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short test-bpftrace-versions e2e test-user-manifest test-k8s test-kernels
 
 # OTHER_ARCH: amd64 on arm64, else arm64; vetting its build keeps both building.
 OTHER_ARCH := $(if $(filter arm64,$(shell $(GO) env GOARCH)),amd64,arm64)
@@ -63,11 +76,11 @@ OTHER_ARCH := $(if $(filter arm64,$(shell $(GO) env GOARCH)),amd64,arm64)
 # EBPF_EXPORTER_BIN, where built: the ebpfexporter package compares its
 # kprobe/fentry fixtures with ebpf_exporter where the kernel runs them.
 unit:
-	$(GO) vet ./...
-	$(GO) -C tools vet ./...
-	GOARCH=$(OTHER_ARCH) $(GO) vet ./...
-	EBPF_EXPORTER_BIN=$(wildcard $(EBPF_EXPORTER)) $(GO) test -race -count=1 ./...
-	$(GO) -C tools test -race -count=1 ./...
+	$(GO) vet $(PKGS)
+	$(TOOLS_GO) vet ./...
+	GOARCH=$(OTHER_ARCH) $(GO) vet $(PKGS)
+	EBPF_EXPORTER_BIN=$(wildcard $(EBPF_EXPORTER)) $(GO) test -race -count=1 $(PKGS)
+	$(TOOLS_GO) test -race -count=1 ./...
 
 # Every fuzz target (scripts/fuzz.sh): each for 60 s under `make fuzz`, 5 s in
 # `make test` (the seed corpora also run as plain tests in `unit`).
@@ -87,6 +100,14 @@ e2e: $(COLLECTOR) $(JAEGER) $(LOKI) $(EBPF_EXPORTER)
 # an unprivileged local user can do (docs/tests.md, "The attack suite").
 test-attack: $(COLLECTOR)
 	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) $(GO) test -tags e2e -count=1 -v -timeout 15m -run '^TestAttack$$' ./test/e2e/
+
+# A user's own collector (root; test/e2e/usermanifest_test.go, build tag
+# usermanifest): their ocb manifest at this release with contrib's filelog
+# receiver, core's otlp exporter and the seq and bpftrace receivers by their
+# module paths, built by ocb (a minute or three warm) and run.
+.PHONY: test-user-manifest
+test-user-manifest: deps $(BUILDER)
+	OCB_BIN=$(BUILDER) $(GO) test -tags e2e,usermanifest -count=1 -v -timeout 15m -run '^TestUserManifest$$' ./test/e2e/
 
 # The bpftrace version matrix (root): the same scripts under the receiver's
 # runner on Debian 12's bpftrace (0.17, the host's), Debian 13's (0.23) and
@@ -128,14 +149,14 @@ IMAGE_PLATFORMS := $(subst $() ,$(comma),$(addprefix linux/,$(IMAGE_ARCHES)))
 
 build: $(COLLECTOR) $(COLLECTORS)
 
-$(COLLECTOR): $(BUILDER) builder-config.yaml go.mod go.sum $(GO_SOURCES)
+$(COLLECTOR): $(BUILDER) builder-config.yaml $(MODULE_FILES) $(GO_SOURCES)
 	mkdir -p build/otelcol-seq
-	$(BUILDER) --config builder-config.yaml
+	GOWORK=off $(BUILDER) --config builder-config.yaml
 	mkdir -p bin
 	cp build/otelcol-seq/otelcol-seq $(COLLECTOR).tmp && mv -f $(COLLECTOR).tmp $(COLLECTOR)
 
 $(COLLECTOR)-%: $(COLLECTOR)
-	cd build/otelcol-seq && GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -trimpath -o $(CURDIR)/$@ -ldflags="-s -w" -gcflags= .
+	cd build/otelcol-seq && GOWORK=off GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build -trimpath -o $(CURDIR)/$@ -ldflags="-s -w" -gcflags= .
 
 # The multi-arch image (podman; FROM scratch, so no emulation): both
 # architectures from one build, into the manifest list $(IMAGE).
@@ -236,12 +257,15 @@ GOLANGCI_LINT := $(HOME)/.cache/otelcol-seq/tools/golangci-lint-$(GOLANGCI_LINT_
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
+# scripts/tidy.sh: every module's go.mod and go.sum tidy on its own (as ocb
+# and users build it, without go.work), and go.work using each of them.
 # scripts/commit-subjects.sh: commit subjects of 72 characters at most (the
 # commits after its BASE; it passes, saying so, where there is no history).
 lint: $(GOLANGCI_LINT)
 	scripts/commit-subjects.sh
-	$(GOLANGCI_LINT) run ./...
-	cd tools && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
+	GO=$(GO) scripts/tidy.sh
+	$(GOLANGCI_LINT) run $(PKGS)
+	cd tools && GOWORK=off $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
 # Regenerated code and objects must equal the committed ones (scripts/drift.sh).
 drift:
@@ -251,7 +275,7 @@ drift:
 # mdatagen code. Building and testing need neither.
 generate: $(MDATAGEN)
 	command -v $(BPF_CLANG) >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ] || (apt-get update -qq && apt-get install -y -qq $(BPF_CLANG_PACKAGES))
-	$(GO) generate ./...
+	$(GO) generate $(PKGS)
 	$(MAKE) -B ebpf-programs
 
 clean:
@@ -271,7 +295,7 @@ BENCH_GO_PKGS := ./internal/ring ./internal/event ./receiver/seqreceiver ./recei
 .PHONY: bench-go
 bench-go:
 	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH_GO)' -benchmem -count $(BENCH_COUNT) $(BENCH_GO_PKGS) \
-		| tee bench-go.txt | $(GO) -C tools run ./benchtable
+		| tee bench-go.txt | $(TOOLS_GO) run ./benchtable
 
 # The transport benchmark (root; about three minutes): the sequencer, the BPF
 # ring buffer and perf buffers, loaded and read as the seq receiver does
@@ -282,7 +306,7 @@ bench-go:
 BENCH_FLAGS ?=
 .PHONY: bench
 bench: deps
-	$(GO) -C tools build -o $(CURDIR)/bin/seqbench ./seqbench
+	$(TOOLS_GO) build -o $(CURDIR)/bin/seqbench ./seqbench
 	bin/seqbench $(BENCH_FLAGS)
 
 # The grpc receiver's cost on a real gRPC load (root; a few minutes, tools
@@ -310,7 +334,7 @@ bench-grpc: deps $(COLLECTOR)
 BENCH_EBPFX_FLAGS ?=
 .PHONY: bench-ebpf-exporter
 bench-ebpf-exporter: $(COLLECTOR) $(EBPF_EXPORTER)
-	$(GO) -C tools build -o $(CURDIR)/bin/ebpfxbench ./ebpfxbench
+	$(TOOLS_GO) build -o $(CURDIR)/bin/ebpfxbench ./ebpfxbench
 	mkdir -p bench-results/ebpfx
 	set -o pipefail; bin/ebpfxbench -collector $(COLLECTOR) -reference $(EBPF_EXPORTER) \
 		-png bench-results/ebpfx/bench-ebpf-exporter.png $(BENCH_EBPFX_FLAGS) | tee bench-results/ebpfx/results.md
