@@ -49,6 +49,18 @@ var (
 	SyscallTracepoints = newFeature("the syscalls:sys_exit_* tracepoints in tracefs", "Linux 4.7",
 		"mount tracefs (`mount -t tracefs nodev /sys/kernel/tracing`) on a kernel built with CONFIG_FTRACE_SYSCALLS=y",
 		func() error { return anyFile(tracefsDirs, "/events/syscalls/sys_exit_write") })
+	// InetSockSetState: the sock:inet_sock_set_state tracepoint, by which
+	// the grpc receiver follows TCP connections.
+	InetSockSetState = newFeature("the sock:inet_sock_set_state tracepoint", "Linux 4.16",
+		"run Linux 4.16 or newer, built with CONFIG_DEBUG_INFO_BTF=y", btfTracepoint("inet_sock_set_state"))
+	// SockLength: the sock:sock_send_length and sock:sock_recv_length
+	// tracepoints, the grpc receiver's socket hook.
+	SockLength = newFeature("the sock:sock_send_length and sock:sock_recv_length tracepoints", "Linux 6.3",
+		"run Linux 6.3 or newer, or set hook: syscalls, raw_syscalls (or auto)", btfTracepoint("sock_send_length", "sock_recv_length"))
+	// RawSysExit: the raw_syscalls:sys_exit tracepoint, which passes a
+	// system call's registers.
+	RawSysExit = newFeature("the raw_syscalls:sys_exit tracepoint", "Linux 3.7",
+		"run a kernel built with CONFIG_HAVE_SYSCALL_TRACEPOINTS=y", btfTracepoint("sys_exit"))
 	// Kprobes: kprobes at all (a kprobe PMU or kprobe_events in tracefs).
 	Kprobes = newFeature("kprobes", "Linux 4.1", "run a kernel built with CONFIG_KPROBES=y; or use a tracepoint, raw_tp/ or tp_btf/ hook",
 		func() error {
@@ -61,13 +73,26 @@ var (
 )
 
 // All is every named feature, for a benchmark's report and the tests.
-var All = []*Feature{Mmapable, RingBuf, Atomics, BTF, TPBTF, BPFLoop, TaskPtRegs, UprobeMulti, SyscallTracepoints, Kprobes, Trampolines}
+var All = []*Feature{Mmapable, RingBuf, Atomics, BTF, TPBTF, BPFLoop, TaskPtRegs, UprobeMulti, SyscallTracepoints,
+	InetSockSetState, SockLength, RawSysExit, Kprobes, Trampolines}
 
 // Ring is what every producer of the shared ring needs whatever its
 // transport: the control block is a memory-mappable array, and the ring
 // buffer is the doorbell or the transport itself. BPF atomic fetch is not
 // in it: without it the loaders take the producers that need none.
 var Ring = []*Feature{Mmapable, RingBuf}
+
+// btfTracepoint probes the BTF-typed tracepoints tps (all of them).
+func btfTracepoint(tps ...string) func() error {
+	return func() error {
+		for _, tp := range tps {
+			if _, err := TracepointProto(tp); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
 
 // tracefsDirs are where tracefs is mounted.
 var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}

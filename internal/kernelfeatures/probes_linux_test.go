@@ -46,6 +46,9 @@ var byRelease = map[*Feature]uint32{
 	BPFLoop:     kv(5, 17),
 	TaskPtRegs:  kv(5, 15),
 	UprobeMulti: kv(6, 6),
+	// The tracepoints: in every kernel of the release, given BTF.
+	InetSockSetState: kv(4, 16),
+	SockLength:       kv(6, 3),
 }
 
 func kv(major, minor uint32) uint32 { return major<<16 | minor<<8 }
@@ -71,7 +74,7 @@ func TestProbeEveryFeature(t *testing.T) {
 			assert.NoError(t, err, "%s on Linux %d.%d", f, release>>16, release>>8&0xff)
 		}
 	}
-	assert.Len(t, byRelease, len(All)-3, "every feature but tracefs's, kprobes and trampolines (config, not release) has its release")
+	assert.Len(t, byRelease, len(All)-4, "every feature but tracefs's, raw_syscalls' sys_exit, kprobes and trampolines (config, not release) has its release")
 	t.Log(Summary(All...))
 	_, err = ExitHasGroupDead()
 	require.NoError(t, err)

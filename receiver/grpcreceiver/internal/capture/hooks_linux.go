@@ -45,8 +45,6 @@ const (
 // Hooks lists the accepted hook names.
 var Hooks = []Hook{HookAuto, HookSocket, HookSyscalls, HookRawSyscalls}
 
-var socketTracepoints = []string{"sock_send_length", "sock_recv_length"}
-
 // btfHooks are the hooks of BTF raw tracepoints: program and tracepoint.
 var btfHooks = map[Hook][][2]string{
 	HookSocket:      {{"h2_sock_send", "sock:sock_send_length"}, {"h2_sock_recv", "sock:sock_recv_length"}},
@@ -107,10 +105,7 @@ func checkKernel() error {
 	if err := kernelfeatures.Require(who, kernelfeatures.BTF, kernelfeatures.TPBTF); err != nil {
 		return err
 	}
-	if !kernelfeatures.HasTracepoint("inet_sock_set_state") {
-		return errors.New("kernel BTF has no sock:inet_sock_set_state tracepoint (Linux 4.16+, with BTF): the grpc receiver cannot follow TCP connections on this kernel")
-	}
-	return kernelfeatures.Require(who, kernelfeatures.Ring...)
+	return kernelfeatures.Require(who, append([]*kernelfeatures.Feature{kernelfeatures.InetSockSetState}, kernelfeatures.Ring...)...)
 }
 
 // planRawSyscalls plans for a kernel that leaves raw_syscalls the only
@@ -124,8 +119,8 @@ func planRawSyscalls(want Hook, because string, noFetch bool) (Plan, error) {
 	default:
 		return Plan{}, fmt.Errorf("unknown hook %q (want %v)", want, Hooks)
 	}
-	if !kernelfeatures.HasTracepoint("sys_exit") {
-		return Plan{}, fmt.Errorf("%s, and kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS), the one hook left: the grpc receiver cannot run on this kernel", because)
+	if err := kernelfeatures.Require(who, kernelfeatures.RawSysExit); err != nil {
+		return Plan{}, fmt.Errorf("%s, and raw_syscalls:sys_exit is the one hook left: %w", because, err)
 	}
 	if want == HookRawSyscalls {
 		return Plan{HookRawSyscalls, "configured; " + because, noFetch}, nil
@@ -136,25 +131,25 @@ func planRawSyscalls(want Hook, because string, noFetch bool) (Plan, error) {
 // planHook plans want on a kernel that has what every hook needs; auto
 // takes the socket tracepoints where the kernel has them.
 func planHook(want Hook) (Plan, error) {
-	socketOK := kernelfeatures.HasTracepoint(socketTracepoints[0]) && kernelfeatures.HasTracepoint(socketTracepoints[1])
+	socketOK := kernelfeatures.SockLength.Present()
 	switch want {
 	case HookSocket:
-		if !socketOK {
-			return Plan{}, errors.New("hook socket: this kernel has no sock:sock_send_length/sock_recv_length tracepoints (Linux 6.3+); set hook: syscalls, raw_syscalls (or auto)")
+		if err := kernelfeatures.Require(who, kernelfeatures.SockLength); err != nil {
+			return Plan{}, fmt.Errorf("hook socket: %w", err)
 		}
 		return Plan{Hook: HookSocket, Why: "configured"}, nil
 	case HookSyscalls:
 		return Plan{Hook: HookSyscalls, Why: "configured"}, checkSyscallTracepoints()
 	case HookRawSyscalls:
-		if !kernelfeatures.HasTracepoint("sys_exit") {
-			return Plan{}, errors.New("hook raw_syscalls: kernel BTF has no raw_syscalls:sys_exit tracepoint (CONFIG_HAVE_SYSCALL_TRACEPOINTS); set hook: syscalls or socket (or auto)")
+		if err := kernelfeatures.Require(who, kernelfeatures.RawSysExit); err != nil {
+			return Plan{}, fmt.Errorf("hook raw_syscalls: %w; set hook: syscalls or socket (or auto)", err)
 		}
 		return Plan{Hook: HookRawSyscalls, Why: "configured"}, nil
 	case "", HookAuto:
 		if socketOK {
-			return Plan{Hook: HookSocket, Why: "the kernel has sock:sock_send_length and sock:sock_recv_length (Linux 6.3+)"}, nil
+			return Plan{Hook: HookSocket, Why: "the kernel has " + kernelfeatures.SockLength.String()}, nil
 		}
-		return Plan{Hook: HookSyscalls, Why: "the kernel lacks sock:sock_send_length (Linux 6.3+): using the system call exits and the fd walk"}, checkSyscallTracepoints()
+		return Plan{Hook: HookSyscalls, Why: kernelfeatures.SockLength.Lacks(kernelfeatures.SockLength.Probe()) + ": using the system call exits and the fd walk"}, checkSyscallTracepoints()
 	}
 	return Plan{}, fmt.Errorf("unknown hook %q (want %v)", want, Hooks)
 }

@@ -153,7 +153,7 @@ func openOrFallBack(o Options, p Plan) (*Capture, error) {
 	if perr != nil {
 		return nil, errors.Join(err, perr)
 	}
-	raw.Why = "the kernel lacks sock:sock_send_length (Linux 6.3+) and refuses BPF programs on the syscalls:sys_exit_* tracepoints: using raw_syscalls:sys_exit and the fd walk"
+	raw.Why = kernelfeatures.SockLength.Lacks(kernelfeatures.SockLength.Probe()) + ", and it refuses BPF programs on the syscalls:sys_exit_* tracepoints: using raw_syscalls:sys_exit and the fd walk"
 	return open(o, raw)
 }
 
