@@ -7,6 +7,7 @@ package loader
 
 import (
 	"bufio"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -65,7 +66,7 @@ type MetricMap struct {
 func Load(cfg *spec.ProgramConfig, opts Options) (_ *Object, progs map[string]error, err error) {
 	objSpec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
 	if err != nil {
-		return nil, nil, &spec.ConfigError{Config: cfg.Name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
+		return nil, nil, &spec.ConfigError{Config: cfg.Name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", explainSpecError(cfg.BPFPath, err))}
 	}
 	objErr := cfg.ObjectErrorf
 	plans, progs, err := planPrograms(objSpec, opts.Strict, objErr)
@@ -102,6 +103,40 @@ func Load(cfg *spec.ProgramConfig, opts Options) (_ *Object, progs map[string]er
 		metrics[name] = mm
 	}
 	return o, progs, nil
+}
+
+// explainSpecError names what cilium/ebpf refused in an object that
+// libbpf loads: maps declared __weak. libbpf treats a weak map of a single
+// object as a global one; cilium/ebpf refuses the binding (cilium/ebpf#466).
+// libbpf's <bpf/usdt.bpf.h> declares its maps so (__bpf_usdt_specs,
+// __bpf_usdt_ip_to_spec_id) for USDT probes, which this receiver does not
+// attach either. Any other error is returned as it is.
+func explainSpecError(path string, err error) error {
+	f, ferr := elf.Open(path)
+	if ferr != nil {
+		return err
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	var weak []string
+	for _, s := range syms {
+		if elf.ST_BIND(s.Info) == elf.STB_WEAK && int(s.Section) < len(f.Sections) && f.Sections[s.Section].Name == ".maps" {
+			weak = append(weak, s.Name)
+		}
+	}
+	if len(weak) == 0 {
+		return err
+	}
+	usdt := slices.ContainsFunc(f.Sections, func(s *elf.Section) bool {
+		return s.Name == "usdt" || strings.HasPrefix(s.Name, "usdt/")
+	})
+	if usdt {
+		return fmt.Errorf("%w: maps %s are declared __weak, as libbpf's <bpf/usdt.bpf.h> declares them for USDT probes: "+
+			"USDT probes are %w by this receiver (they need libbpf's USDT argument spec machinery); "+
+			"use a uprobe on the probed function instead of SEC(\"usdt/...\") and drop <bpf/usdt.bpf.h>", err, strings.Join(weak, ", "), ErrNotSupported)
+	}
+	return fmt.Errorf("%w: maps %s are declared __weak, which cilium/ebpf refuses (libbpf takes them as global in a single object): "+
+		"declare them without __weak", err, strings.Join(weak, ", "))
 }
 
 // Programs is the number of programs loaded.

@@ -6,6 +6,8 @@
 package loader
 
 import (
+	"debug/elf"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -130,4 +132,36 @@ func TestSectionsOfFixtures(t *testing.T) {
 		_, err := planAttach(p.SectionName)
 		assert.ErrorIs(t, err, ErrNotSupported)
 	}
+}
+
+// TestLoadWeakMapsNamed: cilium/ebpf refuses maps declared __weak, which
+// libbpf's <bpf/usdt.bpf.h> declares for USDT probes (ebpf_exporter's
+// upstream usdt example); the error names the maps, the cause and the fix.
+// The fixture's map is made weak in a copy, as clang writes
+// __attribute__((weak)): the symbol's binding byte.
+func TestLoadWeakMapsNamed(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(fixturesDir, "ebpfx_usdt.bpf.o"))
+	require.NoError(t, err)
+	f, err := elf.Open(filepath.Join(fixturesDir, "ebpfx_usdt.bpf.o"))
+	require.NoError(t, err)
+	syms, err := f.Symbols()
+	require.NoError(t, err)
+	symtab := f.SectionByType(elf.SHT_SYMTAB)
+	require.NotNil(t, symtab)
+	for i, s := range syms {
+		if s.Name == "ebpfx_usdt_calls_total" {
+			// Symbols omits the null symbol 0; st_info is byte 4 of an Elf64_Sym.
+			b[symtab.Offset+uint64(i+1)*uint64(symtab.Entsize)+4] = byte(elf.STB_WEAK)<<4 | byte(elf.ST_TYPE(s.Info))
+		}
+	}
+	require.NoError(t, f.Close())
+	path := filepath.Join(t.TempDir(), "weak.bpf.o")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+
+	_, _, err = Load(&spec.ProgramConfig{Name: "weak", BPFPath: path}, Options{})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrNotSupported)
+	assert.Contains(t, err.Error(), "unsupported binding")
+	assert.Contains(t, err.Error(), "maps ebpfx_usdt_calls_total are declared __weak, as libbpf's <bpf/usdt.bpf.h> declares them for USDT probes")
+	assert.Contains(t, err.Error(), `use a uprobe on the probed function instead of SEC("usdt/...")`)
 }
