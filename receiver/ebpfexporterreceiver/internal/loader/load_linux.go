@@ -7,6 +7,7 @@ package loader
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -64,9 +65,9 @@ type MetricMap struct {
 // nothing is left loaded; progs then holds the programs that failed to
 // attach, if any.
 func Load(cfg *spec.ProgramConfig, opts Options) (_ *Object, progs map[string]error, err error) {
-	objSpec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
+	objSpec, err := loadSpec(cfg.BPFPath)
 	if err != nil {
-		return nil, nil, &spec.ConfigError{Config: cfg.Name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", explainSpecError(cfg.BPFPath, err))}
+		return nil, nil, &spec.ConfigError{Config: cfg.Name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
 	}
 	objErr := cfg.ObjectErrorf
 	plans, progs, err := planPrograms(objSpec, opts.Strict, objErr)
@@ -105,38 +106,46 @@ func Load(cfg *spec.ProgramConfig, opts Options) (_ *Object, progs map[string]er
 	return o, progs, nil
 }
 
-// explainSpecError names what cilium/ebpf refused in an object that
-// libbpf loads: maps declared __weak. libbpf treats a weak map of a single
-// object as a global one; cilium/ebpf refuses the binding (cilium/ebpf#466).
-// libbpf's <bpf/usdt.bpf.h> declares its maps so (__bpf_usdt_specs,
-// __bpf_usdt_ip_to_spec_id) for USDT probes, which this receiver does not
-// attach either. Any other error is returned as it is.
-func explainSpecError(path string, err error) error {
-	f, ferr := elf.Open(path)
-	if ferr != nil {
-		return err
+// loadSpec reads the object as libbpf reads it. libbpf's <bpf/usdt.bpf.h>
+// declares its two maps (__bpf_usdt_specs, __bpf_usdt_ip_to_spec_id)
+// __weak; in a single object a weak symbol is the definition itself, and
+// libbpf takes it as global, while cilium/ebpf refuses the binding
+// (cilium/ebpf#466: "unsupported binding STB_WEAK"). So the spec is read
+// from a copy in which the weak symbols of .maps are global: the same maps.
+// Which programs then attach is planAttach's (USDT ones do not).
+func loadSpec(path string) (*ebpf.CollectionSpec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
-	defer f.Close()
-	syms, _ := f.Symbols()
-	var weak []string
-	for _, s := range syms {
-		if elf.ST_BIND(s.Info) == elf.STB_WEAK && int(s.Section) < len(f.Sections) && f.Sections[s.Section].Name == ".maps" {
-			weak = append(weak, s.Name)
+	globalWeakMaps(b)
+	objSpec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("file %s: %w", path, err)
+	}
+	return objSpec, nil
+}
+
+// globalWeakMaps rebinds, in the 64-bit ELF b, every STB_WEAK symbol of
+// section .maps to STB_GLOBAL (st_info, byte 4 of an Elf64_Sym). An ELF it
+// cannot read is left as it is, for cilium/ebpf to say what is wrong.
+func globalWeakMaps(b []byte) {
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil || f.Class != elf.ELFCLASS64 {
+		return
+	}
+	symtab := f.SectionByType(elf.SHT_SYMTAB)
+	syms, err := f.Symbols()
+	if symtab == nil || err != nil {
+		return
+	}
+	for i, s := range syms {
+		if elf.ST_BIND(s.Info) != elf.STB_WEAK || int(s.Section) >= len(f.Sections) || f.Sections[s.Section].Name != ".maps" {
+			continue
 		}
+		// Symbols omits the null symbol 0.
+		b[symtab.Offset+uint64(i+1)*symtab.Entsize+4] = byte(elf.STB_GLOBAL)<<4 | byte(elf.ST_TYPE(s.Info))
 	}
-	if len(weak) == 0 {
-		return err
-	}
-	usdt := slices.ContainsFunc(f.Sections, func(s *elf.Section) bool {
-		return s.Name == "usdt" || strings.HasPrefix(s.Name, "usdt/")
-	})
-	if usdt {
-		return fmt.Errorf("%w: maps %s are declared __weak, as libbpf's <bpf/usdt.bpf.h> declares them for USDT probes: "+
-			"USDT probes are %w by this receiver (they need libbpf's USDT argument spec machinery); "+
-			"use a uprobe on the probed function instead of SEC(\"usdt/...\") and drop <bpf/usdt.bpf.h>", err, strings.Join(weak, ", "), ErrNotSupported)
-	}
-	return fmt.Errorf("%w: maps %s are declared __weak, which cilium/ebpf refuses (libbpf takes them as global in a single object): "+
-		"declare them without __weak", err, strings.Join(weak, ", "))
 }
 
 // Programs is the number of programs loaded.
@@ -165,8 +174,11 @@ type errorfFunc func(format string, args ...any) error
 // planPrograms plans the attachment of every program from its section,
 // before anything is loaded: with Strict a section that cannot be attached
 // fails the config (progs then names only that program); otherwise it is
-// reported in progs and still loaded. SEC("?...") programs are dropped from
-// spec, as libbpf does not autoload them.
+// reported in progs and dropped from spec, as are SEC("?...") programs,
+// which libbpf does not autoload. A program the receiver never attaches
+// would never run; loaded, a USDT one would need what only libbpf gives
+// (<bpf/usdt.bpf.h>'s LINUX_HAS_BPF_COOKIE kconfig, which cilium/ebpf does
+// not resolve), and fail the config's other programs with it.
 func planPrograms(objSpec *ebpf.CollectionSpec, strict bool, objErr errorfFunc) (plans map[string]attachPlan, progs map[string]error, err error) {
 	plans = map[string]attachPlan{}
 	progs = map[string]error{}
@@ -178,6 +190,7 @@ func planPrograms(objSpec *ebpf.CollectionSpec, strict bool, objErr errorfFunc) 
 				return nil, map[string]error{pname: err}, err
 			}
 			progs[pname] = err
+			delete(objSpec.Programs, pname)
 			continue
 		}
 		if plan.disabled {

@@ -134,34 +134,41 @@ func TestSectionsOfFixtures(t *testing.T) {
 	}
 }
 
-// TestLoadWeakMapsNamed: cilium/ebpf refuses maps declared __weak, which
-// libbpf's <bpf/usdt.bpf.h> declares for USDT probes (ebpf_exporter's
-// upstream usdt example); the error names the maps, the cause and the fix.
-// The fixture's map is made weak in a copy, as clang writes
+// TestLoadSpecWeakMaps: libbpf's <bpf/usdt.bpf.h> declares its maps
+// __weak (ebpf_exporter's upstream usdt and sched-trace examples);
+// cilium/ebpf refuses the binding, loadSpec reads them as libbpf does. The
+// fixture's map is made weak in a copy, as clang writes
 // __attribute__((weak)): the symbol's binding byte.
-func TestLoadWeakMapsNamed(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(fixturesDir, "ebpfx_usdt.bpf.o"))
+func TestLoadSpecWeakMaps(t *testing.T) {
+	orig := filepath.Join(fixturesDir, "ebpfx_usdt.bpf.o")
+	b, err := os.ReadFile(orig)
 	require.NoError(t, err)
-	f, err := elf.Open(filepath.Join(fixturesDir, "ebpfx_usdt.bpf.o"))
+	f, err := elf.Open(orig)
 	require.NoError(t, err)
 	syms, err := f.Symbols()
 	require.NoError(t, err)
 	symtab := f.SectionByType(elf.SHT_SYMTAB)
 	require.NotNil(t, symtab)
+	weak := 0
 	for i, s := range syms {
 		if s.Name == "ebpfx_usdt_calls_total" {
-			// Symbols omits the null symbol 0; st_info is byte 4 of an Elf64_Sym.
-			b[symtab.Offset+uint64(i+1)*uint64(symtab.Entsize)+4] = byte(elf.STB_WEAK)<<4 | byte(elf.ST_TYPE(s.Info))
+			b[symtab.Offset+uint64(i+1)*symtab.Entsize+4] = byte(elf.STB_WEAK)<<4 | byte(elf.ST_TYPE(s.Info))
+			weak++
 		}
 	}
 	require.NoError(t, f.Close())
+	require.Equal(t, 1, weak)
 	path := filepath.Join(t.TempDir(), "weak.bpf.o")
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 
-	_, _, err = Load(&spec.ProgramConfig{Name: "weak", BPFPath: path}, Options{})
-	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrNotSupported)
-	assert.Contains(t, err.Error(), "unsupported binding")
-	assert.Contains(t, err.Error(), "maps ebpfx_usdt_calls_total are declared __weak, as libbpf's <bpf/usdt.bpf.h> declares them for USDT probes")
-	assert.Contains(t, err.Error(), `use a uprobe on the probed function instead of SEC("usdt/...")`)
+	_, err = ebpf.LoadCollectionSpec(path)
+	require.ErrorContains(t, err, `map "ebpfx_usdt_calls_total": unsupported binding: STB_WEAK`)
+	want, err := ebpf.LoadCollectionSpec(orig)
+	require.NoError(t, err)
+	got, err := loadSpec(path)
+	require.NoError(t, err)
+	require.Contains(t, got.Maps, "ebpfx_usdt_calls_total")
+	assert.Equal(t, want.Maps["ebpfx_usdt_calls_total"].KeySize, got.Maps["ebpfx_usdt_calls_total"].KeySize)
+	assert.Equal(t, want.Maps["ebpfx_usdt_calls_total"].MaxEntries, got.Maps["ebpfx_usdt_calls_total"].MaxEntries)
+	assert.Equal(t, len(want.Programs), len(got.Programs))
 }
