@@ -243,3 +243,56 @@ func TestCompareTimed(t *testing.T) {
 	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: count 99 outside ebpf_exporter's [100, 100]"},
 		Compare(Round{}, cur, timed).Diffs)
 }
+
+// A family ours lacks whose series appear in B only (sparse events after
+// our collection, kfree_skb) is late, or that have not moved since the
+// baseline early, as a series is; one that moved is a difference.
+func TestCompareLateFamily(t *testing.T) {
+	sparse := `# TYPE ebpf_exporter_kfree_skb_total counter
+ebpf_exporter_kfree_skb_total{kstack="x"} 1
+`
+	a, b := snapText(t, refText(5, 3)), snapText(t, refText(5, 6)+sparse)
+	o := ours(t, 5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})
+	r := Compare(Round{}, Round{a, o, b}, opts)
+	assert.Empty(t, r.Diffs)
+	assert.Equal(t, 1, r.Late)
+
+	a = snapText(t, refText(5, 3)+sparse)
+	assert.Equal(t, []string{"family ebpf_exporter_kfree_skb_total: only in ebpf_exporter"},
+		Compare(Round{}, Round{a, o, b}, opts).Diffs)
+	base := Round{A: a, Ours: o, B: b}
+	r = Compare(base, Round{a, o, b}, opts)
+	assert.Empty(t, r.Diffs)
+	assert.Equal(t, 1, r.Early)
+}
+
+// A timed histogram of few observations may have TimedSlack of them a
+// bucket apart, where its Tolerance alone allows none.
+func TestCompareTimedSlack(t *testing.T) {
+	bounds := []float64{1e-6, 2e-6}
+	// Two of 5 observations: ebpf_exporter's 1 in the first bucket, ours 2.
+	a, b := snapText(t, refText(5, 5)), snapText(t, refText(5, 5))
+	cur := Round{A: a, Ours: ours(t, 5, "ok", bounds, []uint64{2, 3, 0}), B: b}
+	timed := opts
+	timed.Timed = func(s *Series) bool { return s.Family == "ebpf_exporter_run_queue_latency_seconds" }
+	timed.Tolerance = 0.02
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 2 outside ebpf_exporter's [0.9, 1.1]"},
+		Compare(Round{}, cur, timed).Diffs)
+	timed.TimedSlack = 1
+	assert.Empty(t, Compare(Round{}, cur, timed).Diffs)
+	cur.Ours = ours(t, 5, "ok", bounds, []uint64{3, 2, 0})
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 3 outside ebpf_exporter's [0, 2]"},
+		Compare(Round{}, cur, timed).Diffs)
+
+	// The sum: TimedSlack observations as large as any (2 µs, the lowest
+	// bound holding all 5), where the Tolerance alone is less.
+	timed.Tolerance = 1e-7
+	withSum := func(sum string) Snapshot {
+		return snapText(t, strings.Replace(oursText(5, "ok", bounds, []uint64{1, 4, 0}), "seconds_sum 0.5", "seconds_sum "+sum, 1))
+	}
+	cur.Ours = withSum("0.5000015")
+	assert.Empty(t, Compare(Round{}, cur, timed).Diffs)
+	cur.Ours = withSum("0.500003")
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: sum 0.500003 outside ebpf_exporter's [0.499998, 0.500002]"},
+		Compare(Round{}, cur, timed).Diffs)
+}
