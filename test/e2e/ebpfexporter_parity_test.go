@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"bytes"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -490,6 +491,18 @@ var parityUpstream = [][]string{
 	{"cgroup_id_map", "softirq-latency-net-rx", "tcp-syn-backlog-exp2zero"},
 }
 
+// parityUpstreamUnattached are the upstream examples' programs the
+// collector runs their configs without (docs/parity.md, "Known
+// differences"): USDT probes, which the receiver does not attach.
+// ebpf_exporter attaches usdt's to python3's import__find__load__start
+// (Debian's python3 has the probe), so python_module_imports_total counts
+// there and not here; sched-trace's probe a demo binary that is not here,
+// and ebpf_exporter fails to attach them too.
+var parityUpstreamUnattached = map[string][]string{
+	"usdt":        {"do_count"},
+	"sched-trace": {"sched_clear_parent_span", "sock_set_parent_span"},
+}
+
 // TestEbpfExporterParityUpstream runs ebpf_exporter's own examples
 // (scripts/ebpf-exporter.sh examples compiles them) in ebpf_exporter and
 // in the collector under the shipped config at the same time, and compares
@@ -515,6 +528,9 @@ func TestEbpfExporterParityUpstream(t *testing.T) {
 				Configs:   configFamilies(t, dir, names),
 				Timed:     func(s *parity.Series) bool { return s.Type == "histogram" },
 				Tolerance: 0.02,
+				// Latency histograms of a few observations (bio, softirq):
+				// 2 % of them is none (parity.Options.TimedSlack).
+				TimedSlack: 2,
 			}
 			r := parity.Check(t, base, ourRound(t, ref, o), opt, "ebpf_exporter's upstream examples")
 			o.stop(t)
@@ -526,6 +542,19 @@ func TestEbpfExporterParityUpstream(t *testing.T) {
 				}
 			}
 			assert.Positive(t, both, "families with series on both sides")
+		})
+	}
+	// Alone, as the collector's log samples a message repeated that often
+	// (every config of a run logs its kprobes).
+	for _, name := range slices.Sorted(maps.Keys(parityUpstreamUnattached)) {
+		t.Run("unattached/"+name, func(t *testing.T) {
+			o := startOurMetrics(t, dir, []string{name})
+			o.scrapeAfter(t, time.Now())
+			for _, p := range parityUpstreamUnattached[name] {
+				assert.Regexp(t, `"config": "`+name+`", "program": "`+p+`", "error": "[^\n]*USDT probes are not supported by this receiver`, o.log(),
+					"a known difference, documented: %s's %s is not attached", name, p)
+			}
+			o.stop(t)
 		})
 	}
 }
