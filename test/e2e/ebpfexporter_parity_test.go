@@ -474,8 +474,8 @@ func TestEbpfExporterParitySpans(t *testing.T) {
 }
 
 // parityUpstream lists ebpf_exporter v2.5.1's upstream examples that
-// ebpf_exporter starts on this kernel (32 of 42; the others use kprobes or
-// fentry for a program that must load, which this kernel refuses), in two
+// ebpf_exporter starts on this kernel (32 of 42; docs/parity.md says why
+// not the others: mostly fentry or kprobe programs that must load), in two
 // runs: the configs of a run share no metric name (ebpf_exporter refuses
 // softirq-latency with softirq-latency-net-rx, and cgroup with
 // cgroup_id_map or tcp-syn-backlog with its exp2zero variant would export
@@ -493,11 +493,12 @@ var parityUpstream = [][]string{
 
 // parityUpstreamUnattached are the upstream examples' programs the
 // collector runs their configs without (docs/parity.md, "Known
-// differences"): USDT probes, which the receiver does not attach.
-// ebpf_exporter attaches usdt's to python3's import__find__load__start
-// (Debian's python3 has the probe), so python_module_imports_total counts
-// there and not here; sched-trace's probe a demo binary that is not here,
-// and ebpf_exporter fails to attach them too.
+// differences"): USDT probes, which the receiver does not attach. Where
+// python3 is an ELF with the probe (Debian's), ebpf_exporter attaches
+// usdt's to its import__find__load__start and python_module_imports_total
+// counts there and not here (python3 here is pyenv's shell shim, which
+// ebpf_exporter fails to attach to as well); sched-trace's probe a demo
+// binary that is not here, and ebpf_exporter fails to attach them too.
 var parityUpstreamUnattached = map[string][]string{
 	"usdt":        {"do_count"},
 	"sched-trace": {"sched_clear_parent_span", "sock_set_parent_span"},

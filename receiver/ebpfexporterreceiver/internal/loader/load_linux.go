@@ -174,11 +174,12 @@ type errorfFunc func(format string, args ...any) error
 // planPrograms plans the attachment of every program from its section,
 // before anything is loaded: with Strict a section that cannot be attached
 // fails the config (progs then names only that program); otherwise it is
-// reported in progs and dropped from spec, as are SEC("?...") programs,
-// which libbpf does not autoload. A program the receiver never attaches
-// would never run; loaded, a USDT one would need what only libbpf gives
-// (<bpf/usdt.bpf.h>'s LINUX_HAS_BPF_COOKIE kconfig, which cilium/ebpf does
-// not resolve), and fail the config's other programs with it.
+// reported in progs and still loaded, except what this receiver never
+// attaches (ErrNotSupported: it would never run; loaded, a USDT program
+// would need what only libbpf gives, <bpf/usdt.bpf.h>'s
+// LINUX_HAS_BPF_COOKIE kconfig, which cilium/ebpf does not resolve, and
+// fail the config's other programs with it). SEC("?...") programs are
+// dropped from spec, as libbpf does not autoload them.
 func planPrograms(objSpec *ebpf.CollectionSpec, strict bool, objErr errorfFunc) (plans map[string]attachPlan, progs map[string]error, err error) {
 	plans = map[string]attachPlan{}
 	progs = map[string]error{}
@@ -190,7 +191,9 @@ func planPrograms(objSpec *ebpf.CollectionSpec, strict bool, objErr errorfFunc) 
 				return nil, map[string]error{pname: err}, err
 			}
 			progs[pname] = err
-			delete(objSpec.Programs, pname)
+			if errors.Is(err, ErrNotSupported) {
+				delete(objSpec.Programs, pname)
+			}
 			continue
 		}
 		if plan.disabled {

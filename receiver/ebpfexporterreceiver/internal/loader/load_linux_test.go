@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"github.com/otelcol-seq/otelcol-seq/test/testutil"
@@ -171,4 +172,22 @@ func TestLoadSpecWeakMaps(t *testing.T) {
 	assert.Equal(t, want.Maps["ebpfx_usdt_calls_total"].KeySize, got.Maps["ebpfx_usdt_calls_total"].KeySize)
 	assert.Equal(t, want.Maps["ebpfx_usdt_calls_total"].MaxEntries, got.Maps["ebpfx_usdt_calls_total"].MaxEntries)
 	assert.Equal(t, len(want.Programs), len(got.Programs))
+}
+
+// TestLoadLeavesOutUnsupported: a program the receiver never attaches (a
+// USDT probe) is reported and not loaded; the config's maps are.
+func TestLoadLeavesOutUnsupported(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg, _, err := spec.LoadProgramConfig(fixturesDir, "ebpfx_usdt")
+	require.NoError(t, err)
+	o, progs, err := Load(cfg, Options{Logger: zap.NewNop()})
+	require.NoError(t, err)
+	defer o.Close()
+	require.Len(t, progs, 1)
+	for name, perr := range progs {
+		require.ErrorIs(t, perr, ErrNotSupported)
+		assert.NotContains(t, o.Coll.Programs, name)
+	}
+	assert.Zero(t, o.Programs())
+	assert.Contains(t, o.Metrics, "ebpfx_usdt_calls_total")
 }
