@@ -26,6 +26,8 @@ LOKI := $(LOKI_CACHE)/loki
 EBPF_EXPORTER_VERSION := v2.5.1
 EBPF_EXPORTER_CACHE ?= $(HOME)/.cache/otelcol-seq/ebpf_exporter/$(EBPF_EXPORTER_VERSION)
 EBPF_EXPORTER := $(EBPF_EXPORTER_CACHE)/ebpf_exporter
+# Its upstream examples/, compiled, for TestEbpfExporterParityUpstream.
+EBPF_EXPORTER_EXAMPLES := $(EBPF_EXPORTER_CACHE)/examples/.done
 # Kubernetes (kube-apiserver, etcd and kubectl of one release) for the
 # control-plane e2e test (scripts/k8s.sh, make test-k8s), likewise.
 K8S_VERSION := v1.37.2
@@ -92,8 +94,9 @@ fuzz:
 fuzz-short:
 	GO=$(GO) FUZZTIME=5s FUZZMINIMIZETIME=1s scripts/fuzz.sh
 
-e2e: $(COLLECTOR) $(JAEGER) $(LOKI) $(EBPF_EXPORTER)
-	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
+e2e: $(COLLECTOR) $(JAEGER) $(LOKI) $(EBPF_EXPORTER) $(EBPF_EXPORTER_EXAMPLES)
+	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) \
+		EBPF_EXPORTER_CACHE=$(EBPF_EXPORTER_CACHE) $(GO) test -tags e2e -count=1 -v ./test/e2e/...
 
 # The attack suite alone (root; test/e2e/attack_test.go, also part of e2e):
 # the built collector under the shipped agent and grpc configs against what
@@ -206,10 +209,15 @@ $(K8S):
 # ebpf_exporter v2.5.1 for test/e2e/ebpfexporter_parity_test.go; built once
 # (libbpf 1.5 from the libbpf-sys crate, ebpf_exporter from the module proxy).
 .PHONY: ebpf-exporter
-ebpf-exporter: $(EBPF_EXPORTER)
+ebpf-exporter: $(EBPF_EXPORTER) $(EBPF_EXPORTER_EXAMPLES)
 
 $(EBPF_EXPORTER):
 	EBPF_EXPORTER_CACHE=$(EBPF_EXPORTER_CACHE) EBPF_EXPORTER_VERSION=$(EBPF_EXPORTER_VERSION) scripts/ebpf-exporter.sh build
+
+# The upstream examples (clang-14, libbpf 1.5.0's headers from the same
+# crate); the parity test asks the script for the folder, which then exists.
+$(EBPF_EXPORTER_EXAMPLES):
+	EBPF_EXPORTER_CACHE=$(EBPF_EXPORTER_CACHE) EBPF_EXPORTER_VERSION=$(EBPF_EXPORTER_VERSION) scripts/ebpf-exporter.sh examples >/dev/null
 
 # System packages the tests use (stress-ng for fork storms, bpftool for leak
 # checks) and tracefs, mounted where it is not.

@@ -6,6 +6,9 @@
 #
 #   scripts/ebpf-exporter.sh build   build $EBPF_EXPORTER_CACHE/ebpf_exporter once (reused when present)
 #   scripts/ebpf-exporter.sh path    print the binary's path
+#   scripts/ebpf-exporter.sh examples  compile ebpf_exporter's upstream examples/ (the module's,
+#                                      from the Go module proxy) into $EBPF_EXPORTER_CACHE/examples
+#                                      once, with clang-14 and libbpf 1.5.0's headers; print the folder
 #
 # ebpf_exporter is a cgo program against libbpf; its release is linked
 # statically against libbpf 1.5.0 (its Makefile.libbpf clones libbpf from
@@ -156,11 +159,46 @@ build() {
 	log "built $BIN ($(du -h "$BIN" | cut -f1)) in $((SECONDS - start)) s"
 }
 
+# examples: <name>.yaml next to <name>.bpf.o for every upstream example, as
+# examples/Makefile builds them (-mcpu=v3 -O2 -g, the module's vmlinux.h).
+examples() {
+	local out="$CACHE/examples"
+	if [ -f "$out/.done" ]; then
+		echo "$out"
+		return 0
+	fi
+	local clang=${CLANG:-clang-14} arch
+	arch=$(uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+	mkdir -p "$CACHE"
+	local work="$CACHE/examples-work"
+	rm -rf "$work" "$out"
+	mkdir -p "$work/include/bpf" "$out"
+	local lsrc dir
+	lsrc=$(libbpf_src)
+	cp "$lsrc"/src/*.h "$work/include/bpf/"
+	dir=$(go_module_dir "$MODULE@$VERSION" "$work")
+	local sys f n
+	sys=$("$clang" -v -E - </dev/null 2>&1 | sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
+	for f in "$dir"/examples/*.bpf.c; do
+		n=$(basename "$f" .bpf.c)
+		# shellcheck disable=SC2086
+		"$clang" -mcpu=v3 -g -O2 -Wall -Werror -D__TARGET_ARCH_"$arch" $sys -I"$dir/include/$arch" \
+			-I"$work/include" -c -target bpf "$f" -o "$out/$n.bpf.o" >&2
+		cp "$dir/examples/$n.yaml" "$out/$n.yaml"
+	done
+	chmod -R u+w "$work"
+	rm -rf "$work"
+	touch "$out/.done"
+	log "compiled $(find "$out" -name '*.bpf.o' | wc -l) upstream examples into $out"
+	echo "$out"
+}
+
 case "${1:-}" in
 build) build ;;
 path) echo "$BIN" ;;
+examples) examples ;;
 *)
-	echo "usage: $0 build|path" >&2
+	echo "usage: $0 build|path|examples" >&2
 	exit 2
 	;;
 esac

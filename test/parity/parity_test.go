@@ -223,23 +223,84 @@ func TestCompareBaseline(t *testing.T) {
 		Compare(base, cur, opts).Diffs)
 }
 
-// A timed histogram's buckets and sum may be a little off; its count may not.
+// timedHist is a latency histogram with bounds 1, 2, 4 and 8 µs, its
+// cumulative counts and its sum.
+func timedHist(t *testing.T, cum []uint64, sum string) Snapshot {
+	t.Helper()
+	var sb strings.Builder
+	sb.WriteString("# TYPE ebpf_exporter_run_queue_latency_seconds histogram\n")
+	for i, le := range []string{"1e-06", "2e-06", "4e-06", "8e-06", "+Inf"} {
+		sb.WriteString(`ebpf_exporter_run_queue_latency_seconds_bucket{le="` + le + `"} ` + itoa(int(cum[i])) + "\n")
+	}
+	sb.WriteString("ebpf_exporter_run_queue_latency_seconds_sum " + sum + "\n")
+	sb.WriteString("ebpf_exporter_run_queue_latency_seconds_count " + itoa(int(cum[4])) + "\n")
+	return snapText(t, sb.String())
+}
+
+// A timed histogram's observations may land a bucket apart, its buckets and
+// sum be a little off beyond; its count may not.
 func TestCompareTimed(t *testing.T) {
-	bounds := []float64{1e-6, 2e-6}
-	a, b := snapText(t, refText(5, 100)), snapText(t, refText(5, 100))
-	// Two of 100 observations a bucket lower than ebpf_exporter timed them.
-	cur := Round{A: a, Ours: ours(t, 5, "ok", bounds, []uint64{3, 97, 0}), B: b}
-	require.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 3 outside ebpf_exporter's [1, 1]"},
+	ref := timedHist(t, []uint64{10, 50, 90, 100, 100}, "0.0003")
+	cur := Round{A: ref, B: ref, Ours: timedHist(t, []uint64{5, 20, 60, 95, 100}, "0.0003")}
+	require.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 5 outside ebpf_exporter's [10, 10]"},
 		Compare(Round{}, cur, opts).Diffs)
 	timed := opts
 	timed.Timed = func(s *Series) bool { return s.Family == "ebpf_exporter_run_queue_latency_seconds" }
-	timed.Tolerance = 0.05
-	assert.Empty(t, Compare(Round{}, cur, timed).Diffs)
 	timed.Tolerance = 0.01
-	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=1e-06 3 outside ebpf_exporter's [0, 2]"},
-		Compare(Round{}, cur, timed).Diffs)
-	timed.Tolerance = 0.05
-	cur.Ours = ours(t, 5, "ok", bounds, []uint64{1, 98, 0})
+	assert.Empty(t, Compare(Round{}, cur, timed).Diffs, "each a bucket above ebpf_exporter's")
+	cur.Ours = timedHist(t, []uint64{0, 5, 50, 100, 100}, "0.0003")
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=2e-06 5 outside ebpf_exporter's [9, 91]"},
+		Compare(Round{}, cur, timed).Diffs, "two buckets above, beyond 1 % of the count")
+	cur.Ours = timedHist(t, []uint64{10, 50, 90, 99, 99}, "0.0003")
 	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: count 99 outside ebpf_exporter's [100, 100]"},
 		Compare(Round{}, cur, timed).Diffs)
+}
+
+// A timed histogram of few observations may have TimedSlack of them further
+// off, where its Tolerance alone allows none.
+func TestCompareTimedSlack(t *testing.T) {
+	ref := timedHist(t, []uint64{1, 1, 4, 5, 5}, "0.00002")
+	cur := Round{A: ref, B: ref, Ours: timedHist(t, []uint64{0, 0, 3, 5, 5}, "0.00002")}
+	timed := opts
+	timed.Timed = func(s *Series) bool { return s.Family == "ebpf_exporter_run_queue_latency_seconds" }
+	timed.Tolerance = 0.02
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=2e-06 0 outside ebpf_exporter's [0.9, 4.1]"},
+		Compare(Round{}, cur, timed).Diffs)
+	timed.TimedSlack = 1
+	assert.Empty(t, Compare(Round{}, cur, timed).Diffs)
+	cur.Ours = timedHist(t, []uint64{0, 0, 0, 2, 5}, "0.00002")
+	assert.Equal(t, []string{"series ebpf_exporter_run_queue_latency_seconds{}: bucket le=8e-06 2 outside ebpf_exporter's [3, 6]"},
+		Compare(Round{}, cur, timed).Diffs)
+
+	// The sum: TimedSlack observations as large as any (8 µs, the lowest
+	// bound holding all 5), where the Tolerance alone is less.
+	timed.Tolerance = 1e-7
+	cur.Ours = timedHist(t, []uint64{1, 1, 4, 5, 5}, "0.000027")
+	assert.Empty(t, Compare(Round{}, cur, timed).Diffs)
+	cur.Ours = timedHist(t, []uint64{1, 1, 4, 5, 5}, "0.000029")
+	d := Compare(Round{}, cur, timed).Diffs
+	require.Len(t, d, 1)
+	assert.Contains(t, d[0], "series ebpf_exporter_run_queue_latency_seconds{}: sum 2.9e-05 outside ebpf_exporter's")
+}
+
+// A family ours lacks whose series appear in B only (sparse events after
+// our collection, kfree_skb) is late, or that have not moved since the
+// baseline early, as a series is; one that moved is a difference.
+func TestCompareLateFamily(t *testing.T) {
+	sparse := `# TYPE ebpf_exporter_kfree_skb_total counter
+ebpf_exporter_kfree_skb_total{kstack="x"} 1
+`
+	a, b := snapText(t, refText(5, 3)), snapText(t, refText(5, 6)+sparse)
+	o := ours(t, 5, "ok", []float64{1e-6, 2e-6}, []uint64{1, 3, 0})
+	r := Compare(Round{}, Round{a, o, b}, opts)
+	assert.Empty(t, r.Diffs)
+	assert.Equal(t, 1, r.Late)
+
+	a = snapText(t, refText(5, 3)+sparse)
+	assert.Equal(t, []string{"family ebpf_exporter_kfree_skb_total: only in ebpf_exporter"},
+		Compare(Round{}, Round{a, o, b}, opts).Diffs)
+	base := Round{A: a, Ours: o, B: b}
+	r = Compare(base, Round{a, o, b}, opts)
+	assert.Empty(t, r.Diffs)
+	assert.Equal(t, 1, r.Early)
 }

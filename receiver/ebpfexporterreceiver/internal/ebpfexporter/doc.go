@@ -222,7 +222,10 @@
 // libbpf's USDT spec/argument machinery, which cilium/ebpf does not have;
 // a uprobe on the probed function is the alternative), and program types
 // that cannot be auto-attached (socket, tc, cgroup/*, sk_*, iter/,
-// struct_ops, kprobe.multi, uprobe.multi, ...).
+// struct_ops, kprobe.multi, uprobe.multi, ...). Such programs are not
+// loaded either: they would never run. Maps declared __weak (libbpf's
+// <bpf/usdt.bpf.h> declares its two so) are read as libbpf reads them, as
+// the object's own maps, which cilium/ebpf alone refuses.
 //
 // # Spans
 //

@@ -7,6 +7,8 @@ package loader
 
 import (
 	"bufio"
+	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -63,7 +65,7 @@ type MetricMap struct {
 // nothing is left loaded; progs then holds the programs that failed to
 // attach, if any.
 func Load(cfg *spec.ProgramConfig, opts Options) (_ *Object, progs map[string]error, err error) {
-	objSpec, err := ebpf.LoadCollectionSpec(cfg.BPFPath)
+	objSpec, err := loadSpec(cfg.BPFPath)
 	if err != nil {
 		return nil, nil, &spec.ConfigError{Config: cfg.Name, File: cfg.BPFPath, Err: fmt.Errorf("error loading bpf object: %w", err)}
 	}
@@ -104,6 +106,48 @@ func Load(cfg *spec.ProgramConfig, opts Options) (_ *Object, progs map[string]er
 	return o, progs, nil
 }
 
+// loadSpec reads the object as libbpf reads it. libbpf's <bpf/usdt.bpf.h>
+// declares its two maps (__bpf_usdt_specs, __bpf_usdt_ip_to_spec_id)
+// __weak; in a single object a weak symbol is the definition itself, and
+// libbpf takes it as global, while cilium/ebpf refuses the binding
+// (cilium/ebpf#466: "unsupported binding STB_WEAK"). So the spec is read
+// from a copy in which the weak symbols of .maps are global: the same maps.
+// Which programs then attach is planAttach's (USDT ones do not).
+func loadSpec(path string) (*ebpf.CollectionSpec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	globalWeakMaps(b)
+	objSpec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("file %s: %w", path, err)
+	}
+	return objSpec, nil
+}
+
+// globalWeakMaps rebinds, in the 64-bit ELF b, every STB_WEAK symbol of
+// section .maps to STB_GLOBAL (st_info, byte 4 of an Elf64_Sym). An ELF it
+// cannot read is left as it is, for cilium/ebpf to say what is wrong.
+func globalWeakMaps(b []byte) {
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil || f.Class != elf.ELFCLASS64 {
+		return
+	}
+	symtab := f.SectionByType(elf.SHT_SYMTAB)
+	syms, err := f.Symbols()
+	if symtab == nil || err != nil {
+		return
+	}
+	for i, s := range syms {
+		if elf.ST_BIND(s.Info) != elf.STB_WEAK || int(s.Section) >= len(f.Sections) || f.Sections[s.Section].Name != ".maps" {
+			continue
+		}
+		// Symbols omits the null symbol 0.
+		b[symtab.Offset+uint64(i+1)*symtab.Entsize+4] = byte(elf.STB_GLOBAL)<<4 | byte(elf.ST_TYPE(s.Info))
+	}
+}
+
 // Programs is the number of programs loaded.
 func (o *Object) Programs() int { return len(o.plans) }
 
@@ -130,8 +174,12 @@ type errorfFunc func(format string, args ...any) error
 // planPrograms plans the attachment of every program from its section,
 // before anything is loaded: with Strict a section that cannot be attached
 // fails the config (progs then names only that program); otherwise it is
-// reported in progs and still loaded. SEC("?...") programs are dropped from
-// spec, as libbpf does not autoload them.
+// reported in progs and still loaded, except what this receiver never
+// attaches (ErrNotSupported: it would never run; loaded, a USDT program
+// would need what only libbpf gives, <bpf/usdt.bpf.h>'s
+// LINUX_HAS_BPF_COOKIE kconfig, which cilium/ebpf does not resolve, and
+// fail the config's other programs with it). SEC("?...") programs are
+// dropped from spec, as libbpf does not autoload them.
 func planPrograms(objSpec *ebpf.CollectionSpec, strict bool, objErr errorfFunc) (plans map[string]attachPlan, progs map[string]error, err error) {
 	plans = map[string]attachPlan{}
 	progs = map[string]error{}
@@ -143,6 +191,9 @@ func planPrograms(objSpec *ebpf.CollectionSpec, strict bool, objErr errorfFunc) 
 				return nil, map[string]error{pname: err}, err
 			}
 			progs[pname] = err
+			if errors.Is(err, ErrNotSupported) {
+				delete(objSpec.Programs, pname)
+			}
 			continue
 		}
 		if plan.disabled {

@@ -6,12 +6,15 @@
 package loader
 
 import (
+	"debug/elf"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/ebpfexporterreceiver/internal/spec"
 	"github.com/otelcol-seq/otelcol-seq/test/testutil"
@@ -130,4 +133,61 @@ func TestSectionsOfFixtures(t *testing.T) {
 		_, err := planAttach(p.SectionName)
 		assert.ErrorIs(t, err, ErrNotSupported)
 	}
+}
+
+// TestLoadSpecWeakMaps: libbpf's <bpf/usdt.bpf.h> declares its maps
+// __weak (ebpf_exporter's upstream usdt and sched-trace examples);
+// cilium/ebpf refuses the binding, loadSpec reads them as libbpf does. The
+// fixture's map is made weak in a copy, as clang writes
+// __attribute__((weak)): the symbol's binding byte.
+func TestLoadSpecWeakMaps(t *testing.T) {
+	orig := filepath.Join(fixturesDir, "ebpfx_usdt.bpf.o")
+	b, err := os.ReadFile(orig)
+	require.NoError(t, err)
+	f, err := elf.Open(orig)
+	require.NoError(t, err)
+	syms, err := f.Symbols()
+	require.NoError(t, err)
+	symtab := f.SectionByType(elf.SHT_SYMTAB)
+	require.NotNil(t, symtab)
+	weak := 0
+	for i, s := range syms {
+		if s.Name == "ebpfx_usdt_calls_total" {
+			b[symtab.Offset+uint64(i+1)*symtab.Entsize+4] = byte(elf.STB_WEAK)<<4 | byte(elf.ST_TYPE(s.Info))
+			weak++
+		}
+	}
+	require.NoError(t, f.Close())
+	require.Equal(t, 1, weak)
+	path := filepath.Join(t.TempDir(), "weak.bpf.o")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+
+	_, err = ebpf.LoadCollectionSpec(path)
+	require.ErrorContains(t, err, `map "ebpfx_usdt_calls_total": unsupported binding: STB_WEAK`)
+	want, err := ebpf.LoadCollectionSpec(orig)
+	require.NoError(t, err)
+	got, err := loadSpec(path)
+	require.NoError(t, err)
+	require.Contains(t, got.Maps, "ebpfx_usdt_calls_total")
+	assert.Equal(t, want.Maps["ebpfx_usdt_calls_total"].KeySize, got.Maps["ebpfx_usdt_calls_total"].KeySize)
+	assert.Equal(t, want.Maps["ebpfx_usdt_calls_total"].MaxEntries, got.Maps["ebpfx_usdt_calls_total"].MaxEntries)
+	assert.Equal(t, len(want.Programs), len(got.Programs))
+}
+
+// TestLoadLeavesOutUnsupported: a program the receiver never attaches (a
+// USDT probe) is reported and not loaded; the config's maps are.
+func TestLoadLeavesOutUnsupported(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg, _, err := spec.LoadProgramConfig(fixturesDir, "ebpfx_usdt")
+	require.NoError(t, err)
+	o, progs, err := Load(cfg, Options{Logger: zap.NewNop()})
+	require.NoError(t, err)
+	defer o.Close()
+	require.Len(t, progs, 1)
+	for name, perr := range progs {
+		require.ErrorIs(t, perr, ErrNotSupported)
+		assert.NotContains(t, o.Coll.Programs, name)
+	}
+	assert.Zero(t, o.Programs())
+	assert.Contains(t, o.Metrics, "ebpfx_usdt_calls_total")
 }

@@ -238,7 +238,7 @@ func validateProgramConfig(cfg *ProgramConfig) error {
 		if c.FlushInterval < 0 {
 			return fail(field+".flush_interval", "must not be negative, got %s", c.FlushInterval)
 		}
-		if err := validateLabels(cfg, field, c.Labels); err != nil {
+		if err := validateLabels(cfg, field, c.Labels, true); err != nil {
 			return err
 		}
 	}
@@ -250,7 +250,7 @@ func validateProgramConfig(cfg *ProgramConfig) error {
 		if len(h.Labels) == 0 {
 			return fail(field+".labels", "a histogram needs at least one label: the last one is the bucket index")
 		}
-		if err := validateLabels(cfg, field, h.Labels); err != nil {
+		if err := validateLabels(cfg, field, h.Labels, true); err != nil {
 			return err
 		}
 		for j, l := range h.Labels[:len(h.Labels)-1] {
@@ -267,7 +267,7 @@ func validateProgramConfig(cfg *ProgramConfig) error {
 		if s.RingBuf == "" {
 			return fail(field+".ringbuf", "span %q in config %q lacks ringbuf", s.Name, cfg.Name)
 		}
-		if err := validateLabels(cfg, field, s.Labels); err != nil {
+		if err := validateLabels(cfg, field, s.Labels, false); err != nil {
 			return err
 		}
 	}
@@ -297,14 +297,19 @@ func validateProgramConfig(cfg *ProgramConfig) error {
 	return nil
 }
 
-func validateLabels(cfg *ProgramConfig, field string, labels []Label) error {
+// validateLabels checks a metric's or a span's labels. Only a metric's
+// label names become Prometheus labels and follow Prometheus's rule; a
+// span's become attribute keys, which ebpf_exporter takes as they are
+// (tracing/extract.go: attribute.String(label.Name, value); its upstream
+// sched-trace example names two "cpu.orig" and "cpu.dest").
+func validateLabels(cfg *ProgramConfig, field string, labels []Label, metric bool) error {
 	fail := func(f string, format string, args ...any) error {
 		return &ConfigError{Config: cfg.Name, File: cfg.YAMLPath, Field: f, Err: fmt.Errorf(format, args...)}
 	}
 	seen := map[string]int{}
 	for i, l := range labels {
 		lf := fmt.Sprintf("%s.labels[%d]", field, i)
-		if !labelNameRE.MatchString(l.Name) || strings.HasPrefix(l.Name, "__") {
+		if metric && (!labelNameRE.MatchString(l.Name) || strings.HasPrefix(l.Name, "__")) {
 			return fail(lf+".name", "%q is not a valid Prometheus label name", l.Name)
 		}
 		if j, dup := seen[l.Name]; dup {

@@ -194,3 +194,20 @@ func TestParseProgramConfigRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestParseProgramConfigSpanLabelNames: a span's labels become attribute
+// keys, never Prometheus labels, and ebpf_exporter checks no name rule on
+// them (its upstream sched-trace example has "cpu.orig" and "cpu.dest"); a
+// counter's labels keep the Prometheus rule.
+func TestParseProgramConfigSpanLabelNames(t *testing.T) {
+	label := func(name string) string {
+		return "      labels:\n        - {name: " + name + ", size: 4, decoders: [{name: uint}]}\n"
+	}
+	for _, name := range []string{"cpu.orig", "cpu.dest", "1x", "k8s.pod-name"} {
+		cfg, _, err := ParseProgramConfig("t", "/etc/ebpf/t.yaml", []byte("tracing:\n  spans:\n    - name: s\n      ringbuf: r\n"+label(name)))
+		require.NoError(t, err, name)
+		assert.Equal(t, name, cfg.Tracing.Spans[0].Labels[0].Name)
+	}
+	_, _, err := ParseProgramConfig("t", "/etc/ebpf/t.yaml", []byte("metrics:\n  counters:\n    - name: c_total\n      help: c\n"+label("cpu.orig")))
+	require.ErrorContains(t, err, `"cpu.orig" is not a valid Prometheus label name`)
+}
