@@ -7,6 +7,8 @@
 #
 #   scripts/k8s.sh build   build the four binaries once into $K8S_CACHE/bin (reused when complete)
 #   scripts/k8s.sh path    print the bin directory
+#   scripts/k8s.sh node    install (apt, as root) what the kubelet's node needs:
+#                          containerd, runc and the CNI plugins (Debian's)
 #
 # k8s.io/kubernetes cannot be built with `go install ...@version`: its go.mod
 # requires the staging modules at v0.0.0 and replaces them with
@@ -96,11 +98,26 @@ build() {
 	log "built: $(cat "$MARKER")"
 }
 
+# node installs Debian's containerd, runc and CNI plugins when missing (the
+# e2e test's kubelet runs pods with them: test/e2e/kubelet_test.go).
+node() {
+	local missing="" p
+	for p in containerd runc containernetworking-plugins; do
+		dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	log "installing:$missing"
+	apt-get update -qq
+	# shellcheck disable=SC2086 # one word per package
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+}
+
 case "${1:-}" in
 build) build ;;
+node) node ;;
 path) echo "$BINDIR" ;;
 *)
-	echo "usage: $0 build|path" >&2
+	echo "usage: $0 build|path|node" >&2
 	exit 2
 	;;
 esac

@@ -40,8 +40,11 @@ func TestKubeletDaemonSet(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, bin := range []string{"containerd", "ctr", "runc", "podman", "/usr/lib/cni/bridge"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s missing (%v): apt-get install containerd runc podman containernetworking-plugins", bin, err)
+			t.Fatalf("%s missing (%v): run `scripts/k8s.sh node` and scripts/podman-setup.sh", bin, err)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(k8sBinDir(t), "kubelet")); err != nil {
+		t.Fatalf("no kubelet (%v): run `scripts/k8s.sh build` (caches built before the kubelet was added lack it)", err)
 	}
 	k := startKube(t)
 	n := startKubelet(t, k)
@@ -56,6 +59,10 @@ func TestKubeletDaemonSet(t *testing.T) {
 	dir := t.TempDir()
 	pod := agentPod(t, k, dir)
 	k.kubectl(t, pod, "apply", "-f", "-")
+	// The kubelet keeps the pod's container logs in /var/log/pods (not under
+	// its root directory) and stops before it would collect them.
+	uid := k.kubectl(t, "", "-n", "observability", "get", "pod", "agent", "-o", "jsonpath={.metadata.uid}")
+	t.Cleanup(func() { _ = os.RemoveAll("/var/log/pods/observability_agent_" + uid) })
 	t.Cleanup(func() {
 		_, _ = k.kubectlAs(k.kubeconfig, "", "-n", "observability", "delete", "pod", "agent", "--ignore-not-found", "--wait=true", "--timeout=60s")
 	})
