@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,9 +107,14 @@ func startKubelet(t *testing.T, k *kube) *kubeletHost {
 	// A unix socket's path is at most 107 bytes: not under t.TempDir().
 	d, err := os.MkdirTemp("", "kubelet")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(d) })
 	n := &kubeletHost{dir: d, sock: filepath.Join(d, "containerd.sock")}
 	f := func(name string) string { return filepath.Join(d, name) }
+	// Runs after both daemons stopped. The kubelet bind-mounts its root
+	// directory onto itself (to share mounts with containers).
+	t.Cleanup(func() {
+		_ = syscall.Unmount(f("kubelet"), syscall.MNT_DETACH)
+		_ = os.RemoveAll(d)
+	})
 
 	require.NoError(t, os.MkdirAll(f("net.d"), 0o755))
 	require.NoError(t, os.WriteFile(f("net.d/10-e2e.conflist"), []byte(`{"cniVersion": "0.4.0", "name": "e2e", "plugins": [
