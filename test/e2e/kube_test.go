@@ -33,7 +33,7 @@ import (
 // prove the manifests against.
 const k8sVersion = "v1.37.2"
 
-// k8sBinDir returns the directory with kube-apiserver, etcd and kubectl:
+// k8sBinDir returns the directory with kube-apiserver, etcd, kubectl and kubelet:
 // $K8S_BIN_DIR, or ~/.cache/otelcol-seq/k8s/<version>/bin, complete when
 // scripts/k8s.sh wrote its marker (`make test-k8s` builds it ahead).
 func k8sBinDir(t *testing.T) string {
@@ -49,7 +49,8 @@ func k8sBinDir(t *testing.T) string {
 }
 
 // kube is a control plane on loopback: etcd and kube-apiserver (RBAC and
-// Node authorization, service-account tokens), no controllers, no kubelet.
+// Node authorization, service-account tokens), no controllers; startKubelet
+// adds a node.
 type kube struct {
 	bin        string // kube-apiserver, etcd, kubectl
 	dir        string // certificates, keys, kubeconfigs
@@ -59,7 +60,8 @@ type kube struct {
 }
 
 // pki writes the CA, the API server's serving certificate, the admin's
-// client certificate and the service-account signing key pair into dir.
+// client certificate, the kubelet's (node kubeletNode: client and serving)
+// and the service-account signing key pair into dir.
 func pki(t *testing.T, dir string) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -97,6 +99,11 @@ func pki(t *testing.T, dir string) {
 	leaf("admin", &x509.Certificate{
 		SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "e2e-admin", Organization: []string{"system:masters"}},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	leaf("node", &x509.Certificate{
+		SerialNumber: big.NewInt(4), Subject: pkix.Name{CommonName: "system:node:" + kubeletNode, Organization: []string{"system:nodes"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 	})
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
