@@ -61,7 +61,7 @@ BPFTRACE_SUITES := trixie sid
 # outside the clone for the same reason.
 KERNELS_CACHE ?= $(HOME)/.cache/otelcol-seq/kernels
 
-.PHONY: run test build deps tools generate unit e2e test-attack clean lint drift test-kernels test-bpftrace-versions test-k8s test-parity-upstream
+.PHONY: run test build deps tools generate unit e2e test-attack clean lint drift test-kernels test-bpftrace-versions test-k8s test-parity-upstream test-kubelet
 
 run: deps $(COLLECTOR)
 	$(COLLECTOR) --config $(CONFIG)
@@ -208,6 +208,15 @@ $(LOKI):
 # built once (scripts/k8s.sh) into $(K8S_CACHE).
 test-k8s: deps $(COLLECTOR) $(K8S)
 	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) K8S_BIN_DIR=$(K8S_CACHE)/bin $(GO) test -tags e2e,k8s -count=1 -v -run '^TestKubernetesDeploy$$' ./test/e2e/
+
+# The DaemonSet's pod under a real kubelet with Debian's containerd and runc
+# (root; test/e2e/kubelet_test.go): not in make test yet. It needs the
+# kubelet in the k8s cache (scripts/k8s.sh build adds it to a cache made
+# before it) and containerd, runc and the CNI plugins (scripts/k8s.sh node).
+test-kubelet: deps $(COLLECTOR)
+	K8S_VERSION=$(K8S_VERSION) K8S_CACHE=$(K8S_CACHE) scripts/k8s.sh build
+	scripts/k8s.sh node
+	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) K8S_BIN_DIR=$(K8S_CACHE)/bin $(GO) test -tags e2e,k8s -count=1 -v -run '^TestKubeletDaemonSet$$' ./test/e2e/
 
 .PHONY: k8s
 k8s: $(K8S)
