@@ -74,9 +74,10 @@ func TestConfigFieldsReachRunner(t *testing.T) {
 
 	// MaxLineBytes: the printed line and the stderr line, cut and counted.
 	eventually(t, 10*time.Second, func() bool {
-		_, ok := e.out.findRecord(func(l logRec) bool { return strings.HasPrefix(l.body, "WARNING: lll") })
-		return ok
-	}, "the stderr line")
+		_, warned := e.out.findRecord(func(l logRec) bool { return strings.HasPrefix(l.body, "WARNING: lll") })
+		_, printed := e.out.findRecord(func(l logRec) bool { return strings.HasPrefix(l.body, "lll") })
+		return warned && printed
+	}, "the stderr line and the printed line")
 	line, ok := e.out.findRecord(func(l logRec) bool { return strings.HasPrefix(l.body, "lll") })
 	require.True(t, ok)
 	assert.Equal(t, strings.Repeat("l", 128), line.body)
