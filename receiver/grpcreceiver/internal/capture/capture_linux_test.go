@@ -255,6 +255,11 @@ func testCaptureGRPCGo(t *testing.T, hook Hook, bounded, noFetch bool) {
 	}
 	checkSeq(t, rec, client0, server0, reqs, resps, calls, lostCalls)
 	for _, o := range rec.opens {
+		if o.Local.Port == port(t, srv.Addr) || o.Remote.Port == port(t, srv.Addr) {
+			// The gRPC connection's ends: the web server's port, taken
+			// after the gRPC client's closed, may be its ephemeral port.
+			continue
+		}
 		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Local.Port, "HTTP/1.1 server reported")
 		assert.NotEqual(t, port(t, web.Listener.Addr().String()), o.Remote.Port, "HTTP/1.1 client reported")
 	}
@@ -275,7 +280,10 @@ func checkCounters(t *testing.T, c *Capture, rec *recorder, dec *Decoder, hook H
 	t.Logf("hook %s: %+v decoder %+v", hook, cnt, dec.Stats())
 	require.Zero(t, rec.lost)
 	require.Zero(t, dec.Stats().Malformed)
-	lostCalls := int(cnt.Busy + cnt.ProgMisses)
+	// Every cause of a desync the programs count: a busy staging buffer, a
+	// missed program run, a user page not resident (read fault: seen on
+	// the slow 6.12 guest), a walk out of steps, a spent share.
+	lostCalls := int(cnt.Busy + cnt.ProgMisses + cnt.ReadFault + cnt.LoopBound + cnt.Throttled + cnt.ThrottledUser)
 	require.LessOrEqual(t, cnt.Desync, uint64(lostCalls), "every gap explained by a counted loss")
 	return cnt, lostCalls
 }
