@@ -94,7 +94,11 @@ func TestReceiverGRPCGo(t *testing.T) {
 }
 
 func testReceiverGRPCGo(t *testing.T, hook string) {
-	sink, stop := startReceiver(t, func(c *Config) { c.Hook = hook })
+	// The kernel's shares off: 2000 calls on one connection as fast as
+	// this machine makes them exceed a connection's default share (8 MiB/s
+	// with 64 tokens a frame) when the machine is quiet, and the calls
+	// throttled are lost (counted). This test is about the spans.
+	sink, stop := startReceiver(t, func(c *Config) { c.Hook = hook; c.MaxCaptureRate = 0; c.MaxCaptureRatePerUser = 0 })
 	defer stop()
 
 	srv, client := grpctest.StartDialed(t)
