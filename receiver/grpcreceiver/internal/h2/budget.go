@@ -44,7 +44,8 @@ func (f *headerFields) mem() int {
 // callMem is the memory of the strings a Call holds (Service and RPC are
 // parts of Path).
 func callMem(c *Call) int {
-	return len(c.Method) + len(c.Path) + len(c.MethodPlaceholder) + len(c.Authority) + len(c.ContentType) + len(c.GRPCMessage)
+	return len(c.Method) + len(c.Path) + len(c.MethodPlaceholder) + len(c.Authority) + len(c.ContentType) + len(c.GRPCMessage) +
+		len(c.UserAgent) + len(c.Version)
 }
 
 // charge adds delta bytes to c's accounted memory (and the total); a

@@ -65,6 +65,9 @@ type ConnOpen struct {
 	// that socket); zero for a socket's own connection, whose bytes carry
 	// their sequence numbers (Chunk.Seq).
 	ISN SockISN
+	// HTTP1: the capture found the connection speaking HTTP/1.x (its
+	// chunks go to the HTTP/1 tracker, not this package's).
+	HTTP1 bool
 }
 
 // SockISN is read from the TCP socket under a TLS session when the session
@@ -108,6 +111,12 @@ type Chunk struct {
 	// a call's spans are made from it (spanmap).
 	Seq      uint32
 	SeqKnown bool
+	// HTTP1: bytes of a connection the capture found speaking HTTP/1.x.
+	// The capture copies, of each system call, the first bytes (from the
+	// call's first byte: CallStart) and the last ones; what lies between
+	// is a hole.
+	HTTP1     bool
+	CallStart bool
 }
 
 // ConnClose ends a connection.
@@ -143,6 +152,8 @@ const (
 	ProtoGRPC
 	// ProtoHTTP: a plain HTTP/2 request (any other content-type).
 	ProtoHTTP
+	// ProtoHTTP1: an HTTP/1.x request (the HTTP/1 tracker's calls).
+	ProtoHTTP1
 )
 
 // CallFlags qualify a call.
@@ -187,7 +198,8 @@ type TraceParent struct {
 	Flags    uint8
 }
 
-// Call is one HTTP/2 request and its response, as one end saw it.
+// Call is one HTTP request and its response, as one end saw it (HTTP/2:
+// this package's Tracker; HTTP/1.x: package http1's).
 type Call struct {
 	Conn          ConnID
 	Role          Role
@@ -233,13 +245,18 @@ type Call struct {
 	Service           string // from Path "/Service/Method" (empty when Path is not of that form)
 	RPC               string // the method part of Path
 	ContentType       string
-	Protocol          Protocol
-	GRPCStatus        int // grpc-status; -1 when none
-	GRPCMessage       string
-	HTTPStatus        int           // :status of the response headers; 0 when none
-	Timeout           time.Duration // grpc-timeout; 0 when none
-	TraceParent       TraceParent
-	ResetCode         uint32 // RST_STREAM error code when FlagReset
+	// UserAgent is the request's User-Agent (HTTP/1; empty when none).
+	UserAgent string
+	// Version is the request's HTTP version, "1.0" or "1.1" (HTTP/1;
+	// empty for HTTP/2 calls).
+	Version     string
+	Protocol    Protocol
+	GRPCStatus  int // grpc-status; -1 when none
+	GRPCMessage string
+	HTTPStatus  int           // :status of the response headers; 0 when none
+	Timeout     time.Duration // grpc-timeout; 0 when none
+	TraceParent TraceParent
+	ResetCode   uint32 // RST_STREAM error code when FlagReset
 
 	Flags           CallFlags
 	ReqHeaderBytes  uint32 // HPACK-encoded header block bytes of the request (headers and trailers)
