@@ -68,9 +68,9 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 		 * says which end this is. */
 		int cs = -1;
 
-		if (h2_is_preface(&hd))
+		if (h2_is_preface(&hd) || h1_is_request(&hd))
 			cs = dir;
-		else if (h2_is_settings(&hd) && !(hd.b[4] & 1))
+		else if ((h2_is_settings(&hd) && !(hd.b[4] & 1)) || h1_is_response(&hd))
 			cs = 1 - dir;
 		if (cs >= 0) {
 			c->role = cs == H2_EGRESS ? H2_ROLE_CLIENT : H2_ROLE_SERVER;
@@ -78,8 +78,10 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 		}
 	}
 	if (pending && c->state == H2_UNKNOWN) {
-		if (!h2_detect(c, dir, start, &hd, st, &open)) {
-			if (pending && c->state == H2_NO)
+		__u64 now = h2_detect(c, dir, start, &hd, st, &open);
+
+		if (now != H2_YES && now != H1_YES) {
+			if (c->state == H2_NO)
 				h2_demote(key);
 			return;
 		}
@@ -104,10 +106,30 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	}
 
 	w->d = c->d[dir];
-	/* Bytes between the last call and this one that were never seen (a
-	 * lost event, sendfile, splice, io_uring): harmless inside a payload
-	 * that is skipped anyway, else the frame boundaries are lost. */
-	if (!w->d.desync && start > w->d.seen && (w->d.copy_end > w->d.seen || start > w->d.nf)) {
+	if (c->state == H1_YES) {
+		/* HTTP/1.x: every call on its own, no frames to keep (the
+		 * tracker finds messages and skips bodies; holes are its to
+		 * see): its first bytes, many when it starts a message, and its
+		 * last ones (frames.h: the walk at nf). */
+		__u64 cap = h1_is_request(&hd) || h1_is_response(&hd) || w->d.h1_short ? h2_hdr_cap : H1_BODY_CAP;
+
+		w->h1 = 1;
+		w->cstart = start;
+		w->d.desync = 0;
+		w->d.h1_short = end - start < H1_SHORT;
+		w->d.copy_end = end - start > cap ? start + cap : end;
+		w->d.nf = end - start > H1_TAIL ? end - H1_TAIL : start;
+		if (w->d.nf < w->d.copy_end)
+			w->d.nf = w->d.copy_end;
+		/* A request line admits the connection into h2_conns (a flood of
+		 * status lines alone stays on probation). */
+		if (h1_is_request(&hd))
+			w->headers = 1;
+		st->h1_calls++;
+	} else if (!w->d.desync && start > w->d.seen && (w->d.copy_end > w->d.seen || start > w->d.nf)) {
+		/* Bytes between the last call and this one that were never seen (a
+		 * lost event, sendfile, splice, io_uring): harmless inside a payload
+		 * that is skipped anyway, else the frame boundaries are lost. */
 		w->d.desync = 1;
 		st->desync++;
 	}
@@ -145,6 +167,8 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	}
 	w->end = end;
 	w->rec_len = sizeof(struct h2_rec);
+	if (w->h1)
+		w->hdr.flags |= H2_F_HTTP1;
 	if (!tls)
 		w->hdr.flags |= H2_F_SEQ; /* the socket's offsets come from TCP sequence numbers (h2_io) */
 

@@ -30,6 +30,17 @@
  * taken for not HTTP/2. */
 #define H2_TRIES 8
 
+/* HTTP/1.x (h1.h): of each call on an HTTP/1 connection, the first bytes
+ * are copied (h2_hdr_cap of them when the call starts a message, a request
+ * or status line, or follows a short call; H1_BODY_CAP when it does not:
+ * the start of a chunk-size line) and the last H1_TAIL (a chunked body's last chunk); what lies
+ * between is skipped. */
+#define H1_BODY_CAP 256
+#define H1_TAIL 64
+/* A call after one shorter than this is copied as a message's start (Go's
+ * servers read a request's first byte alone, then the rest). */
+#define H1_SHORT 16
+
 /* Set by the loader. */
 volatile const __u32 h2_hdr_cap = 16384; /* most payload bytes copied per frame */
 volatile const __u32 h2_max_iov = 1024;  /* most iovecs walked per call */
@@ -47,6 +58,10 @@ volatile const __u64 h2_user_burst = 0;
 /* 1: the TLS probes are attached: a socket call made inside an OpenSSL call
  * names the socket under its SSL object (h2_ssl_isn). */
 volatile const __u32 h2_tls_on = 0;
+/* Which protocols are captured: 0 turns HTTP/2 or HTTP/1.x off (its
+ * connections are then taken for neither, h2_not_h2). */
+volatile const __u32 h2_http2_on = 1;
+volatile const __u32 h2_http1_on = 1;
 
 /* Never read: put the record structs into BTF (the Go layout test reads them). */
 const struct h2_open *const h2_open_btf = 0;

@@ -13,7 +13,8 @@ __u64 h2_next_id = 0;
 enum h2_state {
 	H2_UNKNOWN = 0,
 	H2_YES = 1,
-	H2_NO = 2,
+	H2_NO = 2,   /* neither HTTP/2 nor HTTP/1.x */
+	H1_YES = 3,  /* HTTP/1.x (h1.h) */
 };
 
 /* One direction of a connection. */
@@ -26,7 +27,8 @@ struct h2_dirst {
 	__u32 hdr;      /* the first 4 bytes of the frame header at nf, as far as read */
 	__u8 desync;    /* frame boundaries lost: looking for a frame header at a call's start */
 	__u8 based;     /* lastseq and lastoff are set */
-	__u8 _pad[6];
+	__u8 h1_short;  /* HTTP/1.x: the last call was short (Go's servers read 1 byte first): the next may hold a head's rest */
+	__u8 _pad[5];
 };
 
 struct h2_conn {
@@ -67,15 +69,17 @@ struct h2_conn_map {
 	__type(value, struct h2_conn);
 };
 
-/* HTTP/2 connections (H2_YES) that carried a call (a HEADERS frame). */
+/* HTTP/2 connections (H2_YES) that carried a call (a HEADERS frame), and
+ * HTTP/1.x connections (H1_YES) that carried a request line. */
 struct h2_conn_map h2_conns SEC(".maps");
 
-/* Connections not yet classified (H2_UNKNOWN), and HTTP/2 connections on
- * probation (H2_YES, no HEADERS frame yet: walked from here): a flood of
- * either evicts its own kind only, never a connection in h2_conns. */
+/* Connections not yet classified (H2_UNKNOWN), and HTTP/2 and HTTP/1.x
+ * connections on probation (H2_YES, H1_YES; no HEADERS frame or request
+ * line yet: walked from here): a flood of either evicts its own kind only,
+ * never a connection in h2_conns. */
 struct h2_conn_map h2_pending SEC(".maps");
 
-/* Connections found not HTTP/2 (H2_NO): the key only. One evicted is seen
+/* Connections found neither HTTP/2 nor HTTP/1.x (H2_NO): the key only. One evicted is seen
  * again as a connection that predates the capture (h2_pending, mid-stream). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -2,7 +2,8 @@
 /*
  * Detection: whether a connection speaks HTTP/2, from its first bytes (the
  * client preface, the server's SETTINGS) or, mid-stream, a plausible frame
- * header; the winner of the decision writes the H2_REC_OPEN.
+ * header; or HTTP/1.x, from a request or status line at a call's start;
+ * the winner of the decision writes the H2_REC_OPEN.
  */
 #ifndef H2_DETECT_H
 #define H2_DETECT_H
@@ -48,6 +49,8 @@ static __always_inline void h2_emit_open(struct h2_conn *c, struct sock *sk, str
 
 	__builtin_memset(o, 0, sizeof(*o));
 	h2_fill_rec(&o->h, c, H2_REC_OPEN, 0, true);
+	if (c->state == H1_YES)
+		o->h.flags |= H2_F_HTTP1;
 	o->est_ns = c->est_ns;
 	o->role = c->role;
 	if (!sk) {
@@ -108,54 +111,121 @@ static __always_inline bool h2_is_preface(struct h2_head *hd)
 	return yes;
 }
 
+/* The first 4 bytes of a call, as one number (b[0] the most significant). */
+static __always_inline __u32 h1_word(const __u8 *b)
+{
+	return (__u32)b[0] << 24 | (__u32)b[1] << 16 | (__u32)b[2] << 8 | b[3];
+}
+
+#define H1_W(a, b, c, d) ((__u32)(a) << 24 | (__u32)(b) << 16 | (__u32)(c) << 8 | (d))
+
 /*
- * Decides, from the call's first bytes at stream offset start, whether the
- * connection speaks HTTP/2. The two directions of a connection may decide at
- * once on two CPUs: the state leaves H2_UNKNOWN by one compare-and-swap, and
- * only its winner writes the H2_REC_OPEN (*open). Returns true when the
- * connection is HTTP/2 and the walk should go on.
+ * Whether a call's first bytes begin an HTTP/1.x request line: one of
+ * RFC 9110's methods (and PATCH) and its space, as far as the bytes read go
+ * (at least 4: hd->n is 0, 4, 9 or 24).
  */
-static __always_inline bool h2_detect(struct h2_conn *c, int dir, __u64 start, struct h2_head *hd, struct h2_stats *st,
-				      bool *open)
+static __always_inline bool h1_is_request(struct h2_head *hd)
+{
+	__u32 w = h1_word(hd->b);
+
+	if (hd->n < 4)
+		return false;
+	/* Each method's space by a constant index (clang turns a variable
+	 * index into the stack into an OR on the frame pointer, which the
+	 * verifier refuses). */
+	switch (w) {
+	case H1_W('G', 'E', 'T', ' '):
+	case H1_W('P', 'U', 'T', ' '):
+		return true;
+	case H1_W('P', 'O', 'S', 'T'):
+	case H1_W('H', 'E', 'A', 'D'):
+		return hd->n <= 4 || hd->b[4] == ' ';
+	case H1_W('P', 'A', 'T', 'C'): /* PATCH */
+	case H1_W('T', 'R', 'A', 'C'): /* TRACE */
+		return hd->n <= 5 || (hd->b[4] == 'H' || hd->b[4] == 'E');
+	case H1_W('D', 'E', 'L', 'E'): /* DELETE */
+		return hd->n <= 6 || hd->b[6] == ' ';
+	case H1_W('O', 'P', 'T', 'I'): /* OPTIONS */
+	case H1_W('C', 'O', 'N', 'N'): /* CONNECT */
+		return hd->n <= 7 || hd->b[7] == ' ';
+	default:
+		return false;
+	}
+}
+
+/* Whether a call's first bytes begin an HTTP/1.x status line ("HTTP/1."). */
+static __always_inline bool h1_is_response(struct h2_head *hd)
+{
+	return hd->n >= 4 && h1_word(hd->b) == H1_W('H', 'T', 'T', 'P') &&
+	       (hd->n < 9 || (hd->b[4] == '/' && hd->b[5] == '1' && hd->b[6] == '.'));
+}
+
+/*
+ * Decides, from the call's first bytes at stream offset start, what the
+ * connection speaks: HTTP/2 (H2_YES), HTTP/1.x (H1_YES) or neither
+ * (H2_NO); H2_UNKNOWN while a connection that predates the capture has
+ * not shown either yet. The two directions of a connection may decide at
+ * once on two CPUs: the state leaves H2_UNKNOWN by one compare-and-swap, and
+ * only its winner writes the H2_REC_OPEN (*open). Returns the state.
+ */
+static __always_inline __u64 h2_detect(struct h2_conn *c, int dir, __u64 start, struct h2_head *hd, struct h2_stats *st,
+				       bool *open)
 {
 	bool cs = (dir == H2_EGRESS) == (c->role == H2_ROLE_CLIENT);
-	bool yes = false, decided = true;
-	__u64 was;
+	bool decided = true;
+	__u64 was, now = H2_NO;
 
 	*open = false;
 	if (c->role != H2_ROLE_UNKNOWN && start == 0) {
 		if (cs) {
-			/* The client preface; a short first read matches on what it has. */
-			yes = h2_is_preface(hd);
+			/* The client preface (a short first read matches on what
+			 * it has), or a request line. */
+			if (h2_http2_on && h2_is_preface(hd))
+				now = H2_YES;
+			else if (h2_http1_on && h1_is_request(hd))
+				now = H1_YES;
 		} else {
-			/* The server's first frame is SETTINGS on stream 0. */
-			yes = h2_is_settings(hd);
+			/* The server's first frame is SETTINGS on stream 0; an
+			 * HTTP/1.x server speaks after the request, so the client
+			 * direction decides first (a status line is taken too). */
+			if (h2_http2_on && h2_is_settings(hd))
+				now = H2_YES;
+			else if (h2_http1_on && h1_is_response(hd))
+				now = H1_YES;
 		}
 	} else {
-		/* Mid-stream: a plausible frame header at the call's start. */
-		yes = hd->n >= H2_FRAME_HDR && h2_plausible(hd->b);
-		decided = yes || ++c->tries >= H2_TRIES;
+		/* Mid-stream: a plausible frame header at the call's start (its
+		 * length's top byte is below 0x10: never text), or a request or
+		 * status line. */
+		if (h2_http2_on && hd->n >= H2_FRAME_HDR && h2_plausible(hd->b))
+			now = H2_YES;
+		else if (h2_http1_on && (h1_is_request(hd) || h1_is_response(hd)))
+			now = H1_YES;
+		decided = now != H2_NO || ++c->tries >= H2_TRIES;
 	}
 	if (!decided)
-		return false;
+		return H2_UNKNOWN;
 #ifdef RING_NO_FETCH
 	/* No compare-and-swap: both directions deciding at once on two CPUs
 	 * may both open the connection (two open records, the same id). */
 	was = c->state;
 	if (was == H2_UNKNOWN)
-		c->state = yes ? H2_YES : H2_NO;
+		c->state = now;
 #else
-	was = __sync_val_compare_and_swap(&c->state, H2_UNKNOWN, yes ? H2_YES : H2_NO);
+	was = __sync_val_compare_and_swap(&c->state, H2_UNKNOWN, now);
 #endif
 	if (was != H2_UNKNOWN)
-		return was == H2_YES; /* the other direction decided first */
-	if (yes) {
+		return was; /* the other direction decided first */
+	if (now == H2_YES) {
 		st->conns_h2++;
+		*open = true;
+	} else if (now == H1_YES) {
+		st->conns_h1++;
 		*open = true;
 	} else {
 		st->conns_not_h2++;
 	}
-	return yes;
+	return now;
 }
 
 #endif /* H2_DETECT_H */

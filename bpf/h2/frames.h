@@ -16,6 +16,8 @@ static __always_inline void h2_flush(struct h2_walk *w, struct h2_scratch *s)
 		return;
 	*h = w->hdr;
 	h->nseg = w->nseg;
+	if (w->h1 && ((struct h2_seg *)&s->rec.buf[sizeof(struct h2_rec)])->off == w->cstart)
+		h->flags |= H2_F_CALL_START;
 	if (len > RING_SCRATCH)
 		len = RING_SCRATCH;
 	ring_commit(&s->rec, len, H2_REC_DATA);
@@ -198,6 +200,12 @@ static __always_inline long h2_step1(struct h2_walk *w)
 			lim = w->d.nf;
 		w->skipped += lim - w->pos;
 		w->pos = lim;
+		return 0;
+	}
+	if (w->h1) {
+		/* HTTP/1.x: no frames; at nf, the call's last bytes. */
+		w->d.copy_end = w->end;
+		w->d.nf = w->end;
 		return 0;
 	}
 	n = w->d.nf + H2_FRAME_HDR - w->pos;

@@ -7,6 +7,7 @@
  *
  * Every record starts with struct h2_rec. Then, by kind:
  *   H2_REC_OPEN   struct h2_open: a TCP connection found to speak HTTP/2
+ *                 (or HTTP/1.x: H2_F_HTTP1)
  *                 (emitted once, before its first H2_REC_DATA): its
  *                 endpoints, its role and the inode of its socket's network
  *                 namespace (two pods' loopback connections can have equal
@@ -25,6 +26,10 @@
  * CONTINUATION, PUSH_PROMISE, SETTINGS, RST_STREAM and GOAWAY frames cut at
  * h2_hdr_cap bytes (the cut counted). Nothing else, never DATA payloads: the
  * holes between segments are those payloads, or a gap.
+ * An HTTP/1.x connection's DATA records (H2_F_HTTP1) hold, of each call, its
+ * first bytes (h2_hdr_cap of them when the call starts with a request or
+ * status line, else H1_BODY_CAP) and its last H1_TAIL bytes; a record whose
+ * first segment starts at the call's first byte has H2_F_CALL_START.
  */
 #ifndef H2_H
 #define H2_H
@@ -63,6 +68,8 @@ enum h2_rec_flags {
 	H2_F_SOFTIRQ = 1 << 0, /* written outside a process context: pid, tid, start_ns are 0 */
 	H2_F_SEQ = 1 << 1,     /* H2_REC_DATA: the segments' seq are TCP sequence numbers (else 0) */
 	H2_F_ISN = 1 << 2,     /* H2_REC_OPEN of a TLS session: isn_snd, isn_rcv are its TCP socket's */
+	H2_F_HTTP1 = 1 << 3,   /* H2_REC_OPEN, H2_REC_DATA: the connection speaks HTTP/1.x */
+	H2_F_CALL_START = 1 << 4, /* H2_REC_DATA (HTTP/1.x): the first segment starts at its call's first byte */
 };
 
 struct h2_open {
@@ -140,6 +147,8 @@ struct h2_stats {
 	__u64 throttled_user_bytes; /* ... their bytes */
 	__u64 frame_tokens;   /* tokens the shares charged for frames walked (frames x h2_frame_cost), over the bytes copied */
 	__u64 conns_confirmed; /* HTTP/2 connections admitted into h2_conns: a HEADERS frame seen (before: on probation in h2_pending) */
+	__u64 conns_h1;       /* connections found to speak HTTP/1.x */
+	__u64 h1_calls;       /* calls on HTTP/1.x connections walked */
 };
 
 #endif

@@ -42,12 +42,13 @@ struct h2_walk {
 	__u32 rseg;            /* scratch offset of the open segment's header (0: none) */
 	__u16 nseg;
 	__u8 stop;
-	__u8 _pad;
+	__u8 h1;               /* an HTTP/1.x call: its first bytes and its last (h1.h) */
 	__u32 seqbase;         /* H2_F_SEQ: the TCP sequence number of stream offset o is seqbase + (u32)o */
 	__u64 copied, skipped, frames, cut, cut_bytes, records;
 	__u64 headers;         /* HEADERS frame headers walked (a call: admits the connection into h2_conns) */
 	__u64 win_lo, win_hi;  /* the stream offsets h2_scratch.win holds (within one user segment) */
 	struct h2_rec hdr;     /* the head of every record of this call */
+	__u64 cstart;          /* the call's first stream offset */
 };
 
 /* A record is staged in rec (the ring's scratch layout, for

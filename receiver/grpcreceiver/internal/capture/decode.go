@@ -27,12 +27,18 @@ const (
 	flagSoftirq = 1 // H2_F_SOFTIRQ
 	flagSeq     = 2 // H2_F_SEQ: a DATA record's segments carry TCP sequence numbers
 	flagISN     = 4 // H2_F_ISN: a TLS session's open record carries its TCP socket's numbers
+	flagHTTP1   = 8 // H2_F_HTTP1: the connection speaks HTTP/1.x
+	// flagCallStart (H2_F_CALL_START): an HTTP/1.x data record's first
+	// segment starts at its system call's first byte.
+	flagCallStart = 16
 
 	afInet  = 2
 	afInet6 = 10
 )
 
-// Sink takes the decoded records, in ticket order: *h2.Tracker is one.
+// Sink takes the decoded records, in ticket order: *h2.Tracker is one (the
+// receiver's sink hands HTTP/1.x connections, ConnOpen.HTTP1 and
+// Chunk.HTTP1, to the HTTP/1 tracker).
 // The values passed are valid only during the call.
 type Sink interface {
 	ConnOpen(*h2.ConnOpen)
@@ -92,6 +98,8 @@ type recHeader struct {
 	softirq bool
 	seq     bool // the segments' seq fields are TCP sequence numbers
 	isn     bool // an open record's isn_snd, isn_rcv are set
+	http1   bool // the connection speaks HTTP/1.x
+	start   bool // an HTTP/1.x data record's first segment starts a system call
 }
 
 func parseHeader(b []byte) recHeader {
@@ -106,6 +114,8 @@ func parseHeader(b []byte) recHeader {
 		softirq: le.Uint32(b[36:])&flagSoftirq != 0,
 		seq:     le.Uint32(b[36:])&flagSeq != 0,
 		isn:     le.Uint32(b[36:])&flagISN != 0,
+		http1:   le.Uint32(b[36:])&flagHTTP1 != 0,
+		start:   le.Uint32(b[36:])&flagCallStart != 0,
 	}
 }
 
@@ -133,7 +143,7 @@ func (d *Decoder) Record(b []byte) error {
 		}
 		d.open = h2.ConnOpen{
 			Conn: h.conn, TimeNs: h.timeNs, Proc: h.proc, Local: local, Remote: remote, Role: h2.Role(role),
-			NetNS: le.Uint32(b[88:]),
+			NetNS: le.Uint32(b[88:]), HTTP1: h.http1,
 		}
 		if h.isn {
 			d.open.ISN = h2.SockISN{Snd: le.Uint32(b[92:]), Rcv: le.Uint32(b[96:]), Known: true}
@@ -169,7 +179,10 @@ func (d *Decoder) Record(b []byte) error {
 			if n > len(b)-off {
 				return fmt.Errorf("data record: segment %d of %d has %d bytes, %d left", i, h.nseg, n, len(b)-off)
 			}
-			d.chunk = h2.Chunk{Conn: h.conn, Dir: h2.Dir(h.dir), Offset: so, Data: b[off : off+n], TimeNs: h.timeNs, Proc: h.proc}
+			d.chunk = h2.Chunk{
+				Conn: h.conn, Dir: h2.Dir(h.dir), Offset: so, Data: b[off : off+n], TimeNs: h.timeNs, Proc: h.proc,
+				HTTP1: h.http1, CallStart: h.start && i == 0,
+			}
 			if h.seq {
 				d.chunk.Seq, d.chunk.SeqKnown = le.Uint32(b[off-4:]), true
 			}

@@ -27,7 +27,8 @@ type h2H2Conn struct {
 		Hdr     uint32
 		Desync  uint8
 		Based   uint8
-		Pad     [6]uint8
+		H1Short uint8
+		Pad     [5]uint8
 	}
 	State    uint64
 	Role     uint8
@@ -83,7 +84,8 @@ type h2H2Scratch struct {
 			Hdr     uint32
 			Desync  uint8
 			Based   uint8
-			Pad     [6]uint8
+			H1Short uint8
+			Pad     [5]uint8
 		}
 		IovI     uint32
 		IovN     uint32
@@ -91,7 +93,7 @@ type h2H2Scratch struct {
 		Rseg     uint32
 		Nseg     uint16
 		Stop     uint8
-		Pad      uint8
+		H1       uint8
 		Seqbase  uint32
 		Copied   uint64
 		Skipped  uint64
@@ -114,6 +116,7 @@ type h2H2Scratch struct {
 			Nseg    uint16
 			Flags   uint32
 		}
+		Cstart uint64
 	}
 	Win [512]uint8
 }
@@ -159,6 +162,8 @@ type h2H2Stats struct {
 	ThrottledUserBytes uint64
 	FrameTokens        uint64
 	ConnsConfirmed     uint64
+	ConnsH1            uint64
+	H1Calls            uint64
 }
 
 type h2H2TlsArgs struct {
@@ -268,6 +273,8 @@ const (
 	h2VarH2FrameCost    = "h2_frame_cost"
 	h2VarH2HaveLoop     = "h2_have_loop"
 	h2VarH2HdrCap       = "h2_hdr_cap"
+	h2VarH2Http1On      = "h2_http1_on"
+	h2VarH2Http2On      = "h2_http2_on"
 	h2VarH2MaxIov       = "h2_max_iov"
 	h2VarH2NextId       = "h2_next_id"
 	h2VarH2OpenBtf      = "h2_open_btf"
@@ -378,6 +385,8 @@ type h2VariableSpecs struct {
 	H2FrameCost   *ebpf.VariableSpec `ebpf:"h2_frame_cost"`
 	H2HaveLoop    *ebpf.VariableSpec `ebpf:"h2_have_loop"`
 	H2HdrCap      *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
+	H2Http1On     *ebpf.VariableSpec `ebpf:"h2_http1_on"`
+	H2Http2On     *ebpf.VariableSpec `ebpf:"h2_http2_on"`
 	H2MaxIov      *ebpf.VariableSpec `ebpf:"h2_max_iov"`
 	H2NextId      *ebpf.VariableSpec `ebpf:"h2_next_id"`
 	H2OpenBtf     *ebpf.VariableSpec `ebpf:"h2_open_btf"`
@@ -458,6 +467,8 @@ type h2Variables struct {
 	H2FrameCost   *ebpf.Variable `ebpf:"h2_frame_cost"`
 	H2HaveLoop    *ebpf.Variable `ebpf:"h2_have_loop"`
 	H2HdrCap      *ebpf.Variable `ebpf:"h2_hdr_cap"`
+	H2Http1On     *ebpf.Variable `ebpf:"h2_http1_on"`
+	H2Http2On     *ebpf.Variable `ebpf:"h2_http2_on"`
 	H2MaxIov      *ebpf.Variable `ebpf:"h2_max_iov"`
 	H2NextId      *ebpf.Variable `ebpf:"h2_next_id"`
 	H2OpenBtf     *ebpf.Variable `ebpf:"h2_open_btf"`

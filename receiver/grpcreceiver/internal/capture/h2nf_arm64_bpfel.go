@@ -52,6 +52,8 @@ const (
 	h2nfVarH2FrameCost    = "h2_frame_cost"
 	h2nfVarH2HaveLoop     = "h2_have_loop"
 	h2nfVarH2HdrCap       = "h2_hdr_cap"
+	h2nfVarH2Http1On      = "h2_http1_on"
+	h2nfVarH2Http2On      = "h2_http2_on"
 	h2nfVarH2MaxIov       = "h2_max_iov"
 	h2nfVarH2NextId       = "h2_next_id"
 	h2nfVarH2OpenBtf      = "h2_open_btf"
@@ -154,6 +156,8 @@ type h2nfVariableSpecs struct {
 	H2FrameCost   *ebpf.VariableSpec `ebpf:"h2_frame_cost"`
 	H2HaveLoop    *ebpf.VariableSpec `ebpf:"h2_have_loop"`
 	H2HdrCap      *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
+	H2Http1On     *ebpf.VariableSpec `ebpf:"h2_http1_on"`
+	H2Http2On     *ebpf.VariableSpec `ebpf:"h2_http2_on"`
 	H2MaxIov      *ebpf.VariableSpec `ebpf:"h2_max_iov"`
 	H2NextId      *ebpf.VariableSpec `ebpf:"h2_next_id"`
 	H2OpenBtf     *ebpf.VariableSpec `ebpf:"h2_open_btf"`
@@ -238,6 +242,8 @@ type h2nfVariables struct {
 	H2FrameCost   *ebpf.Variable `ebpf:"h2_frame_cost"`
 	H2HaveLoop    *ebpf.Variable `ebpf:"h2_have_loop"`
 	H2HdrCap      *ebpf.Variable `ebpf:"h2_hdr_cap"`
+	H2Http1On     *ebpf.Variable `ebpf:"h2_http1_on"`
+	H2Http2On     *ebpf.Variable `ebpf:"h2_http2_on"`
 	H2MaxIov      *ebpf.Variable `ebpf:"h2_max_iov"`
 	H2NextId      *ebpf.Variable `ebpf:"h2_next_id"`
 	H2OpenBtf     *ebpf.Variable `ebpf:"h2_open_btf"`

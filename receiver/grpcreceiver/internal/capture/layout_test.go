@@ -33,7 +33,8 @@ func TestLayoutMatchesBPF(t *testing.T) {
 	for _, v := range flags.Values {
 		values[v.Name] = v.Value
 	}
-	require.Equal(t, map[string]uint64{"H2_F_SOFTIRQ": flagSoftirq, "H2_F_SEQ": flagSeq, "H2_F_ISN": flagISN}, values)
+	require.Equal(t, map[string]uint64{"H2_F_SOFTIRQ": flagSoftirq, "H2_F_SEQ": flagSeq, "H2_F_ISN": flagISN,
+		"H2_F_HTTP1": flagHTTP1, "H2_F_CALL_START": flagCallStart}, values)
 	// A TLS open record's socket numbers (H2_F_ISN) at 92 and 96.
 	var open *btf.Struct
 	require.NoError(t, spec.Types.TypeByName("h2_open", &open))

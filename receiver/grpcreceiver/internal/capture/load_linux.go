@@ -58,8 +58,14 @@ type Options struct {
 	// h2_not_h2). 0: max(4*MaxConns, MinPending). A flood of connections
 	// evicts only its own kind: never an HTTP/2 connection's state.
 	MaxPending int
-	HeaderCap  int // payload bytes copied per header-carrying frame (the rest counted cut)
-	MaxIov     int // iovecs walked per call (0: 1024)
+	// HeaderCap: payload bytes copied per header-carrying frame (the rest
+	// counted cut); of an HTTP/1.x call that starts a message, its first
+	// bytes copied (the rest skipped, H1_BODY_CAP of calls in a body).
+	HeaderCap int
+	// HTTP1 also captures HTTP/1.x connections (a request or status line
+	// at a call's start; bpf/h2/detect.h); NoHTTP2 leaves HTTP/2 ones out.
+	HTTP1, NoHTTP2 bool
+	MaxIov         int // iovecs walked per call (0: 1024)
 	// Rate is each connection's share of the ring, in bytes copied a second
 	// (a token bucket: see burst); a call made with
 	// the bucket empty is not walked, counted as throttled, and its
@@ -312,6 +318,8 @@ func (o Options) setVariables(spec *ebpf.CollectionSpec, bpfLoop bool) error {
 		"h2_user_burst": uint64(burst(o.UserRate, o.RingSlots*ring.SlotSize)),
 		"h2_have_loop":  flag(bpfLoop),
 		"h2_tls_on":     flag(o.TLS),
+		"h2_http1_on":   flag(o.HTTP1),
+		"h2_http2_on":   flag(!o.NoHTTP2),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("set %s: %w", name, err)
