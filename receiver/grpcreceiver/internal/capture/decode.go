@@ -143,7 +143,7 @@ func (d *Decoder) Record(b []byte) error {
 		}
 		d.open = h2.ConnOpen{
 			Conn: h.conn, TimeNs: h.timeNs, Proc: h.proc, Local: local, Remote: remote, Role: h2.Role(role),
-			NetNS: le.Uint32(b[88:]), HTTP1: h.http1,
+			NetNS: le.Uint32(b[88:]), HTTP1: h.http1, TLS: h.isn || family == 0,
 		}
 		if h.isn {
 			d.open.ISN = h2.SockISN{Snd: le.Uint32(b[92:]), Rcv: le.Uint32(b[96:]), Known: true}

@@ -63,6 +63,33 @@ func TestDecodeData(t *testing.T) {
 	assert.Equal(t, DecodeStats{Records: 1, Chunks: 2, Bytes: 12}, d.Stats())
 }
 
+// H2_F_HTTP1 and H2_F_CALL_START: an HTTP/1.x record's chunks say so, and
+// only its first segment starts a call (the second is the call's tail).
+func TestDecodeHTTP1(t *testing.T) {
+	rec := newRecorder()
+	d := NewDecoder(rec)
+	b := dataRecord(0, h2.Chunk{Offset: 0, Data: []byte("GET / HTTP/1.1\r\n")}, h2.Chunk{Offset: 900, Data: []byte("\r\n\r\n")})
+	le.PutUint32(b[36:], flagHTTP1|flagCallStart)
+	require.NoError(t, d.Record(b))
+	got := rec.chunks[7][h2.Egress]
+	require.Len(t, got, 2)
+	assert.True(t, got[0].HTTP1 && got[0].CallStart)
+	assert.True(t, got[1].HTTP1)
+	assert.False(t, got[1].CallStart, "the tail does not start a call")
+	// A record that continues a call's head: HTTP/1.x, no call start.
+	le.PutUint32(b[36:], flagHTTP1)
+	require.NoError(t, d.Record(b))
+	got = rec.chunks[7][h2.Egress]
+	assert.False(t, got[2].CallStart)
+	assert.True(t, got[2].HTTP1)
+	// Its open record.
+	o := openRecord()
+	le.PutUint32(o[36:], flagHTTP1)
+	require.NoError(t, d.Record(o))
+	assert.True(t, rec.opens[7].HTTP1)
+	assert.False(t, rec.opens[7].TLS, "a socket's connection")
+}
+
 // H2_F_SEQ: each segment's seq is its first byte's TCP sequence number;
 // without it (TLS) the field is not one, whatever it holds.
 func TestDecodeDataSeq(t *testing.T) {
@@ -129,6 +156,7 @@ func TestDecodeOpenClose(t *testing.T) {
 	assert.False(t, rec.opens[7].Local.Addr.IsValid())
 	assert.False(t, rec.opens[7].Remote.Addr.IsValid())
 	assert.False(t, rec.opens[7].ISN.Known, "no H2_F_ISN")
+	assert.True(t, rec.opens[7].TLS, "no socket: a TLS session")
 
 	// TLS with its TCP socket found: the socket's numbers.
 	le.PutUint32(ot[36:], flagISN)
@@ -136,6 +164,7 @@ func TestDecodeOpenClose(t *testing.T) {
 	le.PutUint32(ot[96:], 0x6b2ee9b2)
 	require.NoError(t, d.Record(ot))
 	assert.Equal(t, h2.SockISN{Snd: 0x6cdc97b, Rcv: 0x6b2ee9b2, Known: true}, rec.opens[7].ISN)
+	assert.True(t, rec.opens[7].TLS)
 
 	c := append(header(KindClose, 0, 0), make([]byte, 16)...)
 	le.PutUint64(c[40:], 123)

@@ -140,6 +140,7 @@ type conn struct {
 	local, remote Endpoint
 	netns         uint32
 	isn           SockISN // a TLS session's socket numbers (ConnOpen.ISN)
+	tls           bool    // a TLS session (ConnOpen.TLS)
 	hasTuple      bool
 	fromStart     bool
 	openProc      Proc
@@ -261,7 +262,7 @@ func (t *Tracker) ConnOpen(o *ConnOpen) {
 	t.notH2.remove(o.Conn)
 	c := t.newConn(o.Conn, o.TimeNs)
 	defer t.enforce(c)
-	c.role, c.local, c.remote, c.openProc, c.netns, c.isn = o.Role, o.Local, o.Remote, o.Proc, o.NetNS, o.ISN
+	c.role, c.local, c.remote, c.openProc, c.netns, c.isn, c.tls = o.Role, o.Local, o.Remote, o.Proc, o.NetNS, o.ISN, o.TLS
 	c.hasTuple = o.Local.Addr.IsValid() && o.Remote.Addr.IsValid() && o.Local != o.Remote
 	c.fromStart = o.Role != RoleUnknown
 	if c.fromStart {
@@ -593,7 +594,7 @@ const placeholderPrefix = "_UNKNOWN_"
 func (t *Tracker) request(c *conn, d *direction, s *stream, b *hblock) {
 	sid, f := s.call.StreamID, &b.fields
 	s.call = Call{
-		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns, ISN: c.isn,
+		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns, ISN: c.isn, TLS: c.tls,
 		Proc: b.blockProc, StreamID: sid, StartNs: b.blockTime, GRPCStatus: -1,
 		ReqSeq: b.blockSeq, ReqSeqKnown: b.blockSeqKnown,
 	}

@@ -68,6 +68,9 @@ type ConnOpen struct {
 	// HTTP1: the capture found the connection speaking HTTP/1.x (its
 	// chunks go to the HTTP/1 tracker, not this package's).
 	HTTP1 bool
+	// TLS: a TLS session's plaintext (OpenSSL, Go crypto/tls), not a
+	// socket's bytes.
+	TLS bool
 }
 
 // SockISN is read from the TCP socket under a TLS session when the session
@@ -227,6 +230,8 @@ type Call struct {
 	ReqSeqKnown, RespSeqKnown bool
 	// ISN: the TLS session's socket numbers (ConnOpen.ISN), when known.
 	ISN SockISN
+	// TLS: the call went over a TLS session (ConnOpen.TLS).
+	TLS bool
 
 	StartNs, EndNs uint64            // boot clock: first request HEADERS, response END_STREAM
 	Start, End     pcommon.Timestamp // the same, by the Tracker's clock

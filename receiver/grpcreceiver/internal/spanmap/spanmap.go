@@ -401,7 +401,7 @@ func (m *Mapper) Append(spans ptrace.SpanSlice, c *h2.Call) ptrace.Span {
 	}
 	a := s.Attributes()
 	a.EnsureCapacity(numAttrs)
-	if c.Protocol == h2.ProtoHTTP {
+	if c.Protocol == h2.ProtoHTTP || c.Protocol == h2.ProtoHTTP1 {
 		m.httpAttrs(s, c)
 	} else {
 		m.rpcAttrs(s, c)
@@ -427,7 +427,11 @@ func (m *Mapper) Append(spans ptrace.SpanSlice, c *h2.Call) ptrace.Span {
 	}
 	a.PutStr(string(semconv.NetworkTransportKey), semconv.NetworkTransportTCP.Value.AsString())
 	a.PutStr(string(semconv.NetworkProtocolNameKey), "http")
-	a.PutStr(string(semconv.NetworkProtocolVersionKey), "2")
+	version := "2"
+	if c.Protocol == h2.ProtoHTTP1 && c.Version != "" {
+		version = c.Version
+	}
+	a.PutStr(string(semconv.NetworkProtocolVersionKey), version)
 	a.PutInt(string(semconv.ProcessPIDKey), int64(c.Proc.PID))
 	a.PutInt(AttrStreamID, int64(c.StreamID))
 	a.PutInt(AttrReqDataFrames, int64(c.ReqDataFrames))
@@ -509,6 +513,20 @@ func (m *Mapper) httpAttrs(s ptrace.Span, c *h2.Call) {
 		method = Other
 	}
 	a.PutStr(string(semconv.HTTPRequestMethodKey), method)
+	scheme := "http"
+	if c.TLS {
+		scheme = "https"
+	}
+	a.PutStr(string(semconv.URLSchemeKey), scheme)
+	if c.UserAgent != "" {
+		a.PutStr(string(semconv.UserAgentOriginalKey), m.cut(c.UserAgent))
+	}
+	if c.Side == h2.SideServer && c.Remote.Addr.IsValid() {
+		// semconv: a server span's client.address is its peer's (no
+		// proxy header is trusted: any process may write one).
+		a.PutStr(string(semconv.ClientAddressKey), m.addrString(c.Remote.Addr))
+		a.PutInt(string(semconv.ClientPortKey), int64(c.Remote.Port))
+	}
 	if c.Path != "" {
 		path, query, hasQuery := strings.Cut(c.Path, "?")
 		path, _, _ = strings.Cut(path, "#") // never sent, but not ours to export

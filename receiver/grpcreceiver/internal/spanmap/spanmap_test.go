@@ -225,6 +225,37 @@ func TestPlainHTTP(t *testing.T) {
 	assert.False(t, ok)
 }
 
+// TestHTTP1 checks an HTTP/1.x call's span (semconv HTTP spans, stable):
+// its version, scheme, user agent (cut), client address on the server
+// span, and the ids that join both ends as for HTTP/2.
+func TestHTTP1(t *testing.T) {
+	m := New(Config{BootID: boot, MaxValueLength: 16})
+	c, s := pair()
+	for _, x := range []*h2.Call{&c, &s} {
+		x.Protocol, x.GRPCStatus, x.Version, x.TLS = h2.ProtoHTTP1, -1, "1.0", true
+		x.Method, x.Path, x.HTTPStatus = "POST", "/orders?id=1", 503
+		x.UserAgent = "curl/8.11.1 with a long tail"
+	}
+	cs, ss := span(t, m, &c), span(t, m, &s)
+	for _, sp := range []ptrace.Span{cs, ss} {
+		assert.Equal(t, "POST", sp.Name())
+		a := sp.Attributes().AsRaw()
+		assert.Equal(t, "1.0", a["network.protocol.version"])
+		assert.Equal(t, "https", a["url.scheme"])
+		assert.Equal(t, "curl/8.11.1 with", a["user_agent.original"], "cut at max_attribute_length")
+		assert.Equal(t, "/orders", a["url.path"])
+		assert.Equal(t, int64(503), a["http.response.status_code"])
+		assert.Equal(t, "503", a["error.type"])
+		assert.Equal(t, ptrace.StatusCodeError, sp.Status().Code())
+	}
+	_, ok := cs.Attributes().Get("client.address")
+	assert.False(t, ok, "a client span has no client.address")
+	v, _ := ss.Attributes().Get("client.address")
+	assert.Equal(t, s.Remote.Addr.String(), v.Str())
+	assert.Equal(t, cs.SpanID(), ss.ParentSpanID(), "the server span is the client span's child")
+	assert.Equal(t, cs.TraceID(), ss.TraceID())
+}
+
 func TestLocalAddrs(t *testing.T) {
 	l := NewLocalAddrs(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("::ffff:10.0.0.3"))
 	assert.True(t, l.IsLocal(netip.MustParseAddr("127.0.0.1")))
