@@ -249,8 +249,10 @@ func checkBounds(t *testing.T, w *watched, name string, attack, control time.Dur
 	if control > 0 {
 		ratio = float64(attack) / float64(max(control, cpuFloor))
 	}
-	t.Logf("ATTACK %s: alive %v %s; peak RSS %d MiB (budget %d); CPU %v under attack, %v under control, ratio %.2f (bound %.1f); canary %s",
+	line := fmt.Sprintf("ATTACK %s: alive %v %s; peak RSS %d MiB (budget %d); CPU %v under attack, %v under control, ratio %.2f (bound %.1f); canary %s",
 		name, ok, why, peak>>20, attackRSS>>20, attack, control, ratio, attackCPURatio, canary)
+	t.Log(line)
+	attackRecap = append(attackRecap, line)
 	assert.True(t, ok, "%s: the collector is not alive: %s\n%s", name, why, tail(w.log(), 2000))
 	assert.Less(t, peak, int64(attackRSS), "%s: peak RSS (VmHWM) %d MiB over the agent's %d MiB budget", name, peak>>20, attackRSS>>20)
 	if control > 0 {
