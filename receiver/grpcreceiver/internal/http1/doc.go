@@ -19,14 +19,17 @@
 // request-target, Host, User-Agent, Content-Type, traceparent, the framing
 // fields), then the body, skipped by its framing (Content-Length, chunked,
 // none, close-delimited). A hole inside a body skipped by length costs
-// nothing. A hole anywhere else (a head, a chunk-size line, a body of no
-// known length ending in it, beyond the end of a body) loses the
-// direction's sync (Stats.SyncLost, by reason): it then waits for a chunk
-// that starts a call with a plausible request line (the request
-// direction) or "HTTP/1.x NNN " (the response direction) and never guesses
-// across. A chunked body whose chunk-size line falls in a hole ends where
-// a call's tail chunk ends with the last chunk ("\r\n0\r\n\r\n";
-// Stats.TailEnds).
+// nothing, and so does one in a close-delimited body. A hole in a chunked
+// body's framing (a chunk-size line in it) does not lose the sync at once:
+// the body's end, the last chunk ("\r\n0\r\n\r\n", as in the tail a
+// call's last bytes give), is searched for in the bytes that follow
+// (Stats.ChunkedSeeks, ChunkedEndsFound; the body's size is then that of
+// the chunks seen). A hole anywhere else (a head, past the end of a body,
+// between messages), or a call that starts a message before the chunked
+// body's end was found, loses the direction's sync (Stats.SyncLost, by
+// reason): it then waits for a chunk that starts a call with a plausible
+// request line (the request direction) or "HTTP/1.x NNN" (the response
+// direction) and never guesses across.
 //
 // # Pairing
 //
@@ -37,21 +40,26 @@
 // HTTP parsing of the connection: its call is emitted, later bytes are
 // counted (Stats.BytesTunnelled) and ignored.
 //
-// A lost sync never pairs a response with a request it may not answer:
-//   - the request direction: requests in the hole are unknown. The request
-//     being received when the sync was lost stays queued when its head was
-//     complete (FlagGap); a response whose first byte was captured before
-//     the first byte of the oldest queued request cannot answer it and is
-//     skipped (Stats.ResponsesUnmatched): with one request at a time in
-//     flight, as keep-alive clients send them, the responses to the lost
-//     requests are skipped so. Pipelined requests lost in a hole can still
-//     shift the pairing of the responses that follow: their count is not
-//     known.
-//   - the response direction: every request queued unanswered is emitted
-//     then with FlagGap (its status when its response's head was seen, else
-//     none), since which of their responses the hole held is not known;
-//     the responses that follow until the queue holds requests received
-//     after the loss are skipped likewise.
+// A response is paired with a request only when its first byte was
+// captured after the request's first byte (a server cannot answer before
+// it reads), and a lost sync never pairs a response with a request it may
+// not answer, as far as can be known:
+//   - the request direction: the requests in the hole are unknown. The
+//     request being received when the sync was lost stays queued when its
+//     head was complete (FlagGap). The responses to the requests lost come
+//     before the first byte of the next request seen when the client waits
+//     for each response before its next request (keep-alive clients do):
+//     they are skipped (Stats.ResponsesUnmatched). Pipelined requests lost
+//     in a hole can still shift the pairing of the responses that follow:
+//     their count is not known.
+//   - the response direction: the oldest request queued, whose response
+//     began in the hole or before, is emitted with FlagGap (with its status
+//     when its response's head was seen, else none). One request queued
+//     after it stays queued when no request was lost since, as its
+//     response is then the next; several (pipelined), or requests lost or
+//     not tracked among them, are all emitted with FlagGap and no status:
+//     which of their responses the hole held is not known, and the
+//     responses that follow and predate the next request seen are skipped.
 //
 // # Ends
 //

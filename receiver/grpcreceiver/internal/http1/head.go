@@ -297,7 +297,7 @@ func (t *Tracker) requestDone(c *conn, d *direction, ch *h2.Chunk) {
 		c.queue[len(c.queue)-1].skipAfter++
 		e = nil
 	} else {
-		e.mem = exchMem + strMem(call)
+		e.mem, e.reqLost = exchMem+strMem(call), c.reqLost
 		c.queue = append(c.queue, e)
 		t.charge(c, e.mem)
 	}

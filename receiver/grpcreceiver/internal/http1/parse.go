@@ -30,6 +30,10 @@ const (
 	psTrailers
 	// psClose: a close-delimited response body.
 	psClose
+	// psChunkSeek: a chunked body whose framing fell in a hole: its end
+	// (the last chunk, lastChunk) is searched for in the bytes that
+	// follow.
+	psChunkSeek
 )
 
 // head is what a message head says that matters here (the strings of a
@@ -67,6 +71,10 @@ type direction struct {
 	msg      *exchange
 	skipping bool
 	lastNs   uint64 // the time of its latest chunk
+	// seekTail: the last bytes seen in psChunkSeek (seekN of them), a
+	// prefix of lastChunk that the next bytes may complete.
+	seekTail [len(lastChunkS) - 1]byte
+	seekN    int
 }
 
 // startAt makes d expect a message head at offset off.
@@ -90,8 +98,11 @@ func (t *Tracker) feed(c *conn, ch *h2.Chunk) {
 		if off < d.pos {
 			data, off = data[d.pos-off:], d.pos
 		}
-		if off > d.pos && t.hole(c, d, ch, off-d.pos) {
-			return
+		if off > d.pos {
+			t.hole(c, d, off-d.pos)
+		}
+		if d.st == psChunkSeek && ch.CallStart && off == ch.Offset && t.plausible(c, d, ch) {
+			t.lose(c, d, LostHole) // the body ended in a hole
 		}
 	}
 	if d.st == psUnsynced {
@@ -107,31 +118,40 @@ func (t *Tracker) feed(c *conn, ch *h2.Chunk) {
 // start line of d's kind (either kind when the connection's request
 // direction is not known yet).
 func (t *Tracker) resync(c *conn, d *direction, ch *h2.Chunk, off uint64) bool {
-	if !ch.CallStart || off != ch.Offset {
+	if !ch.CallStart || off != ch.Offset || !t.plausible(c, d, ch) {
 		return false
 	}
+	d.startAt(off)
+	d.isReq = c.reqDir == int8(ch.Dir)
+	t.stats.Resyncs++
+	return true
+}
+
+// plausible says whether ch begins with a start line of its direction's
+// kind (either kind, learning the connection's request direction, when
+// it is not known yet).
+func (t *Tracker) plausible(c *conn, d *direction, ch *h2.Chunk) bool {
 	dir := int8(ch.Dir)
 	switch {
 	case c.reqDir < 0 && plausibleRequest(ch.Data):
 		c.reqDir = dir
 	case c.reqDir < 0 && plausibleResponse(ch.Data):
 		c.reqDir = 1 - dir
-	case c.reqDir == dir && plausibleRequest(ch.Data):
-	case c.reqDir == 1-dir && plausibleResponse(ch.Data):
+	case c.reqDir == dir:
+		return plausibleRequest(ch.Data)
+	case c.reqDir == 1-dir:
+		return plausibleResponse(ch.Data)
 	default:
 		return false
 	}
-	d.startAt(off)
-	d.isReq = c.reqDir == dir
-	t.stats.Resyncs++
 	return true
 }
 
-// hole handles n bytes missing before ch (its data from d.pos+n): skipped
-// inside a body of known length, else the sync is lost but for a chunked
-// body's end found in a call's tail chunk. It says whether ch was
-// consumed.
-func (t *Tracker) hole(c *conn, d *direction, ch *h2.Chunk, n uint64) bool {
+// hole handles n bytes missing before the next chunk of d: skipped inside
+// a body of known length or in a close-delimited one; in a chunked body's
+// framing the body's end is searched for after it (psChunkSeek); anywhere
+// else the sync is lost.
+func (t *Tracker) hole(c *conn, d *direction, n uint64) {
 	switch d.st {
 	case psBody, psChunkData:
 		if n <= d.remaining {
@@ -139,39 +159,72 @@ func (t *Tracker) hole(c *conn, d *direction, ch *h2.Chunk, n uint64) bool {
 			d.pos += n
 			d.remaining -= n
 			if d.remaining == 0 {
-				t.bodyPart(c, d, ch.TimeNs)
+				t.bodyPart(c, d, d.lastNs)
 			}
-			return false
+			return
 		}
-		if d.st == psChunkData {
-			return t.tailEnd(c, d, ch)
+		if d.st == psBody {
+			break
 		}
-	case psChunkSize, psChunkEnd, psTrailers:
-		return t.tailEnd(c, d, ch)
+		fallthrough
+	case psChunkSize, psChunkEnd, psTrailers, psChunkSeek:
+		if d.st != psChunkSeek {
+			t.stats.ChunkedSeeks++
+		}
+		t.stats.BytesHoles += n
+		d.st, d.pos, d.seekN, d.line = psChunkSeek, d.pos+n, 0, d.line[:0]
+		return
 	case psClose:
 		t.stats.BytesHoles += n
 		d.pos += n
 		t.addData(d, n)
-		return false
+		return
 	}
 	t.lose(c, d, LostHole)
-	return false
 }
 
-// lastChunk ends a chunked body: the last chunk and an empty trailer.
-var lastChunk = []byte("\r\n0\r\n\r\n")
+// lastChunk ends a chunked body: the last chunk and an empty trailer
+// section, after the previous chunk's CRLF.
+const lastChunkS = "\r\n0\r\n\r\n"
 
-// tailEnd ends a chunked body whose framing fell in a hole when ch is a
-// call's tail that ends with the last chunk; else the sync is lost.
-func (t *Tracker) tailEnd(c *conn, d *direction, ch *h2.Chunk) bool {
-	if ch.CallStart || !bytes.HasSuffix(ch.Data, lastChunk) {
-		t.lose(c, d, LostHole)
-		return false
+var lastChunk = []byte(lastChunkS)
+
+// seek consumes data in psChunkSeek up to the end of the chunked body
+// when it is there (with the bytes kept from before), and returns the
+// bytes after it.
+func (t *Tracker) seek(c *conn, d *direction, ch *h2.Chunk, data []byte) []byte {
+	end := -1
+	if d.seekN > 0 { // an end begun before data
+		var w [2 * len(lastChunkS)]byte
+		k := copy(w[:], d.seekTail[:d.seekN])
+		k += copy(w[k:], data[:min(len(data), len(lastChunk)-1)])
+		if i := bytes.Index(w[:k], lastChunk); i >= 0 {
+			end = i + len(lastChunk) - d.seekN
+		}
 	}
-	t.stats.TailEnds++
-	d.pos = ch.Offset + uint64(len(ch.Data))
+	if end < 0 {
+		if i := bytes.Index(data, lastChunk); i >= 0 {
+			end = i + len(lastChunk)
+		}
+	}
+	if end < 0 {
+		t.stats.BytesParsed += uint64(len(data))
+		d.pos += uint64(len(data))
+		if len(data) >= len(d.seekTail) {
+			d.seekN = copy(d.seekTail[:], data[len(data)-len(d.seekTail):])
+		} else { // keep the last bytes of both
+			var w [2 * len(lastChunkS)]byte
+			k := copy(w[:], d.seekTail[:d.seekN])
+			k += copy(w[k:], data)
+			d.seekN = copy(d.seekTail[:], w[max(0, k-len(d.seekTail)):k])
+		}
+		return nil
+	}
+	t.stats.BytesParsed += uint64(end)
+	t.stats.ChunkedEndsFound++
+	d.pos += uint64(end)
 	t.bodyDone(c, d, ch.TimeNs)
-	return true
+	return data[end:]
 }
 
 // parse consumes data, the bytes of ch from d.pos on.
@@ -201,6 +254,8 @@ func (t *Tracker) parse(c *conn, d *direction, ch *h2.Chunk, data []byte) {
 			if d.remaining == 0 {
 				t.bodyPart(c, d, ch.TimeNs)
 			}
+		case psChunkSeek:
+			data = t.seek(c, d, ch, data)
 		case psClose:
 			n := uint64(len(data))
 			t.stats.BytesParsed += n
@@ -349,15 +404,34 @@ func (t *Tracker) bodyDone(c *conn, d *direction, nowNs uint64) {
 func (t *Tracker) lose(c *conn, d *direction, r LostReason) {
 	t.stats.SyncLost[r]++
 	if d.isReq {
+		c.reqLost++
 		if d.msg != nil {
 			d.msg.call.Flags |= h2.FlagGap
 		}
 	} else if d.known && d.st != psUnsynced {
-		for len(c.queue) > 0 {
-			c.queue[0].call.Flags |= h2.FlagGap
-			t.finish(c, d.lastNs, 0)
-		}
-		c.respSkip = 0
+		t.loseResponses(c, d)
 	}
 	d.st, d.msg, d.pend, d.skipping, d.line = psUnsynced, nil, nil, false, nil
+}
+
+// loseResponses handles a loss of the response direction d: the oldest
+// request queued, whose response began in the hole (or before), is
+// emitted with FlagGap, its status when its head was seen. One request
+// queued after it stays queued when no request was lost since: its
+// response is the next one, as a client that waits for each response
+// before its next request sends them. Others (several queued, requests
+// lost or not tracked) are emitted with FlagGap: which of their responses
+// the hole held is not known.
+func (t *Tracker) loseResponses(c *conn, d *direction) {
+	if len(c.queue) > 0 {
+		c.queue[0].call.Flags |= h2.FlagGap
+		t.finish(c, d.lastNs, 0)
+	}
+	keep := c.respSkip == 0 && len(c.queue) == 1 && c.queue[0].reqLost == c.reqLost &&
+		c.dirs[c.reqDir].st != psUnsynced
+	c.respSkip = 0
+	for !keep && len(c.queue) > 0 {
+		c.queue[0].call.Flags |= h2.FlagGap
+		t.finish(c, d.lastNs, 0)
+	}
 }

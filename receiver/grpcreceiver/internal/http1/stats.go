@@ -58,14 +58,18 @@ type Stats struct {
 	BytesTunnelled uint64
 	SyncLost       [numLostReasons]uint64 // directions that lost their sync, by reason
 	Resyncs        uint64                 // directions (re)synchronised at a call's start line
-	TailEnds       uint64                 // chunked bodies ended by a call's tail chunk across a hole
-	ChunksStale    uint64                 // chunks wholly before the direction's position (re-sent, late)
-	ChunksUnsynced uint64                 // chunks skipped while waiting for a start line
-	ChunksIgnored  uint64                 // chunks of tunnels or of no direction
-	BytesParsed    uint64                 // captured bytes parsed in order
-	BytesHoles     uint64                 // bytes skipped in holes inside bodies
-	RequestHeads   uint64
-	ResponseHeads  uint64 // interim ones included
+	// ChunkedSeeks: chunked bodies whose framing fell in a hole;
+	// ChunkedEndsFound: of them, those whose last chunk was found after it
+	// (the others lose the sync).
+	ChunkedSeeks     uint64
+	ChunkedEndsFound uint64
+	ChunksStale      uint64 // chunks wholly before the direction's position (re-sent, late)
+	ChunksUnsynced   uint64 // chunks skipped while waiting for a start line
+	ChunksIgnored    uint64 // chunks of tunnels or of no direction
+	BytesParsed      uint64 // captured bytes parsed in order
+	BytesHoles       uint64 // bytes skipped in holes inside bodies
+	RequestHeads     uint64
+	ResponseHeads    uint64 // interim ones included
 	// InterimResponses: 1xx responses but 101, passed over.
 	InterimResponses uint64
 	// RequestsOverLimit: requests beyond MaxPipelined, not tracked (their

@@ -93,7 +93,8 @@ type exchange struct {
 	skipAfter uint32
 	// closeDelimited: its response's body ends with the connection.
 	closeDelimited bool
-	mem            int // accounted memory (its last charge)
+	reqLost        uint32 // conn.reqLost when it was queued
+	mem            int    // accounted memory (its last charge)
 }
 
 // conn is a tracked connection.
@@ -110,6 +111,8 @@ type conn struct {
 	// respSkip counts the responses to skip before the next that pairs
 	// (requests not tracked, MaxPipelined).
 	respSkip uint32
+	// reqLost counts the losses of sync of the request direction.
+	reqLost  uint32
 	tunnel   bool // HTTP parsing ended (101, CONNECT 2xx)
 	promoted bool // off probation: it carried a complete request head
 	removed  bool
