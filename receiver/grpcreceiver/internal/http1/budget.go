@@ -4,6 +4,7 @@
 package http1
 
 import (
+	"container/list"
 	"unsafe"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
@@ -12,9 +13,9 @@ import (
 // Accounted memory (Config.MemoryBudget): fixed costs of the structures
 // and the bytes they hold, kept exactly at every allocation and release.
 const (
-	// connMem is a connection: its struct and its entry in the Tracker's
-	// map.
-	connMem = int(unsafe.Sizeof(conn{})) + 48
+	// connMem is a connection: its struct, its element of its pool and
+	// its entry in the Tracker's map.
+	connMem = int(unsafe.Sizeof(conn{})) + int(unsafe.Sizeof(list.Element{})) + 48
 	// exchMem is a request tracked (queued or its head being parsed); the
 	// strings of its Call are added.
 	exchMem = int(unsafe.Sizeof(exchange{}))
@@ -48,17 +49,13 @@ func (t *Tracker) charge(c *conn, delta int) {
 	t.used += delta
 }
 
-// chargeConn brings the accounted memory of c's directions and queue
-// slots up to date (the queued requests are charged when queued).
+// chargeConn brings the accounted memory of c's buffers (its directions'
+// and its queue's slots) up to date; the queued requests are charged when
+// queued.
 func (t *Tracker) chargeConn(c *conn) {
-	for i := range c.dirs {
-		n := c.dirs[i].mem()
-		t.charge(c, n-c.dirMem[i])
-		c.dirMem[i] = n
-	}
-	n := cap(c.queue) * ptrMem
-	t.charge(c, n-c.qMem)
-	c.qMem = n
+	n := c.dirs[0].mem() + c.dirs[1].mem() + cap(c.queue)*ptrMem
+	t.charge(c, n-c.bufMem)
+	c.bufMem = n
 }
 
 // MemoryUsed is the memory the Tracker accounts for: at most
@@ -90,51 +87,42 @@ func (t *Tracker) enforce(cur *conn) {
 	}
 }
 
-// connList is an intrusive list of connections, most recently active
-// first.
-type connList struct {
-	head, tail *conn
-	n          int
+// pool is a list of connections (*conn), most recently active first.
+type pool struct{ list.List }
+
+// pool is the pool c is in.
+func (t *Tracker) pool(c *conn) *pool {
+	if c.promoted {
+		return &t.est
+	}
+	return &t.prob
 }
 
-// touch makes c the head of l (adding it when in no list).
-func (l *connList) touch(c *conn) {
-	if l.head == c {
-		return
+func (p *pool) add(c *conn) { c.elem = p.PushFront(c) }
+
+func (p *pool) remove(c *conn) {
+	if c.elem != nil {
+		p.Remove(c.elem)
+		c.elem = nil
 	}
-	if c.list == l {
-		l.unlink(c)
-	}
-	c.list, c.prev, c.next = l, nil, l.head
-	if l.head != nil {
-		l.head.prev = c
-	} else {
-		l.tail = c
-	}
-	l.head = c
-	l.n++
 }
 
-// unlink takes c out of l.
-func (l *connList) unlink(c *conn) {
-	if c.prev != nil {
-		c.prev.next = c.next
-	} else {
-		l.head = c.next
+// oldest is the least recently active connection of p (nil: none).
+func (p *pool) oldest() *conn {
+	if e := p.Back(); e != nil {
+		return e.Value.(*conn)
 	}
-	if c.next != nil {
-		c.next.prev = c.prev
-	} else {
-		l.tail = c.prev
-	}
-	c.list, c.prev, c.next = nil, nil, nil
-	l.n--
+	return nil
 }
 
-// victim is the least recently active connection of l but cur.
-func (l *connList) victim(cur *conn) *conn {
-	if v := l.tail; v != cur {
-		return v
+// victim is the least recently active connection of p but cur.
+func (p *pool) victim(cur *conn) *conn {
+	e := p.Back()
+	if e != nil && e.Value.(*conn) == cur {
+		e = e.Prev()
 	}
-	return cur.prev
+	if e == nil {
+		return nil
+	}
+	return e.Value.(*conn)
 }

@@ -4,6 +4,7 @@
 package http1
 
 import (
+	"container/list"
 	"time"
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
@@ -59,26 +60,19 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.MaxConns <= 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.MaxProbationConns <= 0 {
-		c.MaxProbationConns = max(c.MaxConns/4, minProbationConns)
-	}
-	if c.MaxPipelined <= 0 {
-		c.MaxPipelined = DefaultMaxPipelined
-	}
-	if c.MaxHeaderBytes <= 0 {
-		c.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if c.MaxFieldBytes <= 0 {
-		c.MaxFieldBytes = DefaultMaxFieldBytes
-	}
-	if c.MemoryBudget <= 0 {
-		c.MemoryBudget = DefaultMemoryBudget
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = DefaultIdleTimeout
+	orDefault(&c.MaxConns, DefaultMaxConns)
+	orDefault(&c.MaxProbationConns, max(c.MaxConns/4, minProbationConns))
+	orDefault(&c.MaxPipelined, DefaultMaxPipelined)
+	orDefault(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	orDefault(&c.MaxFieldBytes, DefaultMaxFieldBytes)
+	orDefault(&c.MemoryBudget, DefaultMemoryBudget)
+	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
+}
+
+// orDefault sets *v to def when it is not positive.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
 }
 
@@ -118,11 +112,12 @@ type conn struct {
 	removed  bool
 	last     uint64 // boot ns of the latest chunk
 	mem      int    // accounted memory (budget.go)
-	dirMem   [2]int // of it, the directions' (their last charge)
-	qMem     int    // of it, the queue's capacity (its last charge)
-	list     *connList
-	prev     *conn // more recently active
-	next     *conn
+	// bufMem: of it, the directions' buffers and the queue's slots (their
+	// last charge).
+	bufMem int
+	// elem is its place in its pool (Tracker.est or prob): most recently
+	// active first.
+	elem *list.Element
 }
 
 // Tracker turns the captured bytes of HTTP/1.x connections into calls.
@@ -133,7 +128,7 @@ type Tracker struct {
 	emit      func(*h2.Call)
 	clock     h2.Clock
 	conns     map[h2.ConnID]*conn
-	est, prob connList // off and on probation, most recently active first
+	est, prob pool // off and on probation
 	stats     Stats
 	used      int
 }
@@ -146,7 +141,10 @@ func NewTracker(cfg Config, emit func(*h2.Call), clock h2.Clock) *Tracker {
 	if clock == nil {
 		clock = h2.OffsetClock(0)
 	}
-	return &Tracker{cfg: cfg, emit: emit, clock: clock, conns: make(map[h2.ConnID]*conn)}
+	t := &Tracker{cfg: cfg, emit: emit, clock: clock, conns: make(map[h2.ConnID]*conn)}
+	t.est.Init()
+	t.prob.Init()
+	return t
 }
 
 // Stats returns the counters.
@@ -182,13 +180,10 @@ func (t *Tracker) ConnOpen(o *h2.ConnOpen) {
 // newConn tracks a connection, on probation; at MaxProbationConns the
 // least recently active one on probation is evicted first.
 func (t *Tracker) newConn(id h2.ConnID, now uint64) *conn {
-	for t.prob.n >= t.cfg.MaxProbationConns && t.prob.tail != nil {
-		t.stats.ProbationEvictedLimit++
-		t.closeConn(t.prob.tail, 0, h2.FlagEvicted)
-	}
+	t.makeRoom(&t.prob, t.cfg.MaxProbationConns, &t.stats.ProbationEvictedLimit)
 	c := &conn{id: id, reqDir: -1, last: now}
 	t.conns[id] = c
-	t.prob.touch(c)
+	t.prob.add(c)
 	t.charge(c, connMem)
 	t.stats.ConnsTracked++
 	return c
@@ -200,14 +195,20 @@ func (t *Tracker) promote(c *conn) {
 	if c.promoted || c.removed {
 		return
 	}
-	for t.est.n >= t.cfg.MaxConns && t.est.tail != nil {
-		t.stats.ConnsEvictedLimit++
-		t.closeConn(t.est.tail, 0, h2.FlagEvicted)
-	}
+	t.makeRoom(&t.est, t.cfg.MaxConns, &t.stats.ConnsEvictedLimit)
+	t.prob.remove(c)
 	c.promoted = true
-	t.prob.unlink(c)
-	t.est.touch(c)
+	t.est.add(c)
 	t.stats.ConnsPromoted++
+}
+
+// makeRoom evicts the least recently active connections of p while it
+// holds limit or more, counting them in evicted.
+func (t *Tracker) makeRoom(p *pool, limit int, evicted *uint64) {
+	for p.Len() >= limit {
+		*evicted++
+		t.closeConn(p.oldest(), 0, h2.FlagEvicted)
+	}
 }
 
 // Chunk feeds captured bytes. A chunk of an unknown connection starts
@@ -223,9 +224,7 @@ func (t *Tracker) Chunk(ch *h2.Chunk) {
 		t.stats.ConnsWithoutOpen++
 	}
 	defer t.enforce(c)
-	if c.list != nil {
-		c.list.touch(c)
-	}
+	t.pool(c).MoveToFront(c.elem)
 	c.last = max(c.last, ch.TimeNs)
 	if c.tunnel {
 		t.stats.ChunksIgnored++
@@ -254,8 +253,8 @@ func (t *Tracker) Lost(l *h2.Lost) { t.stats.Lost += l.Count }
 // stops at the first one not idle.
 func (t *Tracker) Expire(nowNs uint64) {
 	idle := uint64(t.cfg.IdleTimeout)
-	for _, l := range []*connList{&t.prob, &t.est} {
-		for c := l.tail; c != nil && nowNs > c.last && nowNs-c.last >= idle; c = l.tail {
+	for _, p := range []*pool{&t.prob, &t.est} {
+		for c := p.oldest(); c != nil && nowNs > c.last && nowNs-c.last >= idle; c = p.oldest() {
 			t.stats.ConnsEvicted++
 			t.closeConn(c, 0, h2.FlagEvicted)
 		}
@@ -282,9 +281,7 @@ func (t *Tracker) closeConn(c *conn, endNs uint64, f h2.CallFlags) {
 	if t.conns[c.id] == c {
 		delete(t.conns, c.id)
 	}
-	if c.list != nil {
-		c.list.unlink(c)
-	}
+	t.pool(c).remove(c)
 	t.used -= c.mem
 	c.mem, c.removed = 0, true
 }
