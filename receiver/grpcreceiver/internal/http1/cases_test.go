@@ -298,3 +298,47 @@ func TestMidStream(t *testing.T) {
 		t.Fatalf("%+v; %+v", rec.calls[0], st)
 	}
 }
+
+// TestMalformed: what is not HTTP/1.x loses the sync (counted by reason),
+// and the next call's start line finds it again.
+func TestMalformed(t *testing.T) {
+	ok := sv("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	bad := sv("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		lost  LostReason
+		calls int
+	}{
+		{"long_method", []step{cl(strings.Repeat("G", maxMethodLen+1) + " / HTTP/1.1\r\n\r\n")}, LostBadStart, 0},
+		{"bad_version", []step{cl("GET / HTTP/2.0\r\n\r\n")}, LostBadStart, 0},
+		{"bad_target", []step{cl("GET x HTTP/1.1\r\n\r\n")}, LostBadStart, 0},
+		{"bad_status", []step{cl("GET / HTTP/1.1\r\n\r\n"), sv("HTTP/1.1 2x0 OK\r\n\r\n")}, LostBadStart, 1},
+		{"space_before_colon", []step{cl("GET / HTTP/1.1\r\nHost : h\r\n\r\n")}, LostBadField, 0},
+		{"content_lengths", []step{cl("POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc")}, LostBadFraming, 0},
+		{"request_gzip_only", []step{cl("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n")}, LostBadFraming, 0},
+		// a request whose head was whole stays queued (FlagGap) for its response
+		{"bad_chunk_size", []step{cl("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), bad}, LostBadChunk, 1},
+		{"chunk_without_crlf", []step{cl("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"), bad}, LostBadChunk, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps := append(tc.steps, cl("GET /next HTTP/1.1\r\nHost: n\r\n\r\n"), ok)
+			calls, st := run(t, h2.RoleServer, steps...)
+			if st.SyncLost[tc.lost] != 1 || st.SyncLostTotal() != 1 || st.Resyncs != 1 {
+				t.Fatalf("%+v", st)
+			}
+			wantCalls(t, calls, tc.calls+1)
+			checkCall(t, calls[tc.calls], "GET", "/next", "n", 200)
+			if tc.calls > 0 && (!calls[0].Has(h2.FlagGap) || (tc.lost == LostBadChunk) != (calls[0].HTTPStatus == 400)) {
+				t.Fatalf("%+v", calls[0])
+			}
+		})
+	}
+	// obs-fold lines are continuations, passed over
+	calls, st := run(t, h2.RoleServer, cl("GET /f HTTP/1.1\r\nHost: h\r\nX-Long: a\r\n  b\r\n\r\n"), ok)
+	wantCalls(t, calls, 1)
+	checkCall(t, calls[0], "GET", "/f", "h", 200)
+	if st.FoldedLines != 1 || st.SyncLostTotal() != 0 {
+		t.Fatalf("%+v", st)
+	}
+}

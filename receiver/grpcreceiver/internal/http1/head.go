@@ -9,14 +9,15 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
 )
 
-// isTchar says whether b may be in a token (RFC 9110 tchar).
-func isTchar(b byte) bool {
-	switch {
-	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
-		return true
+// tchars are the bytes of a token (RFC 9110 tchar).
+var tchars = func() (t [256]bool) {
+	for _, b := range []byte("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+		t[b] = true
 	}
-	return bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), b) >= 0
-}
+	return t
+}()
+
+func isTchar(b byte) bool { return tchars[b] }
 
 // methodLen is the length of the method token data begins with, followed
 // by a space (0: none).

@@ -101,7 +101,7 @@ func (t *Tracker) feed(c *conn, ch *h2.Chunk) {
 		if off > d.pos {
 			t.hole(c, d, off-d.pos)
 		}
-		if d.st == psChunkSeek && ch.CallStart && off == ch.Offset && t.plausible(c, d, ch) {
+		if d.st == psChunkSeek && ch.CallStart && off == ch.Offset && t.plausible(c, ch) {
 			t.lose(c, d, LostHole) // the body ended in a hole
 		}
 	}
@@ -118,7 +118,7 @@ func (t *Tracker) feed(c *conn, ch *h2.Chunk) {
 // start line of d's kind (either kind when the connection's request
 // direction is not known yet).
 func (t *Tracker) resync(c *conn, d *direction, ch *h2.Chunk, off uint64) bool {
-	if !ch.CallStart || off != ch.Offset || !t.plausible(c, d, ch) {
+	if !ch.CallStart || off != ch.Offset || !t.plausible(c, ch) {
 		return false
 	}
 	d.startAt(off)
@@ -130,7 +130,7 @@ func (t *Tracker) resync(c *conn, d *direction, ch *h2.Chunk, off uint64) bool {
 // plausible says whether ch begins with a start line of its direction's
 // kind (either kind, learning the connection's request direction, when
 // it is not known yet).
-func (t *Tracker) plausible(c *conn, d *direction, ch *h2.Chunk) bool {
+func (t *Tracker) plausible(c *conn, ch *h2.Chunk) bool {
 	dir := int8(ch.Dir)
 	switch {
 	case c.reqDir < 0 && plausibleRequest(ch.Data):
