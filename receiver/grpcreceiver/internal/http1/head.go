@@ -321,18 +321,7 @@ func (t *Tracker) responseDone(c *conn, d *direction, ch *h2.Chunk) {
 	h := d.h
 	t.stats.ResponseHeads++
 	if d.msg == nil && !d.skipping {
-		switch {
-		case c.respSkip > 0:
-			c.respSkip--
-			d.skipping = true
-		case len(c.queue) > 0 && c.queue[0].call.StartNs <= h.startNs:
-			d.msg = c.queue[0]
-		default:
-			d.skipping = true
-		}
-		if d.skipping {
-			t.stats.ResponsesUnmatched++
-		}
+		t.pair(c, d)
 	}
 	e := d.msg
 	var call *h2.Call
@@ -378,6 +367,22 @@ func (t *Tracker) responseDone(c *conn, d *direction, ch *h2.Chunk) {
 	default:
 		t.closeDelimited(d)
 	}
+}
+
+// pair finds the request that the response whose head d completed
+// answers (d.msg): the oldest queued, unless responses are to be skipped
+// first (requests not tracked) or its first byte was captured after the
+// response's (then the response is skipped: d.skipping).
+func (t *Tracker) pair(c *conn, d *direction) {
+	switch {
+	case c.respSkip > 0:
+		c.respSkip--
+	case len(c.queue) > 0 && c.queue[0].call.StartNs <= d.h.startNs:
+		d.msg = c.queue[0]
+		return
+	}
+	d.skipping = true
+	t.stats.ResponsesUnmatched++
 }
 
 // closeDelimited makes d's response body end with the connection.
