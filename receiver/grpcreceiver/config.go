@@ -122,10 +122,12 @@ type Config struct {
 	// entries are dropped and a header naming one is not decoded (counted).
 	MaxHeaderTableSize int `mapstructure:"max_header_table_size"`
 
-	// MaxMemory is the tracker's memory budget in bytes (connections,
-	// streams, HPACK tables, header-block buffers): over it the least
-	// recently active connections are evicted (their open calls emitted
-	// with what was seen), counted.
+	// MaxMemory is the trackers' memory budget in bytes (connections,
+	// streams, HPACK tables, header-block buffers; HTTP/1.x heads and
+	// queued requests), halved between the HTTP/2 and HTTP/1.x trackers
+	// when both protocols are on: over it the least recently active
+	// connections are evicted (their open calls emitted with what was
+	// seen), counted.
 	MaxMemory int `mapstructure:"max_memory"`
 
 	// IdleTimeout ends connections and streams with no bytes for this long
@@ -145,6 +147,10 @@ type Config struct {
 	// them is chosen by whoever runs a process on the host).
 	Spans SpansConfig `mapstructure:"spans"`
 
+	// Protocols picks what is captured: HTTP/2 (gRPC and plain HTTP/2)
+	// and HTTP/1.x, both on by default.
+	Protocols ProtocolsConfig `mapstructure:"protocols"`
+
 	// TLS also captures the plaintext of TLS sessions (opt-in: a uprobe hit
 	// costs the traced process about 7 to 11 µs of CPU here, 2 to 6 hits per
 	// gRPC call; see README.md beside this file). OpenSSL: uprobes on SSL_write, SSL_read, SSL_write_ex,
@@ -156,6 +162,27 @@ type Config struct {
 	TLS TLSConfig `mapstructure:"tls"`
 
 	_ struct{}
+}
+
+// ProtocolsConfig turns each protocol's capture on or off. A connection of
+// a protocol turned off is taken for neither, in the kernel (one lookup a
+// call after its first).
+type ProtocolsConfig struct {
+	// HTTP2: gRPC and plain HTTP/2 calls (the client preface, or SETTINGS
+	// and frame headers for connections that predate the collector).
+	HTTP2 bool `mapstructure:"http2"`
+	// HTTP1: HTTP/1.0 and HTTP/1.1 requests (a request or status line at a
+	// system call's start); keep-alive and pipelined requests, each paired
+	// with its response in order.
+	HTTP1 bool `mapstructure:"http1"`
+}
+
+// Validate says when nothing is left to capture.
+func (c *ProtocolsConfig) Validate() error {
+	if !c.HTTP2 && !c.HTTP1 {
+		return errors.New("http2 and http1 are both off: nothing to capture; turn one on, or remove the receiver")
+	}
+	return nil
 }
 
 // SpansConfig bounds the span attributes and names taken from the peers'
@@ -174,8 +201,8 @@ type SpansConfig struct {
 	MaxAttributeLength int `mapstructure:"max_attribute_length"`
 	// MaxStatusMessageLength cuts grpc-message, the span's status message.
 	MaxStatusMessageLength int `mapstructure:"max_status_message_length"`
-	// URLQuery exports url.query for plain HTTP/2 requests (off: query
-	// strings carry tokens).
+	// URLQuery exports url.query for plain HTTP/2 and HTTP/1.x requests
+	// (off: query strings carry tokens).
 	URLQuery bool `mapstructure:"url_query"`
 }
 
@@ -246,6 +273,7 @@ func createDefaultConfig() *Config {
 		IdleTimeout:             defaultIdleWindow,
 		MaxBatch:                defaultMaxBatch,
 		ServiceName:             defaultServiceNm,
+		Protocols:               ProtocolsConfig{HTTP2: true, HTTP1: true},
 		TLS:                     TLSConfig{RescanInterval: defaultRescan},
 		Spans: SpansConfig{
 			MaxMethods:             spanmap.DefaultMaxMethods,

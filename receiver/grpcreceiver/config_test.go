@@ -34,7 +34,10 @@ func TestConfigCustom(t *testing.T) {
 		MaxCaptureRatePerUser: 2 << 20, CaptureFrameCost: 32,
 		MaxHeaderTableSize: 8192, MaxMemory: 32 << 20, IdleTimeout: 30 * time.Second, Ports: []uint16{50051, 8443}, MaxBatch: 64, ServiceName: "mesh",
 		TLS: TLSConfig{RescanInterval: 10 * time.Second}, Spans: createDefaultConfig().Spans,
+		Protocols: ProtocolsConfig{HTTP2: true},
 	}, cfg)
+	cfg.Protocols.HTTP2 = false
+	require.ErrorContains(t, confmap.Validate(cfg), "protocols: http2 and http1 are both off: nothing to capture; turn one on")
 }
 
 func TestConfigTLS(t *testing.T) {

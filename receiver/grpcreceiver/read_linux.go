@@ -81,7 +81,9 @@ func (r *grpcReceiver) run() {
 		pace.Read()
 		n, st := rd.Read(readChunk, r.dec.Item)
 		if time.Since(lastExpire) >= expireEvery {
-			r.tracker.Expire(bootclock.Now())
+			now := bootclock.Now()
+			r.tracker.Expire(now)
+			r.h1.Expire(now)
 			lastExpire = time.Now()
 			r.snapshot()
 		}

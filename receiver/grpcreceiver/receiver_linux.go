@@ -26,6 +26,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/http1"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
 )
@@ -48,7 +49,8 @@ type grpcReceiver struct {
 
 	cap     *capture.Capture
 	dec     *capture.Decoder
-	tracker *h2.Tracker
+	tracker *h2.Tracker    // HTTP/2 connections
+	h1      *http1.Tracker // HTTP/1.x connections
 	mapper  *spanmap.Mapper
 	ports   []uint16
 
@@ -60,6 +62,7 @@ type grpcReceiver struct {
 	mu      sync.Mutex // guards the snapshots the telemetry callbacks read
 	kernel  capture.Counters
 	tstats  h2.Stats
+	h1stats http1.Stats
 	mstats  spanmap.Stats
 	dstats  capture.DecodeStats
 	dropped atomic.Int64
@@ -103,7 +106,8 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 		return fmt.Errorf("grpc receiver: %w", err)
 	}
 	r.cap = c
-	r.set.Logger.Info("grpc receiver: capturing HTTP/2", zap.String("hook", string(c.Hook())), zap.String("why", c.Why()),
+	r.set.Logger.Info("grpc receiver: capturing", zap.Bool("http2", !r.in.capture.NoHTTP2), zap.Bool("http1", r.in.capture.HTTP1),
+		zap.String("hook", string(c.Hook())), zap.String("why", c.Why()),
 		zap.Strings("tls_libssl", c.LibSSL()), zap.Strings("tls_go", describeGo(c.GoBinaries())))
 	if c.NoFetch() {
 		r.set.Logger.Warn("grpc receiver: its programs are those built without "+kernelfeatures.Atomics.String()+" (why says why); their records go through the BPF ring buffer, numbered by the reader in ring order, and only the raw_syscalls hook is available", zap.String("why", c.Why()))
@@ -116,7 +120,8 @@ func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 	}
 	offset := bootclock.Offset(time.Now())
 	r.tracker = h2.NewTracker(r.in.tracker, r.emit, h2.OffsetClock(offset))
-	r.dec = capture.NewDecoder(r.tracker)
+	r.h1 = http1.NewTracker(r.in.http1, r.emit, h2.OffsetClock(offset))
+	r.dec = capture.NewDecoder(byProtocol{h2: r.tracker, h1: r.h1})
 	if err := r.startTelemetry(); err != nil {
 		_ = c.Close()
 		r.cap = nil
@@ -199,9 +204,10 @@ func (r *grpcReceiver) Shutdown(context.Context) error {
 	}
 	errs = append(errs, r.cap.Close())
 	r.cap = nil
-	k, t, d := r.kernel, r.tstats, r.dstats
+	k, t, h, d := r.kernel, r.tstats, r.h1stats, r.dstats
 	r.set.Logger.Info("grpc receiver: stopped",
-		zap.Uint64("calls", t.CallsEmitted), zap.Uint64("tracker_memory_bytes", t.MemoryUsed), zap.Uint64("records", d.Records), zap.Uint64("records_lost", d.Lost),
+		zap.Uint64("calls", t.CallsEmitted), zap.Uint64("http1_calls", h.CallsEmitted), zap.Uint64("tracker_memory_bytes", t.MemoryUsed+uint64(r.h1.MemoryUsed())),
+		zap.Uint64("records", d.Records), zap.Uint64("records_lost", d.Lost),
 		zap.Uint64("kernel_desync", k.Desync), zap.Uint64("kernel_throttled", k.Throttled), zap.Uint64("bytes_copied", k.BytesCopied), zap.Int64("spans_dropped", r.dropped.Load()))
 	return errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/http1"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
 )
 
@@ -19,6 +20,7 @@ import (
 type settings struct {
 	capture capture.Options
 	tracker h2.Config
+	http1   http1.Config
 	spans   spanmap.Config // without BootID and Instance (drawn at creation)
 	// the receiver's own
 	ports       []uint16
@@ -28,6 +30,12 @@ type settings struct {
 }
 
 func (c *Config) settings() settings {
+	// max_memory is both trackers' together: halved when both protocols
+	// are on (a tracker of a protocol turned off gets no connection).
+	h2mem, h1mem := c.MaxMemory, c.MaxMemory
+	if c.Protocols.HTTP2 && c.Protocols.HTTP1 {
+		h2mem, h1mem = c.MaxMemory/2, c.MaxMemory-c.MaxMemory/2
+	}
 	return settings{
 		capture: capture.Options{
 			Hook:       capture.Hook(c.Hook),
@@ -37,6 +45,8 @@ func (c *Config) settings() settings {
 			Rate:       c.MaxCaptureRate,
 			UserRate:   c.MaxCaptureRatePerUser,
 			FrameCost:  c.CaptureFrameCost,
+			HTTP1:      c.Protocols.HTTP1,
+			NoHTTP2:    !c.Protocols.HTTP2,
 			TLS:        c.TLS.Enabled,
 			LibSSL:     slices.Clone(c.TLS.LibSSLPaths),
 			GoBinaries: slices.Clone(c.TLS.GoBinaries),
@@ -51,7 +61,17 @@ func (c *Config) settings() settings {
 			MaxHeaderBlock:     c.MaxHeaderBlock,
 			IdleTimeout:        c.IdleTimeout,
 			MaxHeaderTableSize: uint32(c.MaxHeaderTableSize), // Validate: at most 1 MiB
-			MemoryBudget:       c.MaxMemory,
+			MemoryBudget:       h2mem,
+		},
+		// The HTTP/2 tracker's bounds, where HTTP/1.x has their like: a
+		// request queued unanswered is its open stream, a message head its
+		// header block.
+		http1: http1.Config{
+			MaxConns:       c.MaxConnections,
+			MaxPipelined:   c.MaxStreamsPerConnection,
+			MaxHeaderBytes: c.MaxHeaderBlock,
+			IdleTimeout:    c.IdleTimeout,
+			MemoryBudget:   h1mem,
 		},
 		spans: spanmap.Config{
 			KnownMethods: slices.Clone(c.Spans.Methods), MaxMethods: c.Spans.MaxMethods,

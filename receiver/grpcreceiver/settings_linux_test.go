@@ -7,6 +7,7 @@ package grpcreceiver
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/http1"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/spanmap"
 )
 
@@ -27,6 +29,8 @@ func TestSettingsFromConfig(t *testing.T) {
 		MaxHeaderBlock: 2048, MaxCaptureRate: 1 << 20, MaxCaptureRatePerUser: 5 << 20, CaptureFrameCost: 77, MaxHeaderTableSize: 8192, MaxMemory: 2 << 20,
 		IdleTimeout: 42 * time.Second, Ports: []uint16{50051}, MaxBatch: 3, ServiceName: "svc",
 		Spans: SpansConfig{Methods: []string{"a.B/C"}, MaxMethods: 9, MaxAttributeLength: 33, MaxStatusMessageLength: 44, URLQuery: true},
+		// Both off is refused: http1 is checked off below.
+		Protocols: ProtocolsConfig{HTTP2: false, HTTP1: true},
 		TLS: TLSConfig{
 			Enabled: true, LibSSLPaths: []string{"/l/libssl.so.3"}, GoBinaries: []string{"/g"}, RescanInterval: 3 * time.Second,
 			IncludeExecutables: []string{"/ie"}, ExcludeExecutables: []string{"/ee"}, IncludeCgroups: []string{"/ic"}, ExcludeCgroups: []string{"/ec"},
@@ -35,23 +39,37 @@ func TestSettingsFromConfig(t *testing.T) {
 	require.NoError(t, confmap.Validate(c))
 	// every field of the Config (nested ones too) is set above, to a value
 	// other than its default: a new field fails here until it is
-	assertAllDiffer(t, "", reflect.ValueOf(*c), reflect.ValueOf(*createDefaultConfig()))
+	assertAllDiffer(t, "", reflect.ValueOf(*c), reflect.ValueOf(*createDefaultConfig()), ".Protocols.HTTP1")
 
 	in := c.settings()
 	assert.Equal(t, capture.Options{
 		Hook: capture.HookRawSyscalls, RingSlots: 1 << 12, MaxConns: 100, HeaderCap: 2048, Rate: 1 << 20, UserRate: 5 << 20, FrameCost: 77,
-		TLS: true, LibSSL: []string{"/l/libssl.so.3"}, GoBinaries: []string{"/g"},
+		HTTP1: true, NoHTTP2: true, TLS: true, LibSSL: []string{"/l/libssl.so.3"}, GoBinaries: []string{"/g"},
 		Filter: capture.ProcFilter{IncludeExecutables: []string{"/ie"}, ExcludeExecutables: []string{"/ee"}, IncludeCgroups: []string{"/ic"}, ExcludeCgroups: []string{"/ec"}},
 	}, in.capture)
 	assert.Equal(t, h2.Config{
 		MaxConns: 100, MaxStreamsPerConn: 7, MaxHeaderBlock: 2048, IdleTimeout: 42 * time.Second,
 		MaxHeaderTableSize: 8192, MemoryBudget: 2 << 20,
 	}, in.tracker)
+	assert.Equal(t, http1.Config{MaxConns: 100, MaxPipelined: 7, MaxHeaderBytes: 2048, IdleTimeout: 42 * time.Second, MemoryBudget: 2 << 20}, in.http1,
+		"HTTP/2 off: HTTP/1.x has the whole max_memory")
 	assert.Equal(t, spanmap.Config{KnownMethods: []string{"a.B/C"}, MaxMethods: 9, MaxValueLength: 33, MaxStatusMessageLength: 44, URLQuery: true}, in.spans)
 	assert.Equal(t, []uint16{50051}, in.ports)
 	assert.Equal(t, 3, in.maxBatch)
 	assert.Equal(t, "svc", in.serviceName)
 	assert.Equal(t, 3*time.Second, in.rescan)
+
+	// protocols::http1 off, http2 on: the capture leaves HTTP/1.x out; both
+	// on: max_memory halved between the trackers.
+	c.Protocols = ProtocolsConfig{HTTP2: true}
+	require.NoError(t, confmap.Validate(c))
+	assert.False(t, c.settings().capture.HTTP1)
+	assert.False(t, c.settings().capture.NoHTTP2)
+	c.Protocols.HTTP1 = true
+	both := c.settings()
+	assert.Equal(t, c.MaxMemory, both.tracker.MemoryBudget+both.http1.MemoryBudget)
+	assert.Equal(t, c.MaxMemory/2, both.tracker.MemoryBudget)
+	in = both
 
 	// and the tracker runs with them: max_memory is its budget
 	var calls int
@@ -63,13 +81,18 @@ func TestSettingsFromConfig(t *testing.T) {
 	}
 }
 
-func assertAllDiffer(t *testing.T, path string, v, def reflect.Value) {
+// assertAllDiffer: every field of v but those of except (paths checked
+// apart) differs from def's.
+func assertAllDiffer(t *testing.T, path string, v, def reflect.Value, except ...string) {
 	t.Helper()
+	if slices.Contains(except, path) {
+		return
+	}
 	if v.Kind() == reflect.Struct {
 		for i := range v.NumField() {
 			f := v.Type().Field(i)
 			if f.IsExported() {
-				assertAllDiffer(t, path+"."+f.Name, v.Field(i), def.Field(i))
+				assertAllDiffer(t, path+"."+f.Name, v.Field(i), def.Field(i), except...)
 			}
 		}
 		return

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/capture"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
+	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/http1"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/metadata"
 )
 
@@ -30,6 +32,7 @@ func (r *grpcReceiver) snapshot() {
 		r.kernel = k
 	}
 	r.tstats = r.tracker.Stats()
+	r.h1stats = r.h1.Stats()
 	r.mstats = r.mapper.Stats()
 	r.dstats = r.dec.Stats()
 }
@@ -69,18 +72,18 @@ func (r *grpcReceiver) startTelemetry() (err error) {
 	return errors.Join(
 		r.tb.RegisterReceiverGrpcKernelCallback(named(func() []capture.NamedCounter { return r.kernel.Named() })),
 		r.tb.RegisterReceiverGrpcTrackerCallback(named(func() []capture.NamedCounter {
-			return append(namedFields(r.tstats), namedFields(r.mstats)...)
+			return append(append(namedFields(r.tstats, ""), namedFields(r.h1stats, "http1_")...), namedFields(r.mstats, "")...)
 		})),
 		r.tb.RegisterReceiverGrpcConnectionsLiveCallback(func(_ context.Context, o metric.Int64Observer) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			o.Observe(int64(r.tstats.ConnsLive))
+			o.Observe(int64(r.tstats.ConnsLive + r.h1stats.ConnsLive))
 			return nil
 		}),
 		r.tb.RegisterReceiverGrpcTrackerMemoryCallback(func(_ context.Context, o metric.Int64Observer) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			o.Observe(int64(r.tstats.MemoryUsed))
+			o.Observe(int64(r.tstats.MemoryUsed + r.h1stats.MemoryUsed))
 			return nil
 		}),
 		r.tb.RegisterReceiverGrpcRecordsLostCallback(func(_ context.Context, o metric.Int64Observer) error {
@@ -93,9 +96,10 @@ func (r *grpcReceiver) startTelemetry() (err error) {
 }
 
 // namedFields lists the uint64 fields of a struct of counters by snake_case
-// field name (an array of them, h2.Stats.Gaps, as gap_<reason>), without
-// ConnsLive (a gauge of its own).
-func namedFields(s any) []capture.NamedCounter {
+// field name after prefix (an array of them by reason: h2.Stats.Gaps as
+// gap_<reason>, http1.Stats.SyncLost as sync_lost_<reason>), without
+// ConnsLive and MemoryUsed (gauges of their own).
+func namedFields(s any, prefix string) []capture.NamedCounter {
 	var out []capture.NamedCounter
 	v := reflect.ValueOf(s)
 	for i := range v.NumField() {
@@ -105,10 +109,17 @@ func namedFields(s any) []capture.NamedCounter {
 		}
 		switch fv := v.Field(i); fv.Kind() {
 		case reflect.Uint64:
-			out = append(out, capture.NamedCounter{Name: snake(f.Name), Value: fv.Uint()})
+			out = append(out, capture.NamedCounter{Name: prefix + snake(f.Name), Value: fv.Uint()})
 		case reflect.Array:
 			for j := range fv.Len() {
-				out = append(out, capture.NamedCounter{Name: "gap_" + h2.GapReason(j).String(), Value: fv.Index(j).Uint()})
+				name := snake(f.Name) + "_" + strconv.Itoa(j)
+				switch f.Name {
+				case "Gaps":
+					name = "gap_" + h2.GapReason(j).String()
+				case "SyncLost":
+					name = "sync_lost_" + http1.LostReason(j).String()
+				}
+				out = append(out, capture.NamedCounter{Name: prefix + name, Value: fv.Index(j).Uint()})
 			}
 		}
 	}

@@ -1,0 +1,156 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package grpcreceiver
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
+)
+
+// TestReceiverHTTP1 runs the receiver with its default config (HTTP/1.x on,
+// the kernel's shares on) on each hook against Go's net/http: keep-alive
+// GETs, POSTs with bodies larger than a call's head copy, chunked
+// responses, HEAD, a 404, a slow handler and three requests pipelined in
+// one write. Each request must be one CLIENT and one SERVER span with its
+// method, path, status and user agent, the server span the client span's
+// child, the slow one lasting its handler's sleep.
+func TestReceiverHTTP1(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, hook := range []string{HookSocket, HookSyscalls, HookRawSyscalls} {
+		t.Run(hook, func(t *testing.T) { testReceiverHTTP1(t, hook) })
+	}
+}
+
+func testReceiverHTTP1(t *testing.T, hook string) {
+	sink, stop := startReceiver(t, func(c *Config) { c.Hook = hook })
+	defer stop()
+
+	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10/16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch {
+		case r.URL.Path == "/stream":
+			for range 4 {
+				_, _ = w.Write(big[:20<<10])
+				w.(http.Flusher).Flush()
+			}
+		case r.URL.Path == "/slow":
+			time.Sleep(150 * time.Millisecond)
+		case strings.HasPrefix(r.URL.Path, "/missing"):
+			http.NotFound(w, r)
+		default:
+			_, _ = fmt.Fprintf(w, "hello %s", r.URL.Path)
+		}
+	}))
+	defer srv.Close()
+	port := int64(port(t, srv.Listener.Addr().String()))
+
+	type key struct {
+		method, path string
+		status       int
+	}
+	want := map[key]int{}
+	cl := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	do := func(method, path string, body []byte, status int) time.Duration {
+		req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("User-Agent", "seq-test/1.0")
+		start := time.Now()
+		resp, err := cl.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		require.Equal(t, status, resp.StatusCode, "%s %s", method, path)
+		want[key{method, path, status}]++
+		return took
+	}
+	const gets = 300
+	for i := range gets {
+		do("GET", fmt.Sprintf("/items/%d", i%50), nil, 200)
+	}
+	for range 20 {
+		do("POST", "/upload", big, 200)
+	}
+	for range 10 {
+		do("GET", "/stream", nil, 200)
+	}
+	do("HEAD", "/items/1", nil, 200)
+	do("GET", "/missing", nil, 404)
+	slow := do("GET", "/slow", nil, 200)
+	cl.CloseIdleConnections()
+
+	// Three requests in one write; the server answers them in order.
+	pc, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	var pipe strings.Builder
+	for i := range 3 {
+		fmt.Fprintf(&pipe, "GET /pipelined/%d HTTP/1.1\r\nHost: %s\r\nUser-Agent: seq-test/1.0\r\n\r\n", i, srv.Listener.Addr())
+		want[key{"GET", fmt.Sprintf("/pipelined/%d", i), 200}]++
+	}
+	_, err = pc.Write([]byte(pipe.String()))
+	require.NoError(t, err)
+	br := bufio.NewReader(pc)
+	for range 3 {
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	require.NoError(t, pc.Close())
+
+	n := 0
+	for _, c := range want {
+		n += c
+	}
+	require.Eventually(t, func() bool { return len(spansOf(sink, port)) >= 2*n }, 30*time.Second, 50*time.Millisecond,
+		"spans seen: %d of %d", len(spansOf(sink, port)), 2*n)
+
+	got := map[ptrace.SpanKind]map[key]int{ptrace.SpanKindClient: {}, ptrace.SpanKindServer: {}}
+	byTrace := map[[16]byte][]ptrace.Span{}
+	for _, s := range spansOf(sink, port) {
+		a := s.Attributes().AsRaw()
+		status, _ := a["http.response.status_code"].(int64)
+		path, _ := a["url.path"].(string)
+		got[s.Kind()][key{attr(s, "http.request.method"), path, int(status)}]++
+		assert.Equal(t, attr(s, "http.request.method"), s.Name())
+		assert.Equal(t, "1.1", a["network.protocol.version"])
+		assert.Equal(t, "seq-test/1.0", a["user_agent.original"])
+		byTrace[s.TraceID()] = append(byTrace[s.TraceID()], s)
+		if path == "/slow" {
+			d := s.EndTimestamp().AsTime().Sub(s.StartTimestamp().AsTime())
+			assert.GreaterOrEqual(t, d, 150*time.Millisecond, "the slow request's %s span", s.Kind())
+			assert.LessOrEqual(t, d, slow, "the slow request's %s span", s.Kind())
+		}
+	}
+	assert.Equal(t, want, got[ptrace.SpanKindClient], "client spans by method, path and status")
+	assert.Equal(t, want, got[ptrace.SpanKindServer], "server spans by method, path and status")
+	// Both ends of a request share its trace; the server's span is the client's child.
+	assert.Len(t, byTrace, n)
+	for _, pair := range byTrace {
+		if assert.Len(t, pair, 2) {
+			c, s := pair[0], pair[1]
+			if c.Kind() == ptrace.SpanKindServer {
+				c, s = s, c
+			}
+			assert.Equal(t, c.SpanID(), s.ParentSpanID())
+		}
+	}
+}
