@@ -62,6 +62,10 @@ volatile const __u32 h2_tls_on = 0;
  * connections are then taken for neither, h2_not_h2). */
 volatile const __u32 h2_http2_on = 1;
 volatile const __u32 h2_http1_on = 1;
+/* The collector's own process (its tgid; 0: none): its calls are skipped,
+ * so that its exports (OTLP over HTTP/1.1 or HTTP/2) never become spans
+ * that it exports again. */
+volatile const __u32 h2_self_tgid = 0;
 
 /* Never read: put the record structs into BTF (the Go layout test reads them). */
 const struct h2_open *const h2_open_btf = 0;

@@ -149,6 +149,7 @@ struct h2_stats {
 	__u64 conns_confirmed; /* HTTP/2 connections admitted into h2_conns: a HEADERS frame seen (before: on probation in h2_pending) */
 	__u64 conns_h1;       /* connections found to speak HTTP/1.x */
 	__u64 h1_calls;       /* calls on HTTP/1.x connections walked */
+	__u64 self_calls;     /* calls of the collector itself (h2_self_tgid), skipped: its own exports */
 };
 
 #endif

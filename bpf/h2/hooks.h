@@ -27,6 +27,10 @@ static __always_inline int h2_io(struct sock *sk, int dir, long ret, __u32 flags
 	if (!st || ret <= 0)
 		return 0;
 	st->sock_calls++;
+	if (h2_skip_self()) {
+		st->self_calls++;
+		return 0;
+	}
 	if (h2_tls_on)
 		h2_tls_mark(sk);
 	c = h2_find(&key, sk, st, &pending, &skip);

@@ -80,6 +80,12 @@ static __always_inline struct h2_stats *h2_st(void)
 	return bpf_map_lookup_elem(&h2_counters, &zero);
 }
 
+/* Whether the current task is the collector's own process (h2_self_tgid). */
+static __always_inline bool h2_skip_self(void)
+{
+	return h2_self_tgid && bpf_get_current_pid_tgid() >> 32 == h2_self_tgid;
+}
+
 static __always_inline void h2_fill_rec(struct h2_rec *h, struct h2_conn *c, __u8 kind, __u8 dir, bool task)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +154,39 @@ func testReceiverHTTP1(t *testing.T, hook string) {
 			assert.Equal(t, c.SpanID(), s.ParentSpanID())
 		}
 	}
+}
+
+// The tests' clients and servers run in the test binary, which the
+// receiver would skip as its own process (capture.Options.SkipPID) but for
+// this; TestReceiverSkipsItself turns it back off.
+func init() { captureSelf = true }
+
+// TestReceiverSkipsItself: as the collector runs it, the receiver skips
+// its own process's calls (its exports never become spans it exports
+// again), and still sees another process's on the same server: curl's
+// request to a server in this process is a CLIENT span (curl's) and no
+// SERVER span (this process's), counted in self_calls.
+func TestReceiverSkipsItself(t *testing.T) {
+	testutil.RequireRoot(t)
+	captureSelf = false
+	defer func() { captureSelf = true }()
+	sink, stop := startReceiver(t, nil)
+	defer stop()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hi")) }))
+	defer srv.Close()
+	port := int64(port(t, srv.Listener.Addr().String()))
+	for range 5 {
+		resp, err := http.Get(srv.URL + "/self")
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	out, err := exec.Command("curl", "-s", "-o", "/dev/null", srv.URL+"/curl").CombinedOutput()
+	require.NoError(t, err, "curl: %s", out)
+	require.Eventually(t, func() bool { return len(spansOf(sink, port)) >= 1 }, 10*time.Second, 50*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // what else would come
+	spans := spansOf(sink, port)
+	require.Len(t, spans, 1, "curl's CLIENT span only")
+	assert.Equal(t, ptrace.SpanKindClient, spans[0].Kind())
+	assert.Equal(t, "/curl", attr(spans[0], "url.path"))
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,11 @@ import (
 // probeSelf lets the tests whose TLS peers run in the test binary probe it
 // (the collector never probes its own executable).
 var probeSelf = false
+
+// captureSelf lets the tests whose peers run in the test binary capture
+// its calls; the collector skips its own (capture.Options.SkipPID): its
+// exports would otherwise become spans it exports again.
+var captureSelf = false
 
 // noFetch makes the tests load the programs kernels without BPF atomic
 // fetch get (capture.Options.NoFetch), on any kernel.
@@ -101,6 +107,9 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 func (r *grpcReceiver) Start(context.Context, component.Host) (err error) {
 	opts := r.in.capture
 	opts.ProbeSelf, opts.NoFetch = probeSelf, noFetch
+	if !captureSelf {
+		opts.SkipPID = os.Getpid()
+	}
 	c, err := capture.Open(opts)
 	if err != nil {
 		return fmt.Errorf("grpc receiver: %w", err)

@@ -55,6 +55,7 @@ type Counters struct {
 	ConnsConfirmed                    uint64 // HTTP/2 connections admitted into the kernel's HTTP/2 map: a call (HEADERS frame) seen
 	ConnsH1                           uint64 // connections found to speak HTTP/1.x
 	H1Calls                           uint64 // calls on HTTP/1.x connections walked (their first and last bytes copied)
+	SelfCalls                         uint64 // calls of the collector itself (Options.SkipPID), skipped
 
 	Tickets        uint64 // ring tickets claimed
 	Overrun        uint64 // slots skipped: the ring lapped its reader
@@ -111,6 +112,7 @@ func (c *Counters) add(p h2H2Stats) {
 	c.ConnsConfirmed += p.ConnsConfirmed
 	c.ConnsH1 += p.ConnsH1
 	c.H1Calls += p.H1Calls
+	c.SelfCalls += p.SelfCalls
 }
 
 // Named lists the counters by a stable snake_case name, for self-telemetry.
@@ -135,7 +137,7 @@ func (c Counters) Named() []NamedCounter {
 		{"tls_sock", c.TLSSock}, {"tls_no_sock", c.TLSNoSock},
 		{"throttled_user", c.ThrottledUser}, {"throttled_user_bytes", c.ThrottledUserBytes},
 		{"frame_tokens", c.FrameTokens}, {"conns_confirmed", c.ConnsConfirmed},
-		{"conns_http1", c.ConnsH1}, {"http1_calls", c.H1Calls},
+		{"conns_http1", c.ConnsH1}, {"http1_calls", c.H1Calls}, {"self_calls", c.SelfCalls},
 		{"tickets", c.Tickets}, {"ring_overrun", c.Overrun}, {"ring_no_slot", c.NoSlot},
 		{"ring_output_failed", c.OutputFailed},
 		{"doorbells", c.Doorbells}, {"doorbell_failed", c.DoorbellFailed}, {"prog_recursion_misses", c.ProgMisses},

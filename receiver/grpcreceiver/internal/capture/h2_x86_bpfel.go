@@ -164,6 +164,7 @@ type h2H2Stats struct {
 	ConnsConfirmed     uint64
 	ConnsH1            uint64
 	H1Calls            uint64
+	SelfCalls          uint64
 }
 
 type h2H2TlsArgs struct {
@@ -281,6 +282,7 @@ const (
 	h2VarH2Rate         = "h2_rate"
 	h2VarH2RecFlagsBtf  = "h2_rec_flags_btf"
 	h2VarH2SegBtf       = "h2_seg_btf"
+	h2VarH2SelfTgid     = "h2_self_tgid"
 	h2VarH2TlsOn        = "h2_tls_on"
 	h2VarH2UserBurst    = "h2_user_burst"
 	h2VarH2UserRate     = "h2_user_rate"
@@ -393,6 +395,7 @@ type h2VariableSpecs struct {
 	H2Rate        *ebpf.VariableSpec `ebpf:"h2_rate"`
 	H2RecFlagsBtf *ebpf.VariableSpec `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
+	H2SelfTgid    *ebpf.VariableSpec `ebpf:"h2_self_tgid"`
 	H2TlsOn       *ebpf.VariableSpec `ebpf:"h2_tls_on"`
 	H2UserBurst   *ebpf.VariableSpec `ebpf:"h2_user_burst"`
 	H2UserRate    *ebpf.VariableSpec `ebpf:"h2_user_rate"`
@@ -475,6 +478,7 @@ type h2Variables struct {
 	H2Rate        *ebpf.Variable `ebpf:"h2_rate"`
 	H2RecFlagsBtf *ebpf.Variable `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.Variable `ebpf:"h2_seg_btf"`
+	H2SelfTgid    *ebpf.Variable `ebpf:"h2_self_tgid"`
 	H2TlsOn       *ebpf.Variable `ebpf:"h2_tls_on"`
 	H2UserBurst   *ebpf.Variable `ebpf:"h2_user_burst"`
 	H2UserRate    *ebpf.Variable `ebpf:"h2_user_rate"`

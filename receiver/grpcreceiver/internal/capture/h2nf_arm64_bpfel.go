@@ -60,6 +60,7 @@ const (
 	h2nfVarH2Rate         = "h2_rate"
 	h2nfVarH2RecFlagsBtf  = "h2_rec_flags_btf"
 	h2nfVarH2SegBtf       = "h2_seg_btf"
+	h2nfVarH2SelfTgid     = "h2_self_tgid"
 	h2nfVarH2TlsOn        = "h2_tls_on"
 	h2nfVarH2UserBurst    = "h2_user_burst"
 	h2nfVarH2UserRate     = "h2_user_rate"
@@ -164,6 +165,7 @@ type h2nfVariableSpecs struct {
 	H2Rate        *ebpf.VariableSpec `ebpf:"h2_rate"`
 	H2RecFlagsBtf *ebpf.VariableSpec `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
+	H2SelfTgid    *ebpf.VariableSpec `ebpf:"h2_self_tgid"`
 	H2TlsOn       *ebpf.VariableSpec `ebpf:"h2_tls_on"`
 	H2UserBurst   *ebpf.VariableSpec `ebpf:"h2_user_burst"`
 	H2UserRate    *ebpf.VariableSpec `ebpf:"h2_user_rate"`
@@ -250,6 +252,7 @@ type h2nfVariables struct {
 	H2Rate        *ebpf.Variable `ebpf:"h2_rate"`
 	H2RecFlagsBtf *ebpf.Variable `ebpf:"h2_rec_flags_btf"`
 	H2SegBtf      *ebpf.Variable `ebpf:"h2_seg_btf"`
+	H2SelfTgid    *ebpf.Variable `ebpf:"h2_self_tgid"`
 	H2TlsOn       *ebpf.Variable `ebpf:"h2_tls_on"`
 	H2UserBurst   *ebpf.Variable `ebpf:"h2_user_burst"`
 	H2UserRate    *ebpf.Variable `ebpf:"h2_user_rate"`

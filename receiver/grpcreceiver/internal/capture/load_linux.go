@@ -65,7 +65,11 @@ type Options struct {
 	// HTTP1 also captures HTTP/1.x connections (a request or status line
 	// at a call's start; bpf/h2/detect.h); NoHTTP2 leaves HTTP/2 ones out.
 	HTTP1, NoHTTP2 bool
-	MaxIov         int // iovecs walked per call (0: 1024)
+	// SkipPID: the calls of this process (the collector: os.Getpid()) are
+	// skipped (self_calls), so that its own exports never become spans it
+	// exports again; 0 skips none (tests whose peers are the test binary).
+	SkipPID int
+	MaxIov  int // iovecs walked per call (0: 1024)
 	// Rate is each connection's share of the ring, in bytes copied a second
 	// (a token bucket: see burst); a call made with
 	// the bucket empty is not walked, counted as throttled, and its
@@ -320,6 +324,7 @@ func (o Options) setVariables(spec *ebpf.CollectionSpec, bpfLoop bool) error {
 		"h2_tls_on":     flag(o.TLS),
 		"h2_http1_on":   flag(o.HTTP1),
 		"h2_http2_on":   flag(!o.NoHTTP2),
+		"h2_self_tgid":  uint32(o.SkipPID),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("set %s: %w", name, err)
