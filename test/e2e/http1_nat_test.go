@@ -1,0 +1,215 @@
+// Copyright The otelcol-seq Authors
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build e2e && linux
+
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-seq/otelcol-seq/test/testutil"
+)
+
+// httpRequest is one request a client made, as its spans should say.
+type httpRequest struct {
+	client, method, path string
+	status               int
+}
+
+// TestHTTP1AcrossNAT: Python's http.server (HTTP/1.1, keep-alive, a
+// workload none of this repository's code serves) behind the NAT pair of
+// TestGRPCAcrossNAT, and three clients through it: curl (many URLs on one
+// kept-alive connection, and HEAD), Python's http.client (keep-alive, three
+// requests pipelined in one write) and Go's net/http (keep-alive, a POST the
+// server refuses with 501). Two agents (one per node, each keeping one end
+// of every request by its port) must give one CLIENT and one SERVER span per
+// request with its method, path and status, every server span the child of
+// its client span; the join rate per client is logged.
+func TestHTTP1AcrossNAT(t *testing.T) {
+	testutil.RequireRoot(t)
+	j := startJaeger(t)
+
+	// The site: each client's files apart, so that url.path names the request.
+	site := t.TempDir()
+	const perClient = 40
+	for _, c := range []string{"curl", "py", "go", "pipe"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(site, c), 0o755))
+		for i := range perClient {
+			require.NoError(t, os.WriteFile(filepath.Join(site, c, fmt.Sprintf("%d.html", i)), []byte(strings.Repeat("x", 100+i*50)), 0o644))
+		}
+	}
+	big := strings.Repeat("0123456789abcdef", 256<<10/16) // larger than a call's head copy
+	require.NoError(t, os.WriteFile(filepath.Join(site, "big.bin"), []byte(big), 0o644))
+
+	real := mustFreePort(t)
+	srv := exec.Command("python3", "-m", "http.server", "--protocol", "HTTP/1.1", "--bind", "127.0.0.1", "--directory", site, strconv.Itoa(real))
+	srv.Stdout, srv.Stderr = io.Discard, io.Discard
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(real))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond, "python3 -m http.server")
+	svc := natPair(t, real)
+	base := "http://127.0.0.1:" + strconv.Itoa(svc)
+
+	clientNode, clientOut := node(t, j, "client-node", svc)
+	serverNode, serverOut := node(t, j, "server-node", real)
+	var want []httpRequest
+
+	// curl: every URL on one connection (keep-alive), then HEAD.
+	args := []string{"-s", "--fail-with-body"}
+	for i := range perClient {
+		args = append(args, "-o", "/dev/null", fmt.Sprintf("%s/curl/%d.html", base, i))
+		want = append(want, httpRequest{"curl", "GET", fmt.Sprintf("/curl/%d.html", i), 200})
+	}
+	args = append(args, "-o", "/dev/null", base+"/big.bin")
+	want = append(want, httpRequest{"curl", "GET", "/big.bin", 200})
+	out, err := exec.Command("curl", args...).CombinedOutput()
+	require.NoError(t, err, "curl: %s", out)
+	out, err = exec.Command("curl", "-s", "-I", "-o", "/dev/null", base+"/curl/0.html").CombinedOutput()
+	require.NoError(t, err, "curl -I: %s", out)
+	want = append(want, httpRequest{"curl", "HEAD", "/curl/0.html", 200})
+
+	// Python's http.client: keep-alive, then three requests in one write.
+	py := fmt.Sprintf(`
+import http.client, socket
+c = http.client.HTTPConnection("127.0.0.1", %d)
+for i in range(%d):
+    c.request("GET", "/py/%%d.html" %% i)
+    r = c.getresponse(); r.read()
+    assert r.status == 200, r.status
+c.close()
+s = socket.create_connection(("127.0.0.1", %d))
+s.sendall(b"".join(b"GET /pipe/%%d.html HTTP/1.1\r\nHost: x\r\n\r\n" %% i for i in range(3)))
+f = s.makefile("rb")
+for i in range(3):
+    status, n = f.readline(), 0
+    while True:
+        h = f.readline()
+        if h in (b"\r\n", b""):
+            break
+        if h.lower().startswith(b"content-length:"):
+            n = int(h.split(b":")[1])
+    f.read(n)
+    assert status.split()[1] == b"200", status
+s.close()
+`, svc, perClient, svc)
+	out, err = exec.Command("python3", "-c", py).CombinedOutput()
+	require.NoError(t, err, "python: %s", out)
+	for i := range perClient {
+		want = append(want, httpRequest{"py", "GET", fmt.Sprintf("/py/%d.html", i), 200})
+	}
+	for i := range 3 {
+		want = append(want, httpRequest{"pipe", "GET", fmt.Sprintf("/pipe/%d.html", i), 200})
+	}
+
+	// Go's net/http: keep-alive, and a POST http.server answers 501.
+	cl := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	for i := range perClient {
+		resp, err := cl.Get(fmt.Sprintf("%s/go/%d.html", base, i))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		want = append(want, httpRequest{"go", "GET", fmt.Sprintf("/go/%d.html", i), 200})
+	}
+	resp, err := cl.Post(base+"/go/form", "text/plain", strings.NewReader("a=1"))
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 501, resp.StatusCode)
+	want = append(want, httpRequest{"go", "POST", "/go/form", 501})
+	cl.CloseIdleConnections()
+
+	var cs, ss []ptrace.Span
+	assert.Eventually(t, func() bool {
+		cs, ss = readSpans(t, clientOut), readSpans(t, serverOut)
+		return len(httpSpans(ss, ptrace.SpanKindServer)) >= len(want) && len(httpSpans(cs, ptrace.SpanKindClient)) >= len(want)
+	}, 60*time.Second, 250*time.Millisecond, "client node %d spans, server node %d\n%s\n%s",
+		len(cs), len(ss), tail(clientNode.log(), 1500), tail(serverNode.log(), 1500))
+	cs, ss = stopNodes(t, clientNode, serverNode, clientOut, serverOut, "") // "": spans without rpc.method
+	clients, servers := httpSpans(cs, ptrace.SpanKindClient), httpSpans(ss, ptrace.SpanKindServer)
+	assert.Len(t, clients, len(want), "one CLIENT span per request")
+	assert.Len(t, servers, len(want), "one SERVER span per request")
+
+	byPath := func(spans []ptrace.Span) map[string][]ptrace.Span {
+		m := map[string][]ptrace.Span{}
+		for _, s := range spans {
+			p, _ := s.Attributes().Get("url.path")
+			m[p.Str()] = append(m[p.Str()], s)
+		}
+		return m
+	}
+	cp, sp := byPath(clients), byPath(servers)
+	joined := map[string]int{}
+	total := map[string]int{}
+	for _, w := range want {
+		total[w.client]++
+		c, s := cp[w.path], sp[w.path]
+		if !assert.NotEmpty(t, c, "%s %s: no client span", w.method, w.path) || !assert.NotEmpty(t, s, "%s %s: no server span", w.method, w.path) {
+			continue
+		}
+		// The same path twice (curl's HEAD after its GET): the spans by method.
+		ci, si := pickMethod(c, w.method), pickMethod(s, w.method)
+		if !assert.NotNil(t, ci, "%s %s: client span", w.method, w.path) || !assert.NotNil(t, si, "%s %s: server span", w.method, w.path) {
+			continue
+		}
+		for _, x := range []ptrace.Span{*ci, *si} {
+			a := x.Attributes().AsRaw()
+			assert.Equal(t, w.method, x.Name(), "%s %s", w.method, w.path)
+			assert.Equal(t, int64(w.status), a["http.response.status_code"], "%s %s %v", w.method, w.path, x.Kind())
+			assert.Equal(t, "1.1", a["network.protocol.version"])
+			assert.Equal(t, "http", a["url.scheme"])
+		}
+		if si.ParentSpanID() == ci.SpanID() && si.TraceID() == ci.TraceID() {
+			joined[w.client]++
+		}
+	}
+	for _, c := range []string{"curl", "py", "pipe", "go"} {
+		t.Logf("HTTP/1.1 across NAT, %s: %d of %d server spans joined to their client span", c, joined[c], total[c])
+		assert.Equal(t, total[c], joined[c], "%s: server spans not joined to their client span", c)
+	}
+	// The server's 501 is an error on both ends (5xx).
+	if s := pickMethod(sp["/go/form"], "POST"); assert.NotNil(t, s) {
+		assert.Equal(t, ptrace.StatusCodeError, s.Status().Code())
+	}
+}
+
+// httpSpans keeps the spans of one kind with an HTTP method.
+func httpSpans(spans []ptrace.Span, kind ptrace.SpanKind) []ptrace.Span {
+	var out []ptrace.Span
+	for _, s := range spans {
+		if _, ok := s.Attributes().Get("http.request.method"); ok && s.Kind() == kind {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// pickMethod returns the span of spans whose method is m.
+func pickMethod(spans []ptrace.Span, m string) *ptrace.Span {
+	for i := range spans {
+		if v, _ := spans[i].Attributes().Get("http.request.method"); v.Str() == m {
+			return &spans[i]
+		}
+	}
+	return nil
+}
