@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,22 +147,28 @@ s.close()
 	}, 60*time.Second, 250*time.Millisecond, "client node %d spans, server node %d\n%s\n%s",
 		len(cs), len(ss), tail(clientNode.log(), 1500), tail(serverNode.log(), 1500))
 	cs, ss = stopNodes(t, clientNode, serverNode, clientOut, serverOut, "") // "": spans without rpc.method
-	clients, servers := httpSpans(cs, ptrace.SpanKindClient), httpSpans(ss, ptrace.SpanKindServer)
+	checkHTTP1Joined(t, want, httpSpans(cs, ptrace.SpanKindClient), httpSpans(ss, ptrace.SpanKindServer), "http", "HTTP/1.1 across NAT")
+	// The server's 501 is an error on both ends (5xx).
+	if s := pickMethod(byPath(ss)["/go/form"], "POST"); assert.NotNil(t, s) {
+		assert.Equal(t, ptrace.StatusCodeError, s.Status().Code())
+	}
+}
+
+// checkHTTP1Joined: one CLIENT and one SERVER span per request of want,
+// with its method, status, version and scheme, every server span the child
+// of its client span; the join rate per client is logged.
+func checkHTTP1Joined(t *testing.T, want []httpRequest, clients, servers []ptrace.Span, scheme, what string) {
+	t.Helper()
 	assert.Len(t, clients, len(want), "one CLIENT span per request")
 	assert.Len(t, servers, len(want), "one SERVER span per request")
-
-	byPath := func(spans []ptrace.Span) map[string][]ptrace.Span {
-		m := map[string][]ptrace.Span{}
-		for _, s := range spans {
-			p, _ := s.Attributes().Get("url.path")
-			m[p.Str()] = append(m[p.Str()], s)
-		}
-		return m
-	}
 	cp, sp := byPath(clients), byPath(servers)
 	joined := map[string]int{}
 	total := map[string]int{}
+	var names []string
 	for _, w := range want {
+		if total[w.client] == 0 {
+			names = append(names, w.client)
+		}
 		total[w.client]++
 		c, s := cp[w.path], sp[w.path]
 		if !assert.NotEmpty(t, c, "%s %s: no client span", w.method, w.path) || !assert.NotEmpty(t, s, "%s %s: no server span", w.method, w.path) {
@@ -177,20 +184,26 @@ s.close()
 			assert.Equal(t, w.method, x.Name(), "%s %s", w.method, w.path)
 			assert.Equal(t, int64(w.status), a["http.response.status_code"], "%s %s %v", w.method, w.path, x.Kind())
 			assert.Equal(t, "1.1", a["network.protocol.version"])
-			assert.Equal(t, "http", a["url.scheme"])
+			assert.Equal(t, scheme, a["url.scheme"])
 		}
 		if si.ParentSpanID() == ci.SpanID() && si.TraceID() == ci.TraceID() {
 			joined[w.client]++
 		}
 	}
-	for _, c := range []string{"curl", "py", "pipe", "go"} {
-		t.Logf("HTTP/1.1 across NAT, %s: %d of %d server spans joined to their client span", c, joined[c], total[c])
+	for _, c := range names {
+		t.Logf("%s, %s: %d of %d server spans joined to their client span", what, c, joined[c], total[c])
 		assert.Equal(t, total[c], joined[c], "%s: server spans not joined to their client span", c)
 	}
-	// The server's 501 is an error on both ends (5xx).
-	if s := pickMethod(sp["/go/form"], "POST"); assert.NotNil(t, s) {
-		assert.Equal(t, ptrace.StatusCodeError, s.Status().Code())
+}
+
+// byPath groups spans by url.path.
+func byPath(spans []ptrace.Span) map[string][]ptrace.Span {
+	m := map[string][]ptrace.Span{}
+	for _, s := range spans {
+		p, _ := s.Attributes().Get("url.path")
+		m[p.Str()] = append(m[p.Str()], s)
 	}
+	return m
 }
 
 // httpSpans keeps the spans of one kind with an HTTP method.
@@ -212,4 +225,74 @@ func pickMethod(spans []ptrace.Span, m string) *ptrace.Span {
 		}
 	}
 	return nil
+}
+
+// TestHTTP1TLSAcrossNAT: HTTPS through the same NAT pair, the two agents
+// with the TLS probes on. The server is Go's net/http over crypto/tls in
+// this process (HTTP/1.1 only); the clients curl (OpenSSL, --http1.1, one
+// kept-alive connection), Python's http.client over the ssl module
+// (OpenSSL) and Go's net/http (crypto/tls). The sessions' ids come from the
+// TCP sockets under them: every server span must be the child of its client
+// span, url.scheme https.
+func TestHTTP1TLSAcrossNAT(t *testing.T) {
+	testutil.RequireRoot(t)
+	j := startJaeger(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = fmt.Fprintf(w, "hello %s", r.URL.Path)
+	}))
+	srv.StartTLS()
+	defer srv.Close()
+	real, svc, svcAddr := natService(t, srv.Listener.Addr().String())
+	base := "https://" + svcAddr
+
+	clientNode, clientOut := nodeOf(t, tlsNodeConfig, j, "client-node", svc)
+	serverNode, serverOut := nodeOf(t, tlsNodeConfig, j, "server-node", real)
+	const perClient = 30
+	var want []httpRequest
+
+	args := []string{"-s", "-k", "--http1.1", "--fail-with-body"}
+	for i := range perClient {
+		args = append(args, "-o", "/dev/null", fmt.Sprintf("%s/curl/%d", base, i))
+		want = append(want, httpRequest{"curl", "GET", fmt.Sprintf("/curl/%d", i), 200})
+	}
+	out, err := exec.Command("curl", args...).CombinedOutput()
+	require.NoError(t, err, "curl: %s", out)
+
+	py := fmt.Sprintf(`
+import http.client, ssl
+c = http.client.HTTPSConnection("127.0.0.1", %d, context=ssl._create_unverified_context())
+for i in range(%d):
+    c.request("GET", "/py/%%d" %% i)
+    r = c.getresponse(); r.read()
+    assert r.status == 200, r.status
+c.close()
+`, svc, perClient)
+	out, err = exec.Command("python3", "-c", py).CombinedOutput()
+	require.NoError(t, err, "python: %s", out)
+	for i := range perClient {
+		want = append(want, httpRequest{"py", "GET", fmt.Sprintf("/py/%d", i), 200})
+	}
+
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 1
+	cl := &http.Client{Transport: tr}
+	for i := range perClient {
+		resp, err := cl.Get(fmt.Sprintf("%s/go/%d", base, i))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, "HTTP/1.1", resp.Proto)
+		want = append(want, httpRequest{"go", "GET", fmt.Sprintf("/go/%d", i), 200})
+	}
+	cl.CloseIdleConnections()
+
+	var cs, ss []ptrace.Span
+	assert.Eventually(t, func() bool {
+		cs, ss = readSpans(t, clientOut), readSpans(t, serverOut)
+		return len(httpSpans(ss, ptrace.SpanKindServer)) >= len(want) && len(httpSpans(cs, ptrace.SpanKindClient)) >= len(want)
+	}, 60*time.Second, 250*time.Millisecond, "client node %d spans, server node %d\n%s\n%s",
+		len(cs), len(ss), tail(clientNode.log(), 1500), tail(serverNode.log(), 1500))
+	cs, ss = stopNodes(t, clientNode, serverNode, clientOut, serverOut, "") // "": spans without rpc.method
+	checkHTTP1Joined(t, want, httpSpans(cs, ptrace.SpanKindClient), httpSpans(ss, ptrace.SpanKindServer), "https", "HTTPS across NAT")
 }

@@ -281,7 +281,7 @@ func (t *Tracker) requestDone(c *conn, d *direction, ch *h2.Chunk) {
 	t.promote(c)
 	call := &e.call
 	*call = h2.Call{
-		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns, ISN: c.isn,
+		Conn: c.id, Role: c.role, Local: c.local, Remote: c.remote, NetNS: c.netns, ISN: c.isn, TLS: c.tls,
 		Proc: h.proc, StreamID: uint32(h.off), StartNs: h.startNs, ReqSeq: h.seq, ReqSeqKnown: h.seqKnown,
 		Protocol: h2.ProtoHTTP1, GRPCStatus: -1, ReqHeaderBytes: uint32(d.headBytes),
 		Method: call.Method, Path: call.Path, Authority: call.Authority, UserAgent: call.UserAgent,

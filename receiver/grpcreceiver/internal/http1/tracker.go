@@ -98,6 +98,7 @@ type conn struct {
 	local, remote h2.Endpoint
 	netns         uint32
 	isn           h2.SockISN
+	tls           bool // a TLS session (h2.ConnOpen.TLS): url.scheme https
 	openProc      h2.Proc
 	reqDir        int8 // the Dir that carries requests; -1 unknown
 	dirs          [2]direction
@@ -163,7 +164,7 @@ func (t *Tracker) ConnOpen(o *h2.ConnOpen) {
 	}
 	c := t.newConn(o.Conn, o.TimeNs)
 	defer t.enforce(c)
-	c.role, c.local, c.remote, c.openProc, c.netns, c.isn = o.Role, o.Local, o.Remote, o.Proc, o.NetNS, o.ISN
+	c.role, c.local, c.remote, c.openProc, c.netns, c.isn, c.tls = o.Role, o.Local, o.Remote, o.Proc, o.NetNS, o.ISN, o.TLS
 	if o.Role == h2.RoleUnknown {
 		return
 	}
