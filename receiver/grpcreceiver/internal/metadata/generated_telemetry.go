@@ -152,7 +152,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ReceiverGrpcConnectionsLive, err = builder.meter.Int64ObservableGauge(
 		"otelcol_receiver_grpc_connections_live",
-		metric.WithDescription("HTTP/2 connections the tracker follows now (max_connections bounds it). [Development]"),
+		metric.WithDescription("HTTP/2 and HTTP/1.x connections the trackers follow now (max_connections bounds each). [Development]"),
 		metric.WithUnit("{connection}"),
 	)
 	errs = errors.Join(errs, err)

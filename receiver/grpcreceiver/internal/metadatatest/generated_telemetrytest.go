@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) receiver.Settings {
 func AssertEqualReceiverGrpcConnectionsLive(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_grpc_connections_live",
-		Description: "HTTP/2 connections the tracker follows now (max_connections bounds it). [Development]",
+		Description: "HTTP/2 and HTTP/1.x connections the trackers follow now (max_connections bounds each). [Development]",
 		Unit:        "{connection}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,
