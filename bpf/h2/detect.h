@@ -120,15 +120,15 @@ static __always_inline __u32 h1_word(const __u8 *b)
 #define H1_W(a, b, c, d) ((__u32)(a) << 24 | (__u32)(b) << 16 | (__u32)(c) << 8 | (d))
 
 /*
- * Whether a call's first bytes begin an HTTP/1.x request line: one of
- * RFC 9110's methods (and PATCH) and its space, as far as the bytes read go
- * (at least 4: hd->n is 0, 4, 9 or 24).
+ * Whether n first bytes b begin an HTTP/1.x request line: one of RFC
+ * 9110's methods (and PATCH) and its space, as far as the bytes go (at
+ * least 4; a call's first bytes read are 0, 4, 9 or 24).
  */
-static __always_inline bool h1_is_request(struct h2_head *hd)
+static __always_inline bool h1_starts_request(const __u8 *b, __u32 n)
 {
-	__u32 w = h1_word(hd->b);
+	__u32 w = h1_word(b);
 
-	if (hd->n < 4)
+	if (n < 4)
 		return false;
 	/* Each method's space by a constant index (clang turns a variable
 	 * index into the stack into an OR on the frame pointer, which the
@@ -139,25 +139,35 @@ static __always_inline bool h1_is_request(struct h2_head *hd)
 		return true;
 	case H1_W('P', 'O', 'S', 'T'):
 	case H1_W('H', 'E', 'A', 'D'):
-		return hd->n <= 4 || hd->b[4] == ' ';
+		return n <= 4 || b[4] == ' ';
 	case H1_W('P', 'A', 'T', 'C'): /* PATCH */
 	case H1_W('T', 'R', 'A', 'C'): /* TRACE */
-		return hd->n <= 5 || (hd->b[4] == 'H' || hd->b[4] == 'E');
+		return n <= 5 || (b[4] == 'H' || b[4] == 'E');
 	case H1_W('D', 'E', 'L', 'E'): /* DELETE */
-		return hd->n <= 6 || hd->b[6] == ' ';
+		return n <= 6 || b[6] == ' ';
 	case H1_W('O', 'P', 'T', 'I'): /* OPTIONS */
 	case H1_W('C', 'O', 'N', 'N'): /* CONNECT */
-		return hd->n <= 7 || hd->b[7] == ' ';
+		return n <= 7 || b[7] == ' ';
 	default:
 		return false;
 	}
 }
 
-/* Whether a call's first bytes begin an HTTP/1.x status line ("HTTP/1."). */
+/* Whether n first bytes b begin an HTTP/1.x status line ("HTTP/1."). */
+static __always_inline bool h1_starts_response(const __u8 *b, __u32 n)
+{
+	return n >= 4 && h1_word(b) == H1_W('H', 'T', 'T', 'P') && (n < 9 || (b[4] == '/' && b[5] == '1' && b[6] == '.'));
+}
+
+/* The same of a call's first bytes. */
+static __always_inline bool h1_is_request(struct h2_head *hd)
+{
+	return h1_starts_request(hd->b, hd->n);
+}
+
 static __always_inline bool h1_is_response(struct h2_head *hd)
 {
-	return hd->n >= 4 && h1_word(hd->b) == H1_W('H', 'T', 'T', 'P') &&
-	       (hd->n < 9 || (hd->b[4] == '/' && hd->b[5] == '1' && hd->b[6] == '.'));
+	return h1_starts_response(hd->b, hd->n);
 }
 
 /*

@@ -58,13 +58,14 @@ static __always_inline void h2_tls_data(struct h2_key key, __u64 buf, int dir, l
 		struct h2_conn n = {};
 
 		if (bpf_map_lookup_elem(&h2_tls_closed, &key)) {
-			struct h2_head hd = {.n = H2_FRAME_HDR};
+			__u8 b[H2_FRAME_HDR] = {};
 
 			/* A call on a closed session: only a new session's first
 			 * bytes (the preface, or a SETTINGS frame; a request or
 			 * status line) open one. */
-			if (ret < H2_FRAME_HDR || bpf_probe_read_user(hd.b, H2_FRAME_HDR, (void *)buf) ||
-			    !(h2_session_start(hd.b) || (h2_http1_on && (h1_is_request(&hd) || h1_is_response(&hd))))) {
+			if (ret < H2_FRAME_HDR || bpf_probe_read_user(b, sizeof(b), (void *)buf) ||
+			    !(h2_session_start(b) ||
+			      (h2_http1_on && (h1_starts_request(b, sizeof(b)) || h1_starts_response(b, sizeof(b)))))) {
 				st->tls_after_close++;
 				return;
 			}

@@ -86,7 +86,7 @@ selection() {
 	# detach under load (RT waits out a grace period per close). The
 	# others (file parsing, filters, rescans, rates) are logic the host
 	# and the stock 6.1 guest run.
-	6.1-rt:capture | rt:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLoadHooks|TestCaptureGRPCGo|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestCaptureTLSOpenSSLEx|TestRawSyscallsSkipsIA32|TestSyscallHookRefused|TestCaptureNetNS|TestCaptureConnectionFlood|TestCapturePredatingConnection|TestTLSShutdownUnderLoad|TestLayoutMatchesBPF)$'; return ;;
+	6.1-rt:capture | rt:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLoadHooks|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestCaptureTLSOpenSSLEx|TestRawSyscallsSkipsIA32|TestSyscallHookRefused|TestCaptureNetNS|TestCaptureConnectionFlood|TestCapturePredatingConnection|TestTLSShutdownUnderLoad|TestLayoutMatchesBPF)$'; return ;;
 	esac
 	case $1 in
 	6.1 | 6.1-rt | stock | rt) echo ""; return ;;
@@ -95,7 +95,7 @@ selection() {
 	# No BPF atomic fetch (5.12) nor bpf_task_pt_regs (5.15): the h2nf
 	# programs on raw_syscalls, the bounded walk (no bpf_loop), each TLS
 	# probe kind, the ia32 check; asking for the other hooks is refused.
-	5.10*:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF|TestCaptureGRPCGo|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32)$' ;;
+	5.10*:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32)$' ;;
 	# Not run (-): Debian 12's bpftrace 0.17 on 5.10 without kernel headers
 	# cannot type the scripts' own struct definitions from 5.10's BTF
 	# ("unknown type name 's64'"), and with headers each script compiles
@@ -105,7 +105,7 @@ selection() {
 	# nothing its stock build and 6.1's RT build do not test.
 	6.12-rt:bpftrace) echo - ;;
 	*:seqreceiver) echo '^(TestShellTreeForkExecExit|TestTransportsWithoutAtomics|TestSignalExitAndThreads|TestThreadCasesOneProcessExit|TestForkStormAccounting|TestForkStormEveryTransport|TestShutdownLeavesNothingLoaded|TestShellTreeSpans)$' ;;
-	*:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLoadHooks|TestCaptureGRPCGo|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32|TestSyscallHookRefused|TestCaptureNetNS)$' ;;
+	*:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLoadHooks|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32|TestSyscallHookRefused|TestCaptureNetNS)$' ;;
 	*) echo "" ;;
 	esac
 }
