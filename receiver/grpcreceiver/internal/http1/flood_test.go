@@ -174,3 +174,48 @@ func TestExpire(t *testing.T) {
 		t.Fatalf("%+v; %+v", rec.calls, tr.Stats())
 	}
 }
+
+// TestMemoryHog: a few connections that each hold the most a connection
+// may (MaxPipelined requests never answered, every string at
+// MaxFieldBytes), kept more recently active than everyone else's, fill the
+// budget: the tracker evicts them, not the connections of the other users
+// with a request in flight (each holds its fair share or less). Before
+// the heavy pool, the least recently active went first: 30 connections of
+// the hog's blinded every other one.
+func TestMemoryHog(t *testing.T) {
+	cfg := Config{MaxConns: 256, MaxProbationConns: 64, MaxPipelined: 64, MemoryBudget: 1 << 20}
+	tr, rec, check := checked(t, cfg)
+	var now uint64
+	var victims []*capture
+	for id := h2.ConnID(1); id <= 100; id++ {
+		c := newCapture(t, tr, id, &now, h2.RoleServer)
+		c.call(h2.Ingress, []byte("GET /v/"+strconv.Itoa(int(id))+" HTTP/1.1\r\nHost: victim\r\nUser-Agent: curl/8\r\n\r\n"))
+		victims = append(victims, c)
+	}
+	big := strings.Repeat("x", DefaultMaxFieldBytes)
+	req := []byte("POST /" + big + " HTTP/1.1\r\nHost: " + big + "\r\nUser-Agent: " + big + "\r\nContent-Type: " + big + "\r\n\r\n")
+	var hogs []*capture
+	for id := h2.ConnID(1000); id < 1030; id++ {
+		hogs = append(hogs, newCapture(t, tr, id, &now, h2.RoleServer))
+	}
+	for range cfg.MaxPipelined {
+		for _, c := range hogs {
+			c.call(h2.Ingress, req)
+		}
+		check()
+	}
+	for _, c := range victims {
+		c.call(h2.Egress, []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+	}
+	check()
+	st := tr.Stats()
+	var ok int
+	for _, c := range rec.calls {
+		if c.Authority == "victim" && c.HTTPStatus == 200 && !c.Has(h2.FlagEvicted) {
+			ok++
+		}
+	}
+	if ok != len(victims) || st.ConnsEvictedBudget == 0 {
+		t.Fatalf("%d of %d victims' calls whole; %+v", ok, len(victims), st)
+	}
+}
