@@ -81,7 +81,8 @@ type Options struct {
 	// copied for it (tokens of Rate and UserRate): the tracker pays per
 	// frame, whatever its size, so a flood of the smallest frames (a 13-byte
 	// RST_STREAM) would otherwise cost it many times what the same share
-	// costs in header blocks. 0: bytes only.
+	// costs in header blocks. An HTTP/1.x call costs it too (a record of
+	// its own: a body written a byte a call). 0: bytes only.
 	FrameCost int
 	// UserRate is each user's share of the ring (uid: all the connections
 	// whose calls one uid makes, together), in the tokens of Rate a second; a
