@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -45,14 +47,18 @@ func TestCaptureSkipsSelfInPIDNamespace(t *testing.T) {
 	c, err := Open(Options{Hook: hooksHere(t)[0], RingSlots: 1 << 14, MaxConns: 1024, HeaderCap: 16384, HTTP1: true, SkipPID: os.Getpid()})
 	require.NoError(t, err)
 	defer c.Close()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hi")) }))
+	// The collector's own requests (an export, say), then curl's.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}))
 	defer srv.Close()
 	srvPort := port(t, srv.Listener.Addr().String())
-	for range 5 {
-		resp, err := http.Get(srv.URL + "/self")
+	for i := range 5 {
+		resp, err := srv.Client().Post(srv.URL+"/v1/traces", "application/x-protobuf", strings.NewReader(strconv.Itoa(i)))
 		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		require.Equal(t, http.StatusAccepted, resp.StatusCode)
+		require.NoError(t, resp.Body.Close())
 	}
 	out, err := exec.Command("curl", "-s", "-o", "/dev/null", srv.URL+"/curl").CombinedOutput()
 	require.NoError(t, err, "curl: %s", out)
