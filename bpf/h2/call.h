@@ -201,13 +201,17 @@ static __always_inline void h2_call(struct h2_conn *c, struct h2_key *key, bool 
 	w->d.seen = w->end;
 	c->d[dir] = w->d;
 	/* What the call cost: its bytes, and each frame at least h2_frame_cost
-	 * (what the tracker pays per frame, whatever its size). */
-	cost = w->copied + w->frames * h2_frame_cost;
+	 * (what the tracker pays per frame, whatever its size); an HTTP/1.x
+	 * call is a record of its own, as a frame is: a call of one byte costs
+	 * what a frame does, else a byte a call would get h2_rate calls a
+	 * second through. */
+	cost = (w->frames + w->h1) * h2_frame_cost;
+	st->frame_tokens += cost;
+	cost += w->copied;
 	if (h2_rate)
 		c->tb_tokens -= cost;
 	if (u)
 		u->tokens -= cost;
-	st->frame_tokens += w->frames * h2_frame_cost;
 	/* A call on a connection on probation: admitted. */
 	if (pending && w->headers && h2_promote(key, c, dir, st))
 		st->conns_confirmed++;

@@ -64,8 +64,13 @@ volatile const __u32 h2_http2_on = 1;
 volatile const __u32 h2_http1_on = 1;
 /* The collector's own process (its tgid; 0: none): its calls are skipped,
  * so that its exports (OTLP over HTTP/1.1 or HTTP/2) never become spans
- * that it exports again. */
+ * that it exports again. When the collector runs in a pid namespace of its
+ * own (a container without the host's pids), h2_self_tgid is its tgid
+ * there, and h2_self_pidns_dev and _ino name that namespace (its
+ * /proc/self/ns/pid); 0: the initial namespace, h2_self_tgid is global. */
 volatile const __u32 h2_self_tgid = 0;
+volatile const __u64 h2_self_pidns_dev = 0;
+volatile const __u64 h2_self_pidns_ino = 0;
 
 /* Never read: put the record structs into BTF (the Go layout test reads them). */
 const struct h2_open *const h2_open_btf = 0;

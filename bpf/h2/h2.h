@@ -145,7 +145,7 @@ struct h2_stats {
 	__u64 tls_no_sock;    /* ... without: the socket not found (ids local to the host) */
 	__u64 throttled_user; /* calls not walked: their user (uid) had spent its share of the ring (h2_user_rate) */
 	__u64 throttled_user_bytes; /* ... their bytes */
-	__u64 frame_tokens;   /* tokens the shares charged for frames walked (frames x h2_frame_cost), over the bytes copied */
+	__u64 frame_tokens;   /* tokens the shares charged for frames walked and HTTP/1.x calls ((frames + calls) x h2_frame_cost), over the bytes copied */
 	__u64 conns_confirmed; /* HTTP/2 connections admitted into h2_conns: a HEADERS frame seen (before: on probation in h2_pending) */
 	__u64 conns_h1;       /* connections found to speak HTTP/1.x */
 	__u64 h1_calls;       /* calls on HTTP/1.x connections walked */

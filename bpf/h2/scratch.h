@@ -80,10 +80,37 @@ static __always_inline struct h2_stats *h2_st(void)
 	return bpf_map_lookup_elem(&h2_counters, &zero);
 }
 
-/* Whether the current task is the collector's own process (h2_self_tgid). */
+/* The current task's ids in the collector's pid namespace (struct
+ * bpf_pidns_info), per CPU: not on the stack, which the TLS return probes
+ * have little of left. */
+struct h2_pidns {
+	__u32 pid, tgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct h2_pidns);
+} h2_pidns_buf SEC(".maps");
+
+/* Whether the current task is the collector's own process (h2_self_tgid,
+ * in the pid namespace h2_self_pidns_* names when set: a task of another
+ * namespace is not). */
 static __always_inline bool h2_skip_self(void)
 {
-	return h2_self_tgid && bpf_get_current_pid_tgid() >> 32 == h2_self_tgid;
+	struct h2_pidns *ns;
+	__u32 zero = 0;
+
+	if (!h2_self_tgid)
+		return false;
+	if (!h2_self_pidns_ino)
+		return bpf_get_current_pid_tgid() >> 32 == h2_self_tgid;
+	ns = bpf_map_lookup_elem(&h2_pidns_buf, &zero);
+	if (!ns || bpf_get_ns_current_pid_tgid(h2_self_pidns_dev, h2_self_pidns_ino, (struct bpf_pidns_info *)ns,
+					       sizeof(*ns)))
+		return false;
+	return ns->tgid == h2_self_tgid;
 }
 
 static __always_inline void h2_fill_rec(struct h2_rec *h, struct h2_conn *c, __u8 kind, __u8 dir, bool task)

@@ -114,7 +114,8 @@ type Config struct {
 	// shares on top of the bytes copied for it: the tracker pays per frame
 	// whatever its size, so without it a flood of 13-byte RST_STREAM frames
 	// costs the collector many times what the same share costs in header
-	// blocks. 0: bytes only.
+	// blocks. Each HTTP/1.x call costs it too (a body written a byte a
+	// call). 0: bytes only.
 	CaptureFrameCost int `mapstructure:"capture_frame_cost"`
 
 	// MaxHeaderTableSize caps the HPACK table kept per direction of a

@@ -190,3 +190,53 @@ func TestReceiverSkipsItself(t *testing.T) {
 	assert.Equal(t, ptrace.SpanKindClient, spans[0].Kind())
 	assert.Equal(t, "/curl", attr(spans[0], "url.path"))
 }
+
+// TestReceiverHTTP1Userinfo: a client that writes its credentials into an
+// absolute-form request-target (as for a proxy), real sockets to Go's
+// net/http: both spans name the server by its host and port alone, no
+// attribute carries the user or the password (server.address was
+// "alice:s3cret@127.0.0.1:port", and no server.port).
+func TestReceiverHTTP1Userinfo(t *testing.T) {
+	testutil.RequireRoot(t)
+	sink, stop := startReceiver(t, nil)
+	defer stop()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hi")) }))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = fmt.Fprintf(c, "GET http://alice:s3cret@%s/userinfo HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr)
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp.Body.Close()
+	byPath := func() []ptrace.Span {
+		var out []ptrace.Span
+		for _, td := range sink.AllTraces() {
+			rs := td.ResourceSpans()
+			for i := range rs.Len() {
+				for j := range rs.At(i).ScopeSpans().Len() {
+					ss := rs.At(i).ScopeSpans().At(j).Spans()
+					for k := range ss.Len() {
+						if attr(ss.At(k), "url.path") == "/userinfo" {
+							out = append(out, ss.At(k))
+						}
+					}
+				}
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(byPath()) >= 2 }, 10*time.Second, 50*time.Millisecond)
+	for _, s := range byPath() {
+		a := s.Attributes().AsRaw()
+		assert.Equal(t, "127.0.0.1", a["server.address"], "%s span", s.Kind())
+		assert.Equal(t, int64(port(t, addr)), a["server.port"], "%s span", s.Kind())
+		for k, v := range a {
+			assert.NotContains(t, fmt.Sprint(v), "s3cret", "%s span: %s", s.Kind(), k)
+			assert.NotContains(t, fmt.Sprint(v), "alice", "%s span: %s", s.Kind(), k)
+		}
+	}
+}

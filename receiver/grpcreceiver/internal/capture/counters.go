@@ -51,7 +51,7 @@ type Counters struct {
 	TLSNoSock                         uint64 // ... without (ids local to the host)
 	ThrottledUser                     uint64 // calls not walked: their user (uid) had spent its share of the ring (Options.UserRate)
 	ThrottledUserBytes                uint64 // their bytes
-	FrameTokens                       uint64 // tokens the shares charged for frames (frames walked x Options.FrameCost)
+	FrameTokens                       uint64 // tokens the shares charged for frames and HTTP/1.x calls ((frames walked + calls) x Options.FrameCost)
 	ConnsConfirmed                    uint64 // HTTP/2 connections admitted into the kernel's HTTP/2 map: a call (HEADERS frame) seen
 	ConnsH1                           uint64 // connections found to speak HTTP/1.x
 	H1Calls                           uint64 // calls on HTTP/1.x connections walked (their first and last bytes copied)

@@ -23,6 +23,7 @@ const (
 	h2nfMapH2GoCalls      = "h2_go_calls"
 	h2nfMapH2NotH2        = "h2_not_h2"
 	h2nfMapH2Pending      = "h2_pending"
+	h2nfMapH2PidnsBuf     = "h2_pidns_buf"
 	h2nfMapH2Scratchbuf   = "h2_scratchbuf"
 	h2nfMapH2SslIsn       = "h2_ssl_isn"
 	h2nfMapH2TlsCalls     = "h2_tls_calls"
@@ -60,6 +61,8 @@ const (
 	h2nfVarH2Rate         = "h2_rate"
 	h2nfVarH2RecFlagsBtf  = "h2_rec_flags_btf"
 	h2nfVarH2SegBtf       = "h2_seg_btf"
+	h2nfVarH2SelfPidnsDev = "h2_self_pidns_dev"
+	h2nfVarH2SelfPidnsIno = "h2_self_pidns_ino"
 	h2nfVarH2SelfTgid     = "h2_self_tgid"
 	h2nfVarH2TlsOn        = "h2_tls_on"
 	h2nfVarH2UserBurst    = "h2_user_burst"
@@ -135,6 +138,7 @@ type h2nfMapSpecs struct {
 	H2GoCalls      *ebpf.MapSpec `ebpf:"h2_go_calls"`
 	H2NotH2        *ebpf.MapSpec `ebpf:"h2_not_h2"`
 	H2Pending      *ebpf.MapSpec `ebpf:"h2_pending"`
+	H2PidnsBuf     *ebpf.MapSpec `ebpf:"h2_pidns_buf"`
 	H2Scratchbuf   *ebpf.MapSpec `ebpf:"h2_scratchbuf"`
 	H2SslIsn       *ebpf.MapSpec `ebpf:"h2_ssl_isn"`
 	H2TlsCalls     *ebpf.MapSpec `ebpf:"h2_tls_calls"`
@@ -152,24 +156,26 @@ type h2nfMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2nfVariableSpecs struct {
-	H2Burst       *ebpf.VariableSpec `ebpf:"h2_burst"`
-	H2CloseBtf    *ebpf.VariableSpec `ebpf:"h2_close_btf"`
-	H2FrameCost   *ebpf.VariableSpec `ebpf:"h2_frame_cost"`
-	H2HaveLoop    *ebpf.VariableSpec `ebpf:"h2_have_loop"`
-	H2HdrCap      *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
-	H2Http1On     *ebpf.VariableSpec `ebpf:"h2_http1_on"`
-	H2Http2On     *ebpf.VariableSpec `ebpf:"h2_http2_on"`
-	H2MaxIov      *ebpf.VariableSpec `ebpf:"h2_max_iov"`
-	H2NextId      *ebpf.VariableSpec `ebpf:"h2_next_id"`
-	H2OpenBtf     *ebpf.VariableSpec `ebpf:"h2_open_btf"`
-	H2Rate        *ebpf.VariableSpec `ebpf:"h2_rate"`
-	H2RecFlagsBtf *ebpf.VariableSpec `ebpf:"h2_rec_flags_btf"`
-	H2SegBtf      *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
-	H2SelfTgid    *ebpf.VariableSpec `ebpf:"h2_self_tgid"`
-	H2TlsOn       *ebpf.VariableSpec `ebpf:"h2_tls_on"`
-	H2UserBurst   *ebpf.VariableSpec `ebpf:"h2_user_burst"`
-	H2UserRate    *ebpf.VariableSpec `ebpf:"h2_user_rate"`
-	RingMask      *ebpf.VariableSpec `ebpf:"ring_mask"`
+	H2Burst        *ebpf.VariableSpec `ebpf:"h2_burst"`
+	H2CloseBtf     *ebpf.VariableSpec `ebpf:"h2_close_btf"`
+	H2FrameCost    *ebpf.VariableSpec `ebpf:"h2_frame_cost"`
+	H2HaveLoop     *ebpf.VariableSpec `ebpf:"h2_have_loop"`
+	H2HdrCap       *ebpf.VariableSpec `ebpf:"h2_hdr_cap"`
+	H2Http1On      *ebpf.VariableSpec `ebpf:"h2_http1_on"`
+	H2Http2On      *ebpf.VariableSpec `ebpf:"h2_http2_on"`
+	H2MaxIov       *ebpf.VariableSpec `ebpf:"h2_max_iov"`
+	H2NextId       *ebpf.VariableSpec `ebpf:"h2_next_id"`
+	H2OpenBtf      *ebpf.VariableSpec `ebpf:"h2_open_btf"`
+	H2Rate         *ebpf.VariableSpec `ebpf:"h2_rate"`
+	H2RecFlagsBtf  *ebpf.VariableSpec `ebpf:"h2_rec_flags_btf"`
+	H2SegBtf       *ebpf.VariableSpec `ebpf:"h2_seg_btf"`
+	H2SelfPidnsDev *ebpf.VariableSpec `ebpf:"h2_self_pidns_dev"`
+	H2SelfPidnsIno *ebpf.VariableSpec `ebpf:"h2_self_pidns_ino"`
+	H2SelfTgid     *ebpf.VariableSpec `ebpf:"h2_self_tgid"`
+	H2TlsOn        *ebpf.VariableSpec `ebpf:"h2_tls_on"`
+	H2UserBurst    *ebpf.VariableSpec `ebpf:"h2_user_burst"`
+	H2UserRate     *ebpf.VariableSpec `ebpf:"h2_user_rate"`
+	RingMask       *ebpf.VariableSpec `ebpf:"ring_mask"`
 }
 
 // h2nfObjects contains all objects after they have been loaded into the kernel.
@@ -199,6 +205,7 @@ type h2nfMaps struct {
 	H2GoCalls      *ebpf.Map `ebpf:"h2_go_calls"`
 	H2NotH2        *ebpf.Map `ebpf:"h2_not_h2"`
 	H2Pending      *ebpf.Map `ebpf:"h2_pending"`
+	H2PidnsBuf     *ebpf.Map `ebpf:"h2_pidns_buf"`
 	H2Scratchbuf   *ebpf.Map `ebpf:"h2_scratchbuf"`
 	H2SslIsn       *ebpf.Map `ebpf:"h2_ssl_isn"`
 	H2TlsCalls     *ebpf.Map `ebpf:"h2_tls_calls"`
@@ -221,6 +228,7 @@ func (m *h2nfMaps) Close() error {
 		m.H2GoCalls,
 		m.H2NotH2,
 		m.H2Pending,
+		m.H2PidnsBuf,
 		m.H2Scratchbuf,
 		m.H2SslIsn,
 		m.H2TlsCalls,
@@ -239,24 +247,26 @@ func (m *h2nfMaps) Close() error {
 //
 // It can be passed to loadH2nfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type h2nfVariables struct {
-	H2Burst       *ebpf.Variable `ebpf:"h2_burst"`
-	H2CloseBtf    *ebpf.Variable `ebpf:"h2_close_btf"`
-	H2FrameCost   *ebpf.Variable `ebpf:"h2_frame_cost"`
-	H2HaveLoop    *ebpf.Variable `ebpf:"h2_have_loop"`
-	H2HdrCap      *ebpf.Variable `ebpf:"h2_hdr_cap"`
-	H2Http1On     *ebpf.Variable `ebpf:"h2_http1_on"`
-	H2Http2On     *ebpf.Variable `ebpf:"h2_http2_on"`
-	H2MaxIov      *ebpf.Variable `ebpf:"h2_max_iov"`
-	H2NextId      *ebpf.Variable `ebpf:"h2_next_id"`
-	H2OpenBtf     *ebpf.Variable `ebpf:"h2_open_btf"`
-	H2Rate        *ebpf.Variable `ebpf:"h2_rate"`
-	H2RecFlagsBtf *ebpf.Variable `ebpf:"h2_rec_flags_btf"`
-	H2SegBtf      *ebpf.Variable `ebpf:"h2_seg_btf"`
-	H2SelfTgid    *ebpf.Variable `ebpf:"h2_self_tgid"`
-	H2TlsOn       *ebpf.Variable `ebpf:"h2_tls_on"`
-	H2UserBurst   *ebpf.Variable `ebpf:"h2_user_burst"`
-	H2UserRate    *ebpf.Variable `ebpf:"h2_user_rate"`
-	RingMask      *ebpf.Variable `ebpf:"ring_mask"`
+	H2Burst        *ebpf.Variable `ebpf:"h2_burst"`
+	H2CloseBtf     *ebpf.Variable `ebpf:"h2_close_btf"`
+	H2FrameCost    *ebpf.Variable `ebpf:"h2_frame_cost"`
+	H2HaveLoop     *ebpf.Variable `ebpf:"h2_have_loop"`
+	H2HdrCap       *ebpf.Variable `ebpf:"h2_hdr_cap"`
+	H2Http1On      *ebpf.Variable `ebpf:"h2_http1_on"`
+	H2Http2On      *ebpf.Variable `ebpf:"h2_http2_on"`
+	H2MaxIov       *ebpf.Variable `ebpf:"h2_max_iov"`
+	H2NextId       *ebpf.Variable `ebpf:"h2_next_id"`
+	H2OpenBtf      *ebpf.Variable `ebpf:"h2_open_btf"`
+	H2Rate         *ebpf.Variable `ebpf:"h2_rate"`
+	H2RecFlagsBtf  *ebpf.Variable `ebpf:"h2_rec_flags_btf"`
+	H2SegBtf       *ebpf.Variable `ebpf:"h2_seg_btf"`
+	H2SelfPidnsDev *ebpf.Variable `ebpf:"h2_self_pidns_dev"`
+	H2SelfPidnsIno *ebpf.Variable `ebpf:"h2_self_pidns_ino"`
+	H2SelfTgid     *ebpf.Variable `ebpf:"h2_self_tgid"`
+	H2TlsOn        *ebpf.Variable `ebpf:"h2_tls_on"`
+	H2UserBurst    *ebpf.Variable `ebpf:"h2_user_burst"`
+	H2UserRate     *ebpf.Variable `ebpf:"h2_user_rate"`
+	RingMask       *ebpf.Variable `ebpf:"ring_mask"`
 }
 
 // h2nfPrograms contains all programs after they have been loaded into the kernel.

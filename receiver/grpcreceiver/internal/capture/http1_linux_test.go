@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/h2"
 	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
@@ -199,4 +200,95 @@ func runs(chunks []h2.Chunk) []run {
 		rs = append(rs, run{off: k.Offset, data: append([]byte(nil), k.Data...)})
 	}
 	return rs
+}
+
+// TestCaptureHTTP1CallShare: a client sends a request whose body it writes
+// a byte a call (each call a record, each record the tracker's work): what
+// the kernel delivers of it is bounded by the connection's share counted
+// in calls (each costs its bytes and FrameCost, as an HTTP/2 frame does).
+// Before HTTP/1.x calls were charged, a one-byte call cost one token: the
+// share let Rate calls a second through (every call sent, here: 312 000
+// in 2 s, 35 times the bound; read only at the end, they lapped a ring
+// of 65 536 slots).
+func TestCaptureHTTP1CallShare(t *testing.T) {
+	testutil.RequireRoot(t)
+	hook := hooksHere(t)[0]
+	const (
+		rate      = 1 << 20
+		frameCost = 256
+		ringSlots = 1 << 16
+		floodFor  = 2 * time.Second
+	)
+	c, err := Open(Options{Hook: hook, RingSlots: ringSlots, MaxConns: 64, HeaderCap: 16384, HTTP1: true,
+		Rate: rate, FrameCost: frameCost})
+	require.NoError(t, err)
+	defer c.Close()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		_, _ = io.Copy(io.Discard, s)
+	}()
+	// Read as the receiver does, all along: the host's other traffic
+	// must not lap the ring while the flood runs.
+	rec := newRecorder()
+	dec := NewDecoder(rec)
+	stop, drained := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(drained)
+		for {
+			select {
+			case <-stop:
+				drain(c, dec)
+				return
+			default:
+				drain(c, dec)
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	cl, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(cl, "POST /drip HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n", 1<<40)
+	require.NoError(t, err)
+	start := time.Now()
+	sent := 0
+	for time.Since(start) < floodFor {
+		for range 1000 {
+			_, err := cl.Write([]byte{'x'})
+			require.NoError(t, err)
+			sent++
+		}
+	}
+	took := time.Since(start).Seconds()
+	require.NoError(t, cl.Close())
+	close(stop)
+	<-drained
+	cnt, err := c.Counters()
+	require.NoError(t, err)
+	require.Zero(t, rec.lost, "ring records lost: %d one-byte calls sent lapped the ring; tickets %d, throttled %d, frame_tokens %d, h1_calls %d",
+		sent, cnt.Tickets, cnt.Throttled, cnt.FrameTokens, cnt.H1Calls)
+	fport := port(t, ln.Addr().String())
+	bound := (float64(burst(rate, ringSlots*ring.SlotSize))+rate*took)/(1+frameCost) + 100
+	for id, o := range rec.opens {
+		if o.Remote.Port != fport || o.Role != h2.RoleClient {
+			continue
+		}
+		calls := 0
+		if ch := rec.chunks[id]; ch != nil {
+			calls = len(ch[h2.Egress])
+		}
+		t.Logf("hook %s: %d one-byte calls sent in %.1fs, %d delivered (bound %.0f); throttled %d, frame_tokens %d",
+			hook, sent, took, calls, bound, cnt.Throttled, cnt.FrameTokens)
+		require.Greater(t, float64(sent), 2*bound, "the flood outran its share")
+		assert.LessOrEqual(t, float64(calls), bound, "the client socket's calls: within its connection's share")
+		return
+	}
+	t.Fatalf("the client socket was not captured: %d opens, %d records lost, %d one-byte calls sent; %+v", len(rec.opens), rec.lost, sent, cnt)
 }

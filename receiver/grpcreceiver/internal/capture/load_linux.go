@@ -68,6 +68,8 @@ type Options struct {
 	// SkipPID: the calls of this process (the collector: os.Getpid()) are
 	// skipped (self_calls), so that its own exports never become spans it
 	// exports again; 0 skips none (tests whose peers are the test binary).
+	// It is a pid of the caller's pid namespace (a container's, without
+	// the host's pids: the programs compare it there, selfPIDNS).
 	SkipPID int
 	MaxIov  int // iovecs walked per call (0: 1024)
 	// Rate is each connection's share of the ring, in bytes copied a second
@@ -81,7 +83,8 @@ type Options struct {
 	// copied for it (tokens of Rate and UserRate): the tracker pays per
 	// frame, whatever its size, so a flood of the smallest frames (a 13-byte
 	// RST_STREAM) would otherwise cost it many times what the same share
-	// costs in header blocks. 0: bytes only.
+	// costs in header blocks. An HTTP/1.x call costs it too (a record of
+	// its own: a body written a byte a call). 0: bytes only.
 	FrameCost int
 	// UserRate is each user's share of the ring (uid: all the connections
 	// whose calls one uid makes, together), in the tokens of Rate a second; a
@@ -330,7 +333,41 @@ func (o Options) setVariables(spec *ebpf.CollectionSpec, bpfLoop bool) error {
 			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
+	if o.SkipPID == 0 {
+		return nil
+	}
+	dev, ino, err := selfPIDNS()
+	if err != nil {
+		return err
+	}
+	if err := spec.Variables["h2_self_pidns_dev"].Set(dev); err != nil {
+		return fmt.Errorf("set h2_self_pidns_dev: %w", err)
+	}
+	if err := spec.Variables["h2_self_pidns_ino"].Set(ino); err != nil {
+		return fmt.Errorf("set h2_self_pidns_ino: %w", err)
+	}
 	return nil
+}
+
+// initPIDNSIno is the inode of the initial pid namespace (the kernel's
+// PROC_PID_INIT_INO).
+const initPIDNSIno = 0xeffffffc
+
+// selfPIDNS names the caller's pid namespace (the device and inode of
+// /proc/self/ns/pid) when it is not the initial one (0, 0: it is, and
+// os.Getpid() is the pid the programs see). In a container without the
+// host's pids, os.Getpid() is a pid of the container's namespace: compared
+// with the host's (bpf_get_current_pid_tgid) it named another process,
+// whose calls were skipped, while the collector's own were traced.
+func selfPIDNS() (dev, ino uint64, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0, 0, fmt.Errorf("the collector's pid namespace: %w", err)
+	}
+	if st.Ino == initPIDNSIno {
+		return 0, 0, nil
+	}
+	return uint64(st.Dev), st.Ino, nil
 }
 
 // load loads spec into the kernel and keeps the programs progs.

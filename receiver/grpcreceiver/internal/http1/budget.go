@@ -47,6 +47,19 @@ func (t *Tracker) charge(c *conn, delta int) {
 	}
 	c.mem += delta
 	t.used += delta
+	t.weigh(c)
+}
+
+// weigh moves c, off probation, to t.heavy when it holds more than its
+// fair share, back to t.est when it no longer does (most recently active
+// there: it has just been active).
+func (t *Tracker) weigh(c *conn) {
+	if !c.promoted || c.removed || c.heavy == (c.mem > t.fair) {
+		return
+	}
+	t.pool(c).remove(c)
+	c.heavy = !c.heavy
+	t.pool(c).add(c)
 }
 
 // chargeConn brings the accounted memory of c's buffers (its directions'
@@ -62,13 +75,21 @@ func (t *Tracker) chargeConn(c *conn) {
 // Config.MemoryBudget between calls.
 func (t *Tracker) MemoryUsed() int { return t.used }
 
-// enforce evicts the least recently active connections other than cur
-// until the accounted memory fits the budget, those on probation first
-// (ProbationEvictedBudget), then the others (ConnsEvictedBudget), then
-// cur. Each step is O(1) but for what it ends.
+// enforce evicts connections until the accounted memory fits the budget:
+// those on probation first but cur (ProbationEvictedBudget), then those
+// over their fair share (cur among them last), then the others
+// (ConnsEvictedBudget), then cur, each pool's least recently active
+// first. A connection within its share is never evicted for the memory
+// that heavy ones hold. Each step is O(1) but for what it ends.
 func (t *Tracker) enforce(cur *conn) {
 	for t.used > t.cfg.MemoryBudget {
 		v := t.prob.victim(cur)
+		if v == nil {
+			v = t.heavy.victim(cur)
+		}
+		if v == nil && cur.heavy && !cur.removed {
+			v = cur
+		}
 		if v == nil {
 			v = t.est.victim(cur)
 		}
@@ -92,10 +113,13 @@ type pool struct{ list.List }
 
 // pool is the pool c is in.
 func (t *Tracker) pool(c *conn) *pool {
-	if c.promoted {
-		return &t.est
+	switch {
+	case !c.promoted:
+		return &t.prob
+	case c.heavy:
+		return &t.heavy
 	}
-	return &t.prob
+	return &t.est
 }
 
 func (p *pool) add(c *conn) { c.elem = p.PushFront(c) }

@@ -342,3 +342,18 @@ func TestMalformed(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 }
+
+func TestParseContentLength(t *testing.T) {
+	for in, want := range map[string]int64{
+		"42": 42, " 42\t": 42, "42, 42": 42, "42 ,42 ,\t42": 42, "0": 0, "123456789012345678": 123456789012345678,
+		"": -1, ",": -1, "42,": -1, ",42": -1, "42, 43": -1, "4 2": -1, "42x": -1, "-1": -1, "1234567890123456789": -1,
+	} {
+		n, ok := parseContentLength([]byte(in))
+		if !ok {
+			n = -1
+		}
+		if n != want {
+			t.Errorf("%q: %d, want %d", in, n, want)
+		}
+	}
+}

@@ -79,5 +79,10 @@
 // connections are evicted, those on probation first: a connection is on
 // probation until its first complete request head (at most
 // Config.MaxProbationConns of them), so a flood of junk connections never
-// evicts one that carried requests.
+// evicts one that carried requests. Then those that hold more than their
+// fair share (the budget over MaxConns plus MaxProbationConns): the
+// connections within it fit the budget together, so a few connections
+// holding the most they may (MaxPipelined requests never answered, long
+// fields), however active, evict one another, never one within its
+// share.
 package http1

@@ -4,6 +4,7 @@
 package http1
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,5 +173,85 @@ func TestExpire(t *testing.T) {
 	check()
 	if len(rec.calls) != 1 || !rec.calls[0].Has(h2.FlagEvicted) || rec.calls[0].EndNs != now || tr.MemoryUsed() != 0 || tr.Stats().ConnsEvicted != 1 {
 		t.Fatalf("%+v; %+v", rec.calls, tr.Stats())
+	}
+}
+
+// TestMemoryHog: a few connections that each hold the most a connection
+// may (MaxPipelined requests never answered, every string at
+// MaxFieldBytes), kept more recently active than everyone else's, fill the
+// budget: the tracker evicts them, not the connections of the other users
+// with a request in flight (each holds its fair share or less). Before
+// the heavy pool, the least recently active went first: 30 connections of
+// the hog's blinded every other one.
+func TestMemoryHog(t *testing.T) {
+	cfg := Config{MaxConns: 256, MaxProbationConns: 64, MaxPipelined: 64, MemoryBudget: 1 << 20}
+	tr, rec, check := checked(t, cfg)
+	var now uint64
+	var victims []*capture
+	for id := h2.ConnID(1); id <= 100; id++ {
+		c := newCapture(t, tr, id, &now, h2.RoleServer)
+		c.call(h2.Ingress, []byte("GET /v/"+strconv.Itoa(int(id))+" HTTP/1.1\r\nHost: victim\r\nUser-Agent: curl/8\r\n\r\n"))
+		victims = append(victims, c)
+	}
+	big := strings.Repeat("x", DefaultMaxFieldBytes)
+	req := []byte("POST /" + big + " HTTP/1.1\r\nHost: " + big + "\r\nUser-Agent: " + big + "\r\nContent-Type: " + big + "\r\n\r\n")
+	var hogs []*capture
+	for id := h2.ConnID(1000); id < 1030; id++ {
+		hogs = append(hogs, newCapture(t, tr, id, &now, h2.RoleServer))
+	}
+	for range cfg.MaxPipelined {
+		for _, c := range hogs {
+			c.call(h2.Ingress, req)
+		}
+		check()
+	}
+	for _, c := range victims {
+		c.call(h2.Egress, []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+	}
+	check()
+	st := tr.Stats()
+	var ok int
+	for _, c := range rec.calls {
+		if c.Authority == "victim" && c.HTTPStatus == 200 && !c.Has(h2.FlagEvicted) {
+			ok++
+		}
+	}
+	if ok != len(victims) || st.ConnsEvictedBudget == 0 {
+		t.Fatalf("%d of %d victims' calls whole; %+v", ok, len(victims), st)
+	}
+}
+
+// TestFieldValuesAllocate: a header field whose value the tracker looks
+// into (a Content-Length list, a Transfer-Encoding list) allocates no more
+// than any head of its length: a 16 KiB Content-Length of commas allocated
+// 24 bytes a byte (384 KiB a head, 12 ns a byte) while its parts were
+// split into a slice.
+func TestFieldValuesAllocate(t *testing.T) {
+	const n = 16 << 10
+	allocated := func(field string) uint64 {
+		tr := NewTracker(Config{MaxHeaderBytes: 1 << 20}, func(*h2.Call) {}, nil)
+		var now uint64
+		cp := newCapture(t, tr, 1, &now, h2.RoleServer)
+		cp.whole = true
+		b := []byte("GET / HTTP/1.1\r\n" + field + "\r\n\r\n")
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		cp.call(h2.Ingress, b)
+		runtime.ReadMemStats(&m1)
+		return m1.TotalAlloc - m0.TotalAlloc
+	}
+	var lines strings.Builder
+	for i := 0; lines.Len() < n; i++ {
+		lines.WriteString("X-" + strconv.Itoa(i) + ": v\r\n")
+	}
+	benign := allocated(strings.TrimSuffix(lines.String(), "\r\n"))
+	for _, tc := range []struct{ name, field string }{
+		{"content_length_commas", "Content-Length: " + strings.Repeat(",", n)},
+		{"content_length_list", "Content-Length: 1" + strings.Repeat(", 1", n/3)},
+		{"transfer_encoding_list", "Transfer-Encoding: " + strings.Repeat("gzip,", n/5) + "chunked"},
+	} {
+		if got := allocated(tc.field); got > 2*benign {
+			t.Errorf("%s: %d bytes allocated, a benign head of its length %d", tc.name, got, benign)
+		}
 	}
 }

@@ -116,9 +116,10 @@ func trackerOps(tr *Tracker, data []byte, check func()) uint64 {
 func checkTracker(t testing.TB, tr *Tracker, emitted uint64) {
 	t.Helper()
 	st := tr.Stats()
-	if tr.MemoryUsed() > tr.cfg.MemoryBudget || tr.est.Len() > tr.cfg.MaxConns || tr.prob.Len() > tr.cfg.MaxProbationConns ||
-		tr.est.Len()+tr.prob.Len() != len(tr.conns) {
-		t.Fatalf("%d bytes (budget %d), %d connections (%d, %d on probation)", tr.MemoryUsed(), tr.cfg.MemoryBudget, len(tr.conns), tr.est.Len(), tr.prob.Len())
+	est := tr.est.Len() + tr.heavy.Len()
+	if tr.MemoryUsed() > tr.cfg.MemoryBudget || est > tr.cfg.MaxConns || tr.prob.Len() > tr.cfg.MaxProbationConns ||
+		est+tr.prob.Len() != len(tr.conns) {
+		t.Fatalf("%d bytes (budget %d), %d connections (%d, %d on probation)", tr.MemoryUsed(), tr.cfg.MemoryBudget, len(tr.conns), est, tr.prob.Len())
 	}
 	sum := 0
 	for _, c := range tr.conns {
@@ -139,7 +140,8 @@ func checkTracker(t testing.TB, tr *Tracker, emitted uint64) {
 				t.Fatalf("connection %d: a request charged %d, holds %d", c.id, e.mem, exchMem+strMem(&e.call))
 			}
 		}
-		if c.mem != want || c.removed || len(c.queue) > tr.cfg.MaxPipelined || c.elem == nil || c.elem.Value.(*conn) != c {
+		if c.mem != want || c.removed || len(c.queue) > tr.cfg.MaxPipelined || c.elem == nil || c.elem.Value.(*conn) != c ||
+			c.heavy != (c.promoted && c.mem > tr.fair) {
 			t.Fatalf("connection %d: accounted %d, holds %d; %d queued", c.id, c.mem, want, len(c.queue))
 		}
 		sum += c.mem

@@ -179,13 +179,11 @@ func (t *Tracker) field(c *conn, d *direction, line []byte) {
 	h := &d.h
 	switch {
 	case bytes.EqualFold(name, []byte("content-length")):
-		for _, v := range bytes.Split(value, []byte(",")) {
-			n, ok := parseDecimal(bytes.Trim(v, " \t"))
-			if !ok || (h.contentLength >= 0 && h.contentLength != n) {
-				h.clConflict = true
-			}
-			h.contentLength = n
+		n, ok := parseContentLength(value)
+		if !ok || (h.contentLength >= 0 && h.contentLength != n) {
+			h.clConflict = true
 		}
+		h.contentLength = n
 	case bytes.EqualFold(name, []byte("transfer-encoding")):
 		last := value
 		if j := bytes.LastIndexByte(value, ','); j >= 0 {
@@ -206,17 +204,34 @@ func (t *Tracker) field(c *conn, d *direction, line []byte) {
 	}
 }
 
-// parseDecimal parses a Content-Length value (at most 18 digits).
-func parseDecimal(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
+// parseContentLength parses a Content-Length value: a number (at most
+// 18 digits), or a list of equal ones (RFC 9110 8.6: "42, 42"), each
+// between optional whitespace. One pass, no allocation: a line of commas
+// or of "1," costs what any line of its length costs.
+func parseContentLength(b []byte) (int64, bool) {
+	n, cur := int64(-1), int64(0)
+	digits, ws := 0, false // of the current item: its digits, whitespace after them
+	for i := 0; i <= len(b); i++ {
+		c := byte(',')
+		if i < len(b) {
+			c = b[i]
+		}
+		switch {
+		case c >= '0' && c <= '9' && !ws:
+			if digits++; digits > 18 {
+				return 0, false
+			}
+			cur = cur*10 + int64(c-'0')
+		case c == ' ' || c == '\t':
+			ws = digits > 0
+		case c == ',':
+			if digits == 0 || (n >= 0 && n != cur) {
+				return 0, false
+			}
+			n, cur, digits, ws = cur, 0, 0, false
+		default:
 			return 0, false
 		}
-		n = n*10 + int64(c-'0')
 	}
 	return n, true
 }

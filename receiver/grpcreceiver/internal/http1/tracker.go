@@ -110,14 +110,17 @@ type conn struct {
 	reqLost  uint32
 	tunnel   bool // HTTP parsing ended (101, CONNECT 2xx)
 	promoted bool // off probation: it carried a complete request head
-	removed  bool
-	last     uint64 // boot ns of the latest chunk
-	mem      int    // accounted memory (budget.go)
+	// heavy: off probation, it holds more than its fair share of the
+	// budget (Tracker.fair): evicted for memory before the others.
+	heavy   bool
+	removed bool
+	last    uint64 // boot ns of the latest chunk
+	mem     int    // accounted memory (budget.go)
 	// bufMem: of it, the directions' buffers and the queue's slots (their
 	// last charge).
 	bufMem int
-	// elem is its place in its pool (Tracker.est or prob): most recently
-	// active first.
+	// elem is its place in its pool (Tracker.est, heavy or prob): most
+	// recently active first.
 	elem *list.Element
 }
 
@@ -125,13 +128,20 @@ type conn struct {
 // Its methods must be called from one goroutine at a time, in capture
 // order.
 type Tracker struct {
-	cfg       Config
-	emit      func(*h2.Call)
-	clock     h2.Clock
-	conns     map[h2.ConnID]*conn
-	est, prob pool // off and on probation
-	stats     Stats
-	used      int
+	cfg   Config
+	emit  func(*h2.Call)
+	clock h2.Clock
+	conns map[h2.ConnID]*conn
+	// est, heavy: off probation, holding at most or more than fair bytes;
+	// prob: on probation.
+	est, heavy, prob pool
+	// fair is a connection's share of the budget: MemoryBudget over the
+	// connections there may be. The connections within it together fit
+	// the budget, so that evicting the heavy ones (and those on
+	// probation) always makes room.
+	fair  int
+	stats Stats
+	used  int
 }
 
 // NewTracker returns a Tracker that hands each completed call to emit. The
@@ -142,8 +152,10 @@ func NewTracker(cfg Config, emit func(*h2.Call), clock h2.Clock) *Tracker {
 	if clock == nil {
 		clock = h2.OffsetClock(0)
 	}
-	t := &Tracker{cfg: cfg, emit: emit, clock: clock, conns: make(map[h2.ConnID]*conn)}
+	t := &Tracker{cfg: cfg, emit: emit, clock: clock, conns: make(map[h2.ConnID]*conn),
+		fair: cfg.MemoryBudget / (cfg.MaxConns + cfg.MaxProbationConns)}
 	t.est.Init()
+	t.heavy.Init()
 	t.prob.Init()
 	return t
 }
@@ -191,7 +203,7 @@ func (t *Tracker) newConn(id h2.ConnID, now uint64) *conn {
 }
 
 // promote takes c off probation: at MaxConns the least recently active
-// connection off probation is evicted first.
+// connection off probation is evicted first (a heavy one when there is).
 func (t *Tracker) promote(c *conn) {
 	if c.promoted || c.removed {
 		return
@@ -200,15 +212,27 @@ func (t *Tracker) promote(c *conn) {
 	t.prob.remove(c)
 	c.promoted = true
 	t.est.add(c)
+	t.weigh(c)
 	t.stats.ConnsPromoted++
 }
 
-// makeRoom evicts the least recently active connections of p while it
-// holds limit or more, counting them in evicted.
+// makeRoom evicts the least recently active connections of p (of
+// t.heavy first when p is t.est: both hold the connections off
+// probation) while they are limit or more, counting them in evicted.
 func (t *Tracker) makeRoom(p *pool, limit int, evicted *uint64) {
-	for p.Len() >= limit {
+	for {
+		n, v := p.Len(), p.oldest()
+		if p == &t.est {
+			n += t.heavy.Len()
+			if h := t.heavy.oldest(); h != nil {
+				v = h
+			}
+		}
+		if n < limit {
+			return
+		}
 		*evicted++
-		t.closeConn(p.oldest(), 0, h2.FlagEvicted)
+		t.closeConn(v, 0, h2.FlagEvicted)
 	}
 }
 
@@ -254,7 +278,7 @@ func (t *Tracker) Lost(l *h2.Lost) { t.stats.Lost += l.Count }
 // stops at the first one not idle.
 func (t *Tracker) Expire(nowNs uint64) {
 	idle := uint64(t.cfg.IdleTimeout)
-	for _, p := range []*pool{&t.prob, &t.est} {
+	for _, p := range []*pool{&t.prob, &t.heavy, &t.est} {
 		for c := p.oldest(); c != nil && nowNs > c.last && nowNs-c.last >= idle; c = p.oldest() {
 			t.stats.ConnsEvicted++
 			t.closeConn(c, 0, h2.FlagEvicted)

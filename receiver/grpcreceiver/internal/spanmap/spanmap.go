@@ -556,8 +556,14 @@ var httpMethods = map[string]struct{}{
 	"CONNECT": {}, "DELETE": {}, "GET": {}, "HEAD": {}, "OPTIONS": {}, "PATCH": {}, "POST": {}, "PUT": {}, "TRACE": {},
 }
 
-// authority splits an :authority into host and port (0 when none).
+// authority splits an :authority (or a Host, or an absolute-form
+// request-target's authority) into host and port (0 when none). Userinfo
+// ("user:password@", deprecated but still written by clients) is left
+// out: credentials never reach a span.
 func authority(a string) (string, int) {
+	if i := strings.LastIndexByte(a, '@'); i >= 0 {
+		a = a[i+1:]
+	}
 	if a == "" {
 		return "", 0
 	}

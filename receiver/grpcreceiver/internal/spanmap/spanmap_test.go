@@ -4,6 +4,7 @@
 package spanmap
 
 import (
+	"fmt"
 	"net/netip"
 	"strconv"
 	"testing"
@@ -404,4 +405,28 @@ func TestCutUTF8(t *testing.T) {
 	assert.Equal(t, "a", cutUTF8("aé", 2))
 	assert.Equal(t, "aé", cutUTF8("aéb", 3))
 	assert.Equal(t, "\xff\xff", cutUTF8("\xff\xff\xff", 2))
+}
+
+// TestAuthorityUserinfo: a request-target in absolute form (or a Host, or
+// an :authority) may carry userinfo ("user:password@host", as clients
+// write a proxy's request): server.address is its host alone, the
+// credentials never reach a span.
+func TestAuthorityUserinfo(t *testing.T) {
+	m := New(Config{BootID: boot})
+	for _, tc := range []struct{ authority, host string }{
+		{"alice:s3cret@api.example:8080", "api.example"},
+		{"alice:s3cret@api.example", "api.example"},
+		{"alice@[::1]:81", "::1"},
+		{"a@b:s3cret@api.example", "api.example"},
+	} {
+		c, _ := pair()
+		c.Protocol, c.GRPCStatus, c.Method, c.Path = h2.ProtoHTTP1, -1, "GET", "/"
+		c.Authority = tc.authority
+		a := span(t, m, &c).Attributes().AsRaw()
+		assert.Equal(t, tc.host, a["server.address"], tc.authority)
+		for k, v := range a {
+			assert.NotContains(t, fmt.Sprint(v), "s3cret", k)
+			assert.NotContains(t, fmt.Sprint(v), "alice", k)
+		}
+	}
 }
