@@ -65,8 +65,12 @@ func spansOf(sink *consumertest.TracesSink, port int64) []ptrace.Span {
 	return out
 }
 
+// attr is a span's attribute as a string ("" when it has none).
 func attr(s ptrace.Span, k string) string {
-	v, _ := s.Attributes().Get(k)
+	v, ok := s.Attributes().Get(k)
+	if !ok {
+		return ""
+	}
 	return v.AsString()
 }
 
