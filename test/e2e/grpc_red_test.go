@@ -42,7 +42,7 @@ func TestGRPCREDMetrics(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Stop()
 	_, port, _ := strings.Cut(srv.Addr, ":")
-	require.Eventually(t, func() bool { return strings.Contains(c.log(), "grpc receiver: capturing HTTP/2") },
+	require.Eventually(t, func() bool { return strings.Contains(c.log(), "grpc receiver: capturing") },
 		60*time.Second, 100*time.Millisecond, "%s", tail(c.log(), 3000))
 
 	// grpcio: pyCalls OK, then one NOT_FOUND (a client-side error only).

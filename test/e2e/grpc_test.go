@@ -106,7 +106,7 @@ func TestGRPCConfigExportsCalls(t *testing.T) {
 		"Client " + unary + " OK": calls, "Server " + unary + " OK": calls,
 		"Client " + unary + " PERMISSION_DENIED": 1, "Server " + unary + " PERMISSION_DENIED": 1,
 	}, ours())
-	assert.Contains(t, c.log(), "grpc receiver: capturing HTTP/2")
+	assert.Contains(t, c.log(), "grpc receiver: capturing")
 	// The process spans' pipeline ran beside it.
 	assert.NotEmpty(t, readSpans(t, procs), "process spans in %s", procs)
 }
