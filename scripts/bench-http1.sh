@@ -125,23 +125,17 @@ kernel() {
 lost() { curl -s "http://$METRICS/metrics" | awk '/^otelcol_receiver_grpc_records_lost/ {s += $2} END {printf "%d\n", s}'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# bpf_ns PID FILE: the run time so far, in ns, of the h2_* programs PID
-# loaded (bpf_stats; all h2_* programs when bpftool does not say whose they
-# are); each program's run time and run count go into FILE as JSON.
-bpf_ns() {
+# bpf_snap PID FILE: the run time and run count so far of each h2_*
+# program PID holds (all h2_* programs when bpftool does not say whose they
+# are), by program id, into FILE as JSON (bpf_stats).
+bpf_snap() {
 	bpftool -j prog show 2>/dev/null | python3 -c '
 import json, sys
 pid = int(sys.argv[1])
 progs = [p for p in json.load(sys.stdin) if p.get("name", "").startswith("h2_")]
 if any("pids" in p for p in progs):
     progs = [p for p in progs if any(x.get("pid") == pid for x in p.get("pids", []))]
-by = {}
-for p in progs:
-    n = by.setdefault(p["name"], [0, 0])
-    n[0] += p.get("run_time_ns", 0)
-    n[1] += p.get("run_cnt", 0)
-json.dump(by, open(sys.argv[2], "w"))
-print(sum(t for t, _ in by.values()))' "$1" "$2"
+json.dump({p["id"]: [p["name"], p.get("run_time_ns", 0), p.get("run_cnt", 0)] for p in progs}, open(sys.argv[2], "w"))' "$1" "$2"
 }
 
 # start_collector: the collector in the background (cpid), once it is ready;
@@ -151,8 +145,8 @@ start_collector() {
 	GRPC_OUTPUT=$OUT/spans.jsonl SEQ_OUTPUT=/dev/null \
 		"$COLLECTOR" --config "$ROOT/config/grpc.yaml" --config "$OUT/telemetry.yaml" >"$OUT/collector.log" 2>&1 &
 	cpid=$!
-	for _ in $(seq 1 100); do grep -q "Everything is ready" "$OUT/collector.log" && break; sleep 0.2; done
-	grep -q "Everything is ready" "$OUT/collector.log" || { tail -20 "$OUT/collector.log" >&2; exit 1; }
+	for _ in $(seq 1 300); do grep -q "Everything is ready" "$OUT/collector.log" && break; sleep 0.2; done
+	grep -q "Everything is ready" "$OUT/collector.log" || { echo "the collector was not ready in 60 s:" >&2; tail -20 "$OUT/collector.log" >&2; exit 1; }
 	sleep 1
 }
 
@@ -185,27 +179,42 @@ for rate in $RATES; do
 	for row in baseline receiver; do
 		[ "$row" = receiver ] && {
 			start_collector
-			t0=$(cpu_ticks "$cpid") k0=$(bpf_ns "$cpid" "$OUT/bpf0.json") b0=$(kernel bytes_copied)
+			sysctl -qw kernel.bpf_stats_enabled=1 # others on the host may turn it off
+			bpf_snap "$cpid" "$OUT/bpf0.json"
+			t0=$(cpu_ticks "$cpid") b0=$(kernel bytes_copied)
 			th0=$(kernel throttled throttled_user) l0=$(lost)
 		}
 		hey_run "$size" "$rate" "$OUT/hey.txt"
 		stats=()
 		if [ -n "$cpid" ]; then
 			sleep 1.5 # the reader's last batch, the counters' next snapshot
-			t1=$(cpu_ticks "$cpid") k1=$(bpf_ns "$cpid" "$OUT/bpf1.json") b1=$(kernel bytes_copied)
+			bpf_snap "$cpid" "$OUT/bpf1.json"
+			t1=$(cpu_ticks "$cpid") b1=$(kernel bytes_copied)
 			th1=$(kernel throttled throttled_user) l1=$(lost)
 			stop_collector # the batch and the file exporter flush
-			python3 - "$OUT/bpf0.json" "$OUT/bpf1.json" "$size" "$round" "$rate" "$OUT/hey.txt" >>"$progs" <<'PY'
+			# The BPF time: the programs loaded at both snapshots; none
+			# ("-") when bpf_stats was turned off meanwhile.
+			stats_on=$(sysctl -n kernel.bpf_stats_enabled)
+			python3 - "$OUT/bpf0.json" "$OUT/bpf1.json" "$size" "$round" "$rate" "$OUT/hey.txt" "$progs" "$stats_on" >"$OUT/bpf.txt" <<'PY'
 import json, re, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 n = sum(int(c) for c in re.findall(r"\[\d+\]\s+(\d+) responses", open(sys.argv[6]).read()))
-for name in sorted(b):
-    t = b[name][0] - a.get(name, [0, 0])[0]
-    c = b[name][1] - a.get(name, [0, 0])[1]
-    if c and n:
-        print(f"{sys.argv[3]}\t{sys.argv[4]}\t{sys.argv[5]}\t{name}\t{c / n:.2f}\t{t / c:.0f}\t{t / n:.0f}")
+if sys.argv[8] != "1" or not n:
+    sys.exit(print("-"))
+by = {}
+for pid, (name, t, c) in b.items():
+    if pid in a:
+        x = by.setdefault(name, [0, 0])
+        x[0] += t - a[pid][1]
+        x[1] += c - a[pid][2]
+with open(sys.argv[7], "a") as out:
+    for name, (t, c) in sorted(by.items()):
+        if c:
+            print(f"{sys.argv[3]}\t{sys.argv[4]}\t{sys.argv[5]}\t{name}\t{c / n:.2f}\t{t / c:.0f}\t{t / n:.0f}", file=out)
+print(f"{sum(t for t, _ in by.values()) / n:.0f}")
 PY
-			stats=("$t0" "$t1" "$k0" "$k1" "$b0" "$b1" "$((th1 - th0))" "$((l1 - l0))")
+			bpf=$(cat "$OUT/bpf.txt")
+			stats=("$t0" "$t1" "$bpf" "$b0" "$b1" "$((th1 - th0))" "$((l1 - l0))")
 		fi
 		python3 - "$OUT/hey.txt" "$OUT/spans.jsonl" "$size" "$round" "$rate" "$row" "$(getconf CLK_TCK)" "${stats[@]}" >>"$runs" <<'PY'
 import json, re, sys
@@ -221,7 +230,7 @@ cols = [size, rnd, rate, row, str(n), f"{rps:.0f}", f"{lat[50]:.3f}", f"{lat[99]
 if row == "baseline":
     cols += ["-"] * 9
 else:
-    t0, t1, k0, k1, b0, b1, throttled, lost = sys.argv[8:16]
+    t0, t1, bpf, b0, b1, throttled, lost = sys.argv[8:15]
     path = f"/f{size}.bin"
     client, server = set(), {}
     for line in open(spans):
@@ -236,7 +245,7 @@ else:
                     elif s.get("kind") == 2:
                         server[s["spanId"]] = s.get("parentSpanId", "")
     joined = sum(p in client for p in server.values()) / len(server) if server else 0
-    cols += [f"{(int(t1) - int(t0)) / int(tck) / n * 1e6:.1f}", f"{(int(k1) - int(k0)) / n:.0f}",
+    cols += [f"{(int(t1) - int(t0)) / int(tck) / n * 1e6:.1f}", bpf,
              f"{(int(b1) - int(b0)) / n:.0f}", f"{(len(client) + len(server)) / n:.3f}",
              f"{len(client) / n:.3f}", f"{len(server) / n:.3f}", f"{joined:.3f}", throttled, lost]
 print("\t".join(cols))
