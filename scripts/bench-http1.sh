@@ -23,7 +23,9 @@
 # is two ends' worth), the bytes the kernel copied (bytes_copied), the spans
 # of the file exporter for the file asked (client and server: 2 a request)
 # and the share of server spans whose parent is their client span; and the
-# calls throttled and the records lost (kernel counters) over the row.
+# calls throttled (over their connection's share, max_capture_rate, and
+# over their user's, max_capture_rate_per_user) and the records lost
+# (kernel counters) over the row.
 # Also the collector's idle CPU (BENCH_HTTP1_IDLE seconds, 10, before the
 # rounds). Results: bench-results/http1/{runs.tsv,results.md,bench-http1-*.png}.
 #   BENCH_HTTP1_C (4)
@@ -115,12 +117,11 @@ hey_run() {
 	"$CACHE/bin/hey" -z "${SECS}s" -c "$C" "${q[@]}" "http://127.0.0.1:$PORT/f$1.bin" >"$3"
 }
 
-# kernel NAME...: the sum of the receiver's kernel counters NAME...
-# (receiver_grpc_kernel); lost: the records lost (receiver_grpc_records_lost).
+# kernel NAME: the receiver's kernel counter NAME (receiver_grpc_kernel);
+# lost: the records lost (receiver_grpc_records_lost).
 kernel() {
-	curl -s "http://$METRICS/metrics" | awk -v names="$*" 'BEGIN {n = split(names, w, " ")}
-		/^otelcol_receiver_grpc_kernel/ {for (i = 1; i <= n; i++) if (index($0, "counter=\"" w[i] "\"")) s += $2}
-		END {printf "%d\n", s}'
+	curl -s "http://$METRICS/metrics" |
+		awk -v c="counter=\"$1\"" '/^otelcol_receiver_grpc_kernel/ && index($0, c) {s += $2} END {printf "%d\n", s}'
 }
 lost() { curl -s "http://$METRICS/metrics" | awk '/^otelcol_receiver_grpc_records_lost/ {s += $2} END {printf "%d\n", s}'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -172,7 +173,7 @@ echo "idle: the collector used $idle_pct % of a core over $IDLE s with no reques
 runs=$OUT/runs.tsv
 progs=$OUT/programs.tsv
 printf 'size\tround\trate\tprogram\truns_per_req\tns_per_run\tns_per_req\n' >"$progs"
-printf 'size\tround\trate\trow\trequests\trps\tp50_ms\tp99_ms\tcpu_us_per_req\tbpf_ns_per_req\tbytes_per_req\tspans_per_req\tclient_per_req\tserver_per_req\tjoined\tthrottled\tlost\n' >"$runs"
+printf 'size\tround\trate\trow\trequests\trps\tp50_ms\tp99_ms\tcpu_us_per_req\tbpf_ns_per_req\tbytes_per_req\tspans_per_req\tclient_per_req\tserver_per_req\tjoined\tthrottled\tthrottled_user\tlost\n' >"$runs"
 for round in $(seq 1 "$ROUNDS"); do
 for size in $SIZES; do
 for rate in $RATES; do
@@ -182,7 +183,7 @@ for rate in $RATES; do
 			sysctl -qw kernel.bpf_stats_enabled=1 # others on the host may turn it off
 			bpf_snap "$cpid" "$OUT/bpf0.json"
 			t0=$(cpu_ticks "$cpid") b0=$(kernel bytes_copied)
-			th0=$(kernel throttled throttled_user) l0=$(lost)
+			th0=$(kernel throttled) tu0=$(kernel throttled_user) l0=$(lost)
 		}
 		hey_run "$size" "$rate" "$OUT/hey.txt"
 		stats=()
@@ -190,7 +191,7 @@ for rate in $RATES; do
 			sleep 1.5 # the reader's last batch, the counters' next snapshot
 			bpf_snap "$cpid" "$OUT/bpf1.json"
 			t1=$(cpu_ticks "$cpid") b1=$(kernel bytes_copied)
-			th1=$(kernel throttled throttled_user) l1=$(lost)
+			th1=$(kernel throttled) tu1=$(kernel throttled_user) l1=$(lost)
 			stop_collector # the batch and the file exporter flush
 			# The BPF time: the programs loaded at both snapshots; none
 			# ("-") when bpf_stats was turned off meanwhile.
@@ -214,7 +215,7 @@ with open(sys.argv[7], "a") as out:
 print(f"{sum(t for t, _ in by.values()) / n:.0f}")
 PY
 			bpf=$(cat "$OUT/bpf.txt")
-			stats=("$t0" "$t1" "$bpf" "$b0" "$b1" "$((th1 - th0))" "$((l1 - l0))")
+			stats=("$t0" "$t1" "$bpf" "$b0" "$b1" "$((th1 - th0))" "$((tu1 - tu0))" "$((l1 - l0))")
 		fi
 		python3 - "$OUT/hey.txt" "$OUT/spans.jsonl" "$size" "$round" "$rate" "$row" "$(getconf CLK_TCK)" "${stats[@]}" >>"$runs" <<'PY'
 import json, re, sys
@@ -228,9 +229,9 @@ rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
 lat = {int(p): float(s) * 1e3 for p, s in re.findall(r"(\d+)% in ([\d.]+) secs", text)}
 cols = [size, rnd, rate, row, str(n), f"{rps:.0f}", f"{lat[50]:.3f}", f"{lat[99]:.3f}"]
 if row == "baseline":
-    cols += ["-"] * 9
+    cols += ["-"] * 10
 else:
-    t0, t1, bpf, b0, b1, throttled, lost = sys.argv[8:15]
+    t0, t1, bpf, b0, b1, throttled, throttled_user, lost = sys.argv[8:16]
     path = f"/f{size}.bin"
     client, server = set(), {}
     for line in open(spans):
@@ -247,7 +248,7 @@ else:
     joined = sum(p in client for p in server.values()) / len(server) if server else 0
     cols += [f"{(int(t1) - int(t0)) / int(tck) / n * 1e6:.1f}", bpf,
              f"{(int(b1) - int(b0)) / n:.0f}", f"{(len(client) + len(server)) / n:.3f}",
-             f"{len(client) / n:.3f}", f"{len(server) / n:.3f}", f"{joined:.3f}", throttled, lost]
+             f"{len(client) / n:.3f}", f"{len(server) / n:.3f}", f"{joined:.3f}", throttled, throttled_user, lost]
 print("\t".join(cols))
 PY
 		tail -1 "$runs"
@@ -273,7 +274,7 @@ def cell(rs, k, fmt):
 def total(rs, k):
     return str(sum(int(r[k]) for r in rs if r[k] not in ("-", "")))
 print("Medians over the rounds (min..max).\n")
-print("| file | rate asked | row | rounds | RPS | p50 ms | p99 ms | collector µs CPU / req | BPF ns / req | bytes copied / req | spans / req (client + server) | server spans joined | throttled | lost |")
+print("| file | rate asked | row | rounds | RPS | p50 ms | p99 ms | collector µs CPU / req | BPF ns / req | bytes copied / req | spans / req (client + server) | server spans joined | calls throttled (connection + user shares) | records lost |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for size in dict.fromkeys(r["size"] for r in rows):
     for rate in dict.fromkeys(r["rate"] for r in rows):
@@ -286,7 +287,7 @@ for size in dict.fromkeys(r["size"] for r in rows):
                   f"{cell(rs, 'p50_ms', '.2f')} | {cell(rs, 'p99_ms', '.2f')} | {cell(rs, 'cpu_us_per_req', '.1f')} | "
                   f"{cell(rs, 'bpf_ns_per_req', '.0f')} | {cell(rs, 'bytes_per_req', '.0f')} | {cell(rs, 'spans_per_req', '.3f')}"
                   f"{'' if not recv else ' = ' + cell(rs, 'client_per_req', '.3f').split()[0] + ' + ' + cell(rs, 'server_per_req', '.3f').split()[0]} | "
-                  f"{cell(rs, 'joined', '.3f')} | {total(rs, 'throttled') if recv else ''} | {total(rs, 'lost') if recv else ''} |")
+                  f"{cell(rs, 'joined', '.3f')} | {total(rs, 'throttled') + ' + ' + total(rs, 'throttled_user') if recv else ''} | {total(rs, 'lost') if recv else ''} |")
 PY
 	echo
 	echo "Where the BPF time goes, per program (medians over the rounds; both ends of every request):"
