@@ -127,15 +127,19 @@ lost() { curl -s "http://$METRICS/metrics" | awk '/^otelcol_receiver_grpc_record
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # bpf_snap PID FILE: the run time and run count so far of each h2_*
-# program PID holds (all h2_* programs when bpftool does not say whose they
-# are), by program id, into FILE as JSON (bpf_stats).
+# program PID holds (its file descriptors' prog_id: other collectors on the
+# host load programs of the same names), by program id, into FILE as JSON
+# (bpf_stats).
 bpf_snap() {
 	bpftool -j prog show 2>/dev/null | python3 -c '
-import json, sys
-pid = int(sys.argv[1])
-progs = [p for p in json.load(sys.stdin) if p.get("name", "").startswith("h2_")]
-if any("pids" in p for p in progs):
-    progs = [p for p in progs if any(x.get("pid") == pid for x in p.get("pids", []))]
+import glob, json, sys
+ids = set()
+for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
+    try:
+        ids.update(int(l.split()[1]) for l in open(f) if l.startswith("prog_id:"))
+    except OSError:
+        pass
+progs = [p for p in json.load(sys.stdin) if p.get("name", "").startswith("h2_") and p["id"] in ids]
 json.dump({p["id"]: [p["name"], p.get("run_time_ns", 0), p.get("run_cnt", 0)] for p in progs}, open(sys.argv[2], "w"))' "$1" "$2"
 }
 
