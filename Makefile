@@ -350,6 +350,16 @@ bench-agent: deps $(COLLECTOR)
 bench-grpc: deps $(COLLECTOR)
 	scripts/bench-grpc.sh
 
+# What an HTTP/1.1 request costs under the grpc receiver (root; about ten
+# minutes; nginx-light from Debian, hey v0.1.4 built once into
+# ~/.cache/otelcol-seq/bench-http1): a 1 KiB and a 64 KiB file on a keep-alive
+# nginx, without and with the collector on config/grpc.yaml, at fixed rates,
+# interleaved rounds, into bench-results/http1/. Not part of make test; see
+# scripts/bench-http1.sh and docs/benchmarks.md.
+.PHONY: bench-http1
+bench-http1: deps $(COLLECTOR)
+	scripts/bench-http1.sh
+
 # The ebpf_exporter receiver beside Cloudflare's ebpf_exporter v2.5.1 (root;
 # about half a minute): testdata/ebpf_exporter/ebpfx_bench (16384 counter
 # series, 1024 exp2 histograms) run by both at once, collecting once a second

@@ -191,7 +191,7 @@ PY
 		echo
 		echo "Idle (no calls, $IDLE s): the collector used $idle_pct % of a core."
 		echo
-		(cd "$ROOT/tools" && go run ./grpccurve -in "$curve" -png "$OUT/bench-grpc.png")
+		(cd "$ROOT/tools" && GOWORK=off go run ./grpccurve -in "$curve" -png "$OUT/bench-grpc.png")
 		echo
 		echo "Where the BPF time goes, per program (medians over the rounds; both ends of every call):"
 		echo

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Command grpccurve reads the grpc receiver's fixed-rate curve that
-// scripts/bench-grpc.sh writes (curve.tsv: round, rate, row, rps, p50_ms,
+// scripts/bench-grpc.sh writes (curve.tsv, and scripts/bench-http1.sh its
+// curve-SIZE.tsv in the same columns: round, rate, row, rps, p50_ms,
 // p99_ms, cpu_us_per_call, bpf_ns_per_rpc; rate 0 is "as fast as ghz
 // goes"), prints its Markdown table, the median of each point over the
 // rounds, and draws it as a PNG with gonum/plot (the plotting library of
@@ -53,6 +54,7 @@ type curve struct {
 func main() {
 	in := flag.String("in", "bench-results/grpc/curve.tsv", "the curve's TSV (scripts/bench-grpc.sh)")
 	png := flag.String("png", "", "write the plot here (empty: none)")
+	xlabel := flag.String("xlabel", "RPS asked (ghz -r)", "the plot's x axis (scripts/bench-http1.sh: hey's rate)")
 	flag.Parse()
 	f, err := os.Open(*in)
 	if err != nil {
@@ -69,7 +71,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		if err := c.plot(out); err != nil {
+		if err := c.plot(out, *xlabel); err != nil {
 			fail(err)
 		}
 		if err := out.Close(); err != nil {
@@ -190,8 +192,9 @@ func (c *curve) markdown() string {
 
 // plot draws three panels side by side against the rate asked (nominal:
 // 2000, 5000, ..., max): RPS and p99 with a line per row, and the
-// receiver's costs (collector µs per call, BPF µs per RPC).
-func (c *curve) plot(w io.Writer) error {
+// receiver's costs (collector µs per call, BPF µs per RPC); xlabel names
+// the x axis.
+func (c *curve) plot(w io.Writer, xlabel string) error {
 	names := make([]string, len(c.rates))
 	for i, r := range c.rates {
 		names[i] = label(r)
@@ -206,7 +209,7 @@ func (c *curve) plot(w io.Writer) error {
 	panel := func(title, y string, lines ...any) (*plot.Plot, error) {
 		p := plot.New()
 		p.Title.Text = title
-		p.X.Label.Text = "RPS asked (ghz -r)"
+		p.X.Label.Text = xlabel
 		p.Y.Label.Text = y
 		p.Y.Min = 0
 		p.NominalX(names...)

@@ -33,7 +33,7 @@ func TestCurve(t *testing.T) {
 		t.Errorf("markdown:\n%s\nwant its rows:\n%s", md, want)
 	}
 	var b bytes.Buffer
-	if err := c.plot(&b); err != nil {
+	if err := c.plot(&b, "RPS asked (ghz -r)"); err != nil {
 		t.Fatal(err)
 	}
 	img, err := png.Decode(&b)
