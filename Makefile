@@ -238,13 +238,16 @@ $(EBPF_EXPORTER_EXAMPLES):
 	EBPF_EXPORTER_CACHE=$(EBPF_EXPORTER_CACHE) EBPF_EXPORTER_VERSION=$(EBPF_EXPORTER_VERSION) scripts/ebpf-exporter.sh examples >/dev/null
 
 # System packages the tests use (stress-ng for fork storms, bpftool for leak
-# checks) and tracefs, mounted where it is not.
+# checks, nginx as a proxy) and tracefs, mounted where it is not.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
+	@# nginx (Debian's nginx-light) is the proxy of the HTTP/1.1 e2e test.
+	@command -v nginx >/dev/null || { echo "installing: nginx-light"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null; }
 	@# bpftrace tools such as runqlat.bt #include kernel headers; on a Debian host whose
 	@# kernel has none in /lib/modules, Debian's generic headers serve (see config/bpftrace.yaml).
 	@if [ ! -e /lib/modules/$$(uname -r)/build ] && ! ls -d /usr/src/linux-headers-*-common >/dev/null 2>&1 \

@@ -296,3 +296,146 @@ c.close()
 	cs, ss = stopNodes(t, clientNode, serverNode, clientOut, serverOut, "") // "": spans without rpc.method
 	checkHTTP1Joined(t, want, httpSpans(cs, ptrace.SpanKindClient), httpSpans(ss, ptrace.SpanKindServer), "https", "HTTPS across NAT")
 }
+
+// TestHTTP1ThroughNginx: nginx (Debian's nginx-light, `make deps`) as a
+// reverse proxy with kept-alive upstream connections in front of Python's
+// http.server, curl as the client, one collector (the default grpc
+// config, every port). Each request is two hops, each one CLIENT and one
+// SERVER span joined: curl → nginx and nginx → http.server. Nothing ties
+// nginx's incoming request to its outgoing one in the kernel, so they are
+// two traces (README, "Trace ids": a call chain through a service), unless
+// a traceparent travels: curl sends one here on half the requests, and nginx
+// passes it on, so both hops then share its trace.
+func TestHTTP1ThroughNginx(t *testing.T) {
+	testutil.RequireRoot(t)
+	nginx, err := exec.LookPath("nginx")
+	require.NoError(t, err, "nginx (make deps installs nginx-light)")
+	site := t.TempDir()
+	const n = 20
+	for i := range n {
+		require.NoError(t, os.WriteFile(filepath.Join(site, fmt.Sprintf("%d.html", i)), []byte(strings.Repeat("y", 200+i)), 0o644))
+	}
+	back := mustFreePort(t)
+	srv := exec.Command("python3", "-m", "http.server", "--protocol", "HTTP/1.1", "--bind", "127.0.0.1", "--directory", site, strconv.Itoa(back))
+	srv.Stdout, srv.Stderr = io.Discard, io.Discard
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	front := mustFreePort(t)
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`daemon off;
+master_process off;
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log;
+events {}
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body;
+  proxy_temp_path %[1]s/proxy;
+  fastcgi_temp_path %[1]s/fastcgi;
+  uwsgi_temp_path %[1]s/uwsgi;
+  scgi_temp_path %[1]s/scgi;
+  upstream back { server 127.0.0.1:%[2]d; keepalive 4; }
+  server {
+    listen 127.0.0.1:%[3]d;
+    location / { proxy_pass http://back; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+`, dir, back, front)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644))
+	ng := exec.Command(nginx, "-c", filepath.Join(dir, "nginx.conf"), "-e", filepath.Join(dir, "error.log"))
+	ng.Stdout, ng.Stderr = io.Discard, io.Discard
+	require.NoError(t, ng.Start())
+	t.Cleanup(func() { _ = ng.Process.Kill(); _ = ng.Wait() })
+	for _, p := range []int{back, front} {
+		require.Eventually(t, func() bool {
+			c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}, 10*time.Second, 50*time.Millisecond, "port %d", p)
+	}
+
+	out := filepath.Join(t.TempDir(), "spans.jsonl")
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+receivers:
+  grpc: {}
+exporters:
+  file: {path: %s}
+processors:
+  batch: {timeout: 200ms}
+service:
+  telemetry: {metrics: {level: none}}
+  pipelines:
+    traces: {receivers: [grpc], processors: [batch], exporters: [file]}
+`, out)), 0o600))
+	c := startCollector(t, nil, "--config", cfg)
+	require.Eventually(t, func() bool { return strings.Contains(c.log(), "Everything is ready") }, 30*time.Second, 100*time.Millisecond)
+
+	// curl: every URL on one connection; a traceparent on the odd ones.
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, odd := range []bool{false, true} {
+		args := []string{"-s", "--fail-with-body"}
+		if odd {
+			args = append(args, "-H", "traceparent: "+tp)
+		}
+		for i := range n {
+			if (i%2 == 1) == odd {
+				args = append(args, "-o", "/dev/null", fmt.Sprintf("http://127.0.0.1:%d/%d.html", front, i))
+			}
+		}
+		o, err := exec.Command("curl", args...).CombinedOutput()
+		require.NoError(t, err, "curl: %s", o)
+	}
+
+	// A hop's spans by the Host its requests carry (server.address and
+	// server.port): curl's "127.0.0.1:front", nginx's upstream name "back".
+	hop := func(spans []ptrace.Span, kind ptrace.SpanKind, host string) map[string]ptrace.Span {
+		m := map[string]ptrace.Span{}
+		for _, s := range httpSpans(spans, kind) {
+			a := s.Attributes().AsRaw()
+			h, _ := a["server.address"].(string)
+			if p, ok := a["server.port"].(int64); ok {
+				h += ":" + strconv.FormatInt(p, 10)
+			}
+			if h == host {
+				m[a["url.path"].(string)] = s
+			}
+		}
+		return m
+	}
+	frontHost := "127.0.0.1:" + strconv.Itoa(front)
+	var spans []ptrace.Span
+	ok := assert.Eventually(t, func() bool {
+		spans = readSpans(t, out)
+		return len(hop(spans, ptrace.SpanKindServer, "back")) >= n && len(hop(spans, ptrace.SpanKindClient, frontHost)) >= n &&
+			len(hop(spans, ptrace.SpanKindServer, frontHost)) >= n && len(hop(spans, ptrace.SpanKindClient, "back")) >= n
+	}, 30*time.Second, 250*time.Millisecond, "spans of the two hops")
+	c.stop(t)
+	require.True(t, ok, "%s", tail(c.log(), 800))
+	curlC, nginxS := hop(spans, ptrace.SpanKindClient, frontHost), hop(spans, ptrace.SpanKindServer, frontHost)
+	nginxC, pyS := hop(spans, ptrace.SpanKindClient, "back"), hop(spans, ptrace.SpanKindServer, "back")
+	joined := [2]int{}
+	for i := range n {
+		p := fmt.Sprintf("/%d.html", i)
+		for h, pair := range [][2]map[string]ptrace.Span{{curlC, nginxS}, {nginxC, pyS}} {
+			cl, sv := pair[0][p], pair[1][p]
+			assert.Equal(t, int64(200), sv.Attributes().AsRaw()["http.response.status_code"], "%s hop %d", p, h)
+			if sv.ParentSpanID() == cl.SpanID() && sv.TraceID() == cl.TraceID() {
+				joined[h]++
+			}
+		}
+		if i%2 == 1 {
+			// The traceparent wins on the first hop; nginx passes the
+			// header on, so the second hop is in the same trace too.
+			assert.Equal(t, tp[3:35], curlC[p].TraceID().String(), "%s: curl's span in its traceparent's trace", p)
+			assert.Equal(t, curlC[p].TraceID(), nginxC[p].TraceID(), "%s: both hops in the traceparent's trace", p)
+		} else {
+			assert.NotEqual(t, curlC[p].TraceID(), nginxC[p].TraceID(), "%s: without a traceparent, two traces", p)
+		}
+	}
+	t.Logf("through nginx: curl → nginx %d of %d server spans joined, nginx → http.server %d of %d", joined[0], n, joined[1], n)
+	assert.Equal(t, [2]int{n, n}, joined)
+}
