@@ -35,6 +35,7 @@ import (
 func startReceiver(t *testing.T, mod func(*Config)) (*consumertest.TracesSink, func()) {
 	t.Helper()
 	cfg := createDefaultConfig()
+	cfg.Protocols.HTTP1 = true // the tests' HTTP/1.x traffic (opt-in)
 	if mod != nil {
 		mod(cfg)
 	}

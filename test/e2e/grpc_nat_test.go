@@ -59,6 +59,11 @@ service:
 var tlsNodeConfig = strings.Replace(nodeConfig, "    service_name: %s\n",
 	"    service_name: %s\n    tls: {enabled: true, rescan_interval: 1s}\n", 1)
 
+// withHTTP1 turns on the HTTP/1.x capture (opt-in) in a node config.
+func withHTTP1(config string) string {
+	return strings.Replace(config, "    service_name: %s\n", "    service_name: %s\n    protocols: {http1: true}\n", 1)
+}
+
 // natRule adds an iptables nat rule and removes it when the test ends.
 func natRule(t *testing.T, chain string, args ...string) {
 	t.Helper()

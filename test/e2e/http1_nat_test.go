@@ -72,8 +72,8 @@ func TestHTTP1AcrossNAT(t *testing.T) {
 	svc := natPair(t, real)
 	base := "http://127.0.0.1:" + strconv.Itoa(svc)
 
-	clientNode, clientOut := node(t, j, "client-node", svc)
-	serverNode, serverOut := node(t, j, "server-node", real)
+	clientNode, clientOut := nodeOf(t, withHTTP1(nodeConfig), j, "client-node", svc)
+	serverNode, serverOut := nodeOf(t, withHTTP1(nodeConfig), j, "server-node", real)
 	var want []httpRequest
 
 	// curl: every URL on one connection (keep-alive), then HEAD.
@@ -246,8 +246,8 @@ func TestHTTP1TLSAcrossNAT(t *testing.T) {
 	real, svc, svcAddr := natService(t, srv.Listener.Addr().String())
 	base := "https://" + svcAddr
 
-	clientNode, clientOut := nodeOf(t, tlsNodeConfig, j, "client-node", svc)
-	serverNode, serverOut := nodeOf(t, tlsNodeConfig, j, "server-node", real)
+	clientNode, clientOut := nodeOf(t, withHTTP1(tlsNodeConfig), j, "client-node", svc)
+	serverNode, serverOut := nodeOf(t, withHTTP1(tlsNodeConfig), j, "server-node", real)
 	const perClient = 30
 	var want []httpRequest
 
@@ -361,7 +361,7 @@ http {
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
 receivers:
-  grpc: {}
+  grpc: {protocols: {http1: true}}
 exporters:
   file: {path: %s}
 processors:
