@@ -99,8 +99,10 @@ fuzz-short:
 # examples": cgroups created during the run, a one-event series, the
 # smallest latency buckets); make test-parity-upstream runs it.
 e2e: $(COLLECTOR) $(JAEGER) $(LOKI) $(EBPF_EXPORTER)
-	OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) \
-		$(GO) test -tags e2e -count=1 -v -skip '^TestEbpfExporterParityUpstream$$' ./test/e2e/...
+	@mkdir -p build
+	set -o pipefail; OTELCOL_SEQ_BIN=$(CURDIR)/$(COLLECTOR) JAEGER_BIN=$(JAEGER) LOKI_BIN=$(LOKI) EBPF_EXPORTER_BIN=$(EBPF_EXPORTER) \
+		$(GO) test -tags e2e -count=1 -v -skip '^TestEbpfExporterParityUpstream$$' ./test/e2e/... 2>&1 | tee build/e2e.log \
+		|| { scripts/test-recap.sh build/e2e.log; exit 1; }
 
 # The drop-in's parity on ebpf_exporter's own upstream examples (root).
 test-parity-upstream: $(COLLECTOR) $(EBPF_EXPORTER) $(EBPF_EXPORTER_EXAMPLES)
