@@ -39,8 +39,9 @@ const (
 func (r *seqReceiver) run() {
 	defer close(r.done)
 	// Batches are consumed with a context of their own: a batch read while
-	// shutting down is still delivered, not refused by a cancelled context.
-	ctx := context.Background()
+	// shutting down is still delivered, not refused by a cancelled context,
+	// unless a consumer holds the reader past shutdownGrace (Shutdown).
+	ctx := r.runCtx
 	pace := ring.Pacer{FlushAfter: flushAfter, ParkTimeout: parkTimeout, Slots: r.cfg.RingSlots}
 	for !r.stop.Load() {
 		if r.backoff.due {

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -284,6 +285,41 @@ func TestFakeRefusedBatchCountedOnce(t *testing.T) {
 	}
 	assert.Equal(t, int64(30), refused, "every refused record counted once")
 	assert.LessOrEqual(t, calls.Load(), int64(2), "no retries")
+}
+
+// A pipeline that waits for room instead of refusing (a sending queue with
+// block_on_overflow, its backend down) holds the reader inside a consumer.
+// Shutdown still returns: after shutdownGrace it cancels the batches'
+// context, the consumer gives up, and what it held is counted refused.
+func TestFakeShutdownUnblocksWaitingConsumer(t *testing.T) {
+	var logCalls, spanCalls atomic.Int64
+	logs, err := consumer.NewLogs(func(ctx context.Context, _ plog.Logs) error {
+		logCalls.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	require.NoError(t, err)
+	traces, err := consumer.NewTraces(func(ctx context.Context, _ ptrace.Traces) error {
+		spanCalls.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	require.NoError(t, err)
+	cfg := createDefaultConfig()
+	f := startFake(t, cfg, 1024, logs, traces, lifecycle(10)...)
+	require.Eventually(t, func() bool { return logCalls.Load() == 1 }, 5*time.Second, time.Millisecond, "the reader is inside the consumer")
+	start := time.Now()
+	f.stop(t)
+	took := time.Since(start)
+	assert.Less(t, took, 2*shutdownGrace+3*time.Second, "Shutdown returned")
+	assert.GreaterOrEqual(t, took, shutdownGrace, "the consumer had its grace")
+	m, err := f.tel.GetMetric("otelcol_receiver_refused_log_records")
+	require.NoError(t, err)
+	var refused int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		refused += dp.Value
+	}
+	assert.Equal(t, int64(30), refused, "the held batch counted refused")
 }
 
 // The process table's counters reach the telemetry: a table of 64 that

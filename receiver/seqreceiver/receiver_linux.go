@@ -77,6 +77,10 @@ type seqReceiver struct {
 	final   finalAccount  // the ring's accounting when Shutdown stopped it
 	stop    atomic.Bool   // set by Shutdown: the reader drains and returns
 	done    chan struct{} // closed when the reader has returned
+	// The context the reader hands batches on with: cancelled by Shutdown
+	// only when a consumer holds the reader past shutdownGrace.
+	runCtx    context.Context
+	cancelRun context.CancelFunc
 
 	// The batch being filled: one ResourceLogs for all the reads until flush.
 	out        plog.Logs
@@ -216,8 +220,25 @@ func (r *seqReceiver) startSequencer() (err error) {
 		zap.Int("ring_slots", r.cfg.RingSlots), zap.Int("ring_bytes", r.cfg.RingSlots*128))
 
 	r.done = make(chan struct{})
+	r.runCtx, r.cancelRun = context.WithCancel(context.Background())
 	go r.run()
 	return nil
+}
+
+// shutdownGrace is how long Shutdown lets a consumer hold the reader (and
+// the last spans) before it cancels the batches' context.
+const shutdownGrace = 5 * time.Second
+
+// stuck is Shutdown's wait once ctx is done and the reader has not
+// returned: it still gives the reader a second, then (an error) leaves the
+// ring mapped rather than pull it from under a reader inside a consumer.
+func (r *seqReceiver) stuck(ctx context.Context) error {
+	select {
+	case <-r.done:
+		return nil
+	case <-time.After(time.Second):
+		return fmt.Errorf("seq receiver: shutdown: the reader did not stop: %w", ctx.Err())
+	}
 }
 
 // Shutdown detaches the producers first, lets the reader drain what they
@@ -233,16 +254,28 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 	ring.Sleep(2 * time.Millisecond)
 	r.stop.Store(true)
 	r.rd.Interrupt()
+	defer r.cancelRun()
+	grace := time.NewTimer(shutdownGrace)
+	defer grace.Stop()
 	select {
 	case <-r.done:
-	case <-ctx.Done():
-		// A context that is already done still gives the reader a short grace.
+	case <-grace.C:
+		// A consumer holds the reader: a pipeline that waits for room (a
+		// sending queue with block_on_overflow, its backend down). Cancel
+		// the batches' context: the consumer returns, the batch is counted
+		// refused, and the reader finishes its drain without waiting again.
+		r.cancelRun()
 		select {
 		case <-r.done:
-		case <-time.After(time.Second):
-			// The reader is stuck in a consumer: leave the ring mapped rather
-			// than pull it from under the reader.
-			return fmt.Errorf("seq receiver: shutdown: the reader did not stop: %w", ctx.Err())
+		case <-ctx.Done():
+			if e := r.stuck(ctx); e != nil {
+				return e
+			}
+		}
+	case <-ctx.Done():
+		r.cancelRun()
+		if e := r.stuck(ctx); e != nil {
+			return e
 		}
 	}
 	r.done = nil
@@ -250,7 +283,9 @@ func (r *seqReceiver) Shutdown(ctx context.Context) error {
 	r.final.Kernel, _ = r.seq.Counters()
 	// Processes still running: their spans end now, marked as still running.
 	r.model.CloseAll(bootclock.Now())
-	r.flushSpans(context.Background())
+	fctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	r.flushSpans(fctx)
+	cancel()
 	if n := r.model.DiscardFinished(); n > 0 { // the pipeline refused a batch of them
 		r.set.Logger.Warn("seq receiver: process spans not handed on at shutdown: the traces pipeline refused them", zap.Int("spans", n))
 	}
