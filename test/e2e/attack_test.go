@@ -75,8 +75,8 @@ func startAttackAgent(t *testing.T, sink *otlpSink) (*watched, error) {
 	env := append(daemonSetEnv(t), "HEALTH_ENDPOINT="+freePort(t), "K8S_NODE_NAME=e2e")
 	return startWatched(t, env,
 		"--config", filepath.Join(repoRoot(t), "deploy", "agent.yaml"),
-		"--config", "yaml:service::pipelines::logs::processors: [memory_limiter, batch]",
-		"--config", "yaml:service::pipelines::traces::processors: [memory_limiter, batch]",
+		"--config", "yaml:service::pipelines::logs::processors: [memory_limiter]",
+		"--config", "yaml:service::pipelines::traces::processors: [memory_limiter]",
 		"--config", "yaml:exporters::loadbalancing::resolver: {dns: null, static: {hostnames: ["+sink.addr+"]}}",
 		"--config", "yaml:service::telemetry::metrics: {level: detailed, readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: "+agentMetricsPort+"}}}}]}")
 }
