@@ -69,9 +69,13 @@ struct h2_conn_map {
 	__type(value, struct h2_conn);
 };
 
-/* HTTP/2 connections (H2_YES) that carried a call (a HEADERS frame), and
- * HTTP/1.x connections (H1_YES) that carried a request line. */
+/* HTTP/2 connections (H2_YES) that carried a call (a HEADERS frame). */
 struct h2_conn_map h2_conns SEC(".maps");
+
+/* HTTP/1.x connections (H1_YES) that carried a request line: a map of
+ * their own, so that a flood of them (a request line is as cheap to send
+ * as nothing) evicts its own kind only, never an HTTP/2 channel's state. */
+struct h2_conn_map h1_conns SEC(".maps");
 
 /* Connections not yet classified (H2_UNKNOWN), and HTTP/2 and HTTP/1.x
  * connections on probation (H2_YES, H1_YES; no HEADERS frame or request
@@ -143,6 +147,9 @@ static __always_inline struct h2_conn *h2_find(struct h2_key *key, struct sock *
 	*skip = false;
 	if (c)
 		return c;
+	c = bpf_map_lookup_elem(&h1_conns, key);
+	if (c)
+		return c;
 	if (bpf_map_lookup_elem(&h2_not_h2, key)) {
 		st->not_h2_calls++;
 		*skip = true;
@@ -161,6 +168,8 @@ static __always_inline struct h2_conn *h2_find(struct h2_key *key, struct sock *
 	 * inserts into h2_conns before it deletes from h2_pending): without
 	 * this look, the call would take the connection for one never seen. */
 	c = bpf_map_lookup_elem(&h2_conns, key);
+	if (!c)
+		c = bpf_map_lookup_elem(&h1_conns, key);
 	if (c)
 		*pending = false;
 	return c;
@@ -177,7 +186,7 @@ static __always_inline void h2_demote(struct h2_key *key)
 
 /*
  * A connection on probation (state H2_YES in h2_pending) that carried a
- * call: moved into h2_conns, after its call's walk. Both directions may get
+ * call: moved into h2_conns (HTTP/1.x: h1_conns), after its call's walk. Both directions may get
  * here at once: the first inserts the whole state, each copies its own
  * direction's (its call changed it), the calls after find it in h2_conns.
  * Returns the state in h2_conns, NULL when it could not be moved (the next
@@ -190,8 +199,13 @@ static __always_inline struct h2_conn *h2_promote(struct h2_key *key, struct h2_
 {
 	struct h2_conn *n;
 
-	bpf_map_update_elem(&h2_conns, key, c, BPF_NOEXIST);
-	n = bpf_map_lookup_elem(&h2_conns, key);
+	if (c->state == H1_YES) {
+		bpf_map_update_elem(&h1_conns, key, c, BPF_NOEXIST);
+		n = bpf_map_lookup_elem(&h1_conns, key);
+	} else {
+		bpf_map_update_elem(&h2_conns, key, c, BPF_NOEXIST);
+		n = bpf_map_lookup_elem(&h2_conns, key);
+	}
 	if (!n) {
 		st->promote_failed++;
 		return NULL;

@@ -36,6 +36,7 @@ static __always_inline void h2_established(struct sock *sk, int oldstate)
 	bpf_map_update_elem(&h2_pending, &key, &c, BPF_ANY);
 	bpf_map_delete_elem(&h2_not_h2, &key);
 	bpf_map_delete_elem(&h2_conns, &key);
+	bpf_map_delete_elem(&h1_conns, &key);
 	if (st)
 		st->conns_established++;
 }
@@ -60,10 +61,14 @@ static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool tas
 	struct h2_scratch *s;
 	struct h2_close *e;
 	struct h2_conn *c;
-	bool probation = false;
+	bool probation = false, h1 = false;
 	__u8 one = 1;
 
 	c = bpf_map_lookup_elem(&h2_conns, &key);
+	if (!c) {
+		c = bpf_map_lookup_elem(&h1_conns, &key);
+		h1 = c;
+	}
 	if (!c) {
 		/* An HTTP/2 connection on probation (no call yet) was opened too. */
 		c = bpf_map_lookup_elem(&h2_pending, &key);
@@ -99,6 +104,8 @@ static __always_inline void h2_close_conn(struct h2_key key, __u32 idx, bool tas
 	}
 	if (probation)
 		bpf_map_delete_elem(&h2_pending, &key);
+	else if (h1)
+		bpf_map_delete_elem(&h1_conns, &key);
 	else
 		bpf_map_delete_elem(&h2_conns, &key);
 }

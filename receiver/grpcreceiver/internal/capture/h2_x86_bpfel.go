@@ -236,6 +236,7 @@ type h2RingStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	h2MapH1Conns        = "h1_conns"
 	h2MapH2Busy         = "h2_busy"
 	h2MapH2Conns        = "h2_conns"
 	h2MapH2Counters     = "h2_counters"
@@ -369,6 +370,7 @@ type h2ProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2MapSpecs struct {
+	H1Conns        *ebpf.MapSpec `ebpf:"h1_conns"`
 	H2Busy         *ebpf.MapSpec `ebpf:"h2_busy"`
 	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
 	H2Counters     *ebpf.MapSpec `ebpf:"h2_counters"`
@@ -434,6 +436,7 @@ func (o *h2Objects) Close() error {
 //
 // It can be passed to loadH2Objects or ebpf.CollectionSpec.LoadAndAssign.
 type h2Maps struct {
+	H1Conns        *ebpf.Map `ebpf:"h1_conns"`
 	H2Busy         *ebpf.Map `ebpf:"h2_busy"`
 	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
 	H2Counters     *ebpf.Map `ebpf:"h2_counters"`
@@ -455,6 +458,7 @@ type h2Maps struct {
 
 func (m *h2Maps) Close() error {
 	return _H2Close(
+		m.H1Conns,
 		m.H2Busy,
 		m.H2Conns,
 		m.H2Counters,

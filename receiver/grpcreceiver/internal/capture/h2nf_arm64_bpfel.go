@@ -16,6 +16,7 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	h2nfMapH1Conns        = "h1_conns"
 	h2nfMapH2Busy         = "h2_busy"
 	h2nfMapH2Conns        = "h2_conns"
 	h2nfMapH2Counters     = "h2_counters"
@@ -131,6 +132,7 @@ type h2nfProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type h2nfMapSpecs struct {
+	H1Conns        *ebpf.MapSpec `ebpf:"h1_conns"`
 	H2Busy         *ebpf.MapSpec `ebpf:"h2_busy"`
 	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
 	H2Counters     *ebpf.MapSpec `ebpf:"h2_counters"`
@@ -198,6 +200,7 @@ func (o *h2nfObjects) Close() error {
 //
 // It can be passed to loadH2nfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type h2nfMaps struct {
+	H1Conns        *ebpf.Map `ebpf:"h1_conns"`
 	H2Busy         *ebpf.Map `ebpf:"h2_busy"`
 	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
 	H2Counters     *ebpf.Map `ebpf:"h2_counters"`
@@ -221,6 +224,7 @@ type h2nfMaps struct {
 
 func (m *h2nfMaps) Close() error {
 	return _H2nfClose(
+		m.H1Conns,
 		m.H2Busy,
 		m.H2Conns,
 		m.H2Counters,

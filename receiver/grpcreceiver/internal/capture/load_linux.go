@@ -297,6 +297,12 @@ func (o Options) sizeMaps(spec *ebpf.CollectionSpec, noFetch bool) error {
 		pending = max(4*o.MaxConns, MinPending)
 	}
 	spec.Maps["h2_conns"].MaxEntries = uint32(o.MaxConns + lruSlack*ncpu)
+	// HTTP/1.x connections that carried a request line: as many, apart
+	// (none when HTTP/1.x is off: the least that loads).
+	spec.Maps["h1_conns"].MaxEntries = uint32(o.MaxConns + lruSlack*ncpu)
+	if !o.HTTP1 {
+		spec.Maps["h1_conns"].MaxEntries = 1
+	}
 	spec.Maps["h2_pending"].MaxEntries = uint32(pending + lruSlack*ncpu)
 	spec.Maps["h2_not_h2"].MaxEntries = uint32(pending + lruSlack*ncpu)
 	// The users' shares: 16 bytes of value, about 90 bytes an entry.
