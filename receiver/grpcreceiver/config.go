@@ -148,10 +148,8 @@ type Config struct {
 	// them is chosen by whoever runs a process on the host).
 	Spans SpansConfig `mapstructure:"spans"`
 
-	// Protocols picks what is captured: HTTP/2 (gRPC and plain HTTP/2), on
-	// by default, and HTTP/1.x, opt-in until its connections have a kernel
-	// map of their own (admitted HTTP/1.x connections share HTTP/2's LRU:
-	// a flood of them evicts HTTP/2 channels' state).
+	// Protocols picks what is captured: HTTP/2 (gRPC and plain HTTP/2)
+	// and HTTP/1.x, both on by default.
 	Protocols ProtocolsConfig `mapstructure:"protocols"`
 
 	// TLS also captures the plaintext of TLS sessions (opt-in: a uprobe hit
@@ -276,7 +274,7 @@ func createDefaultConfig() *Config {
 		IdleTimeout:             defaultIdleWindow,
 		MaxBatch:                defaultMaxBatch,
 		ServiceName:             defaultServiceNm,
-		Protocols:               ProtocolsConfig{HTTP2: true},
+		Protocols:               ProtocolsConfig{HTTP2: true, HTTP1: true},
 		TLS:                     TLSConfig{RescanInterval: defaultRescan},
 		Spans: SpansConfig{
 			MaxMethods:             spanmap.DefaultMaxMethods,

@@ -29,6 +29,7 @@ func TestSettingsFromConfig(t *testing.T) {
 		MaxHeaderBlock: 2048, MaxCaptureRate: 1 << 20, MaxCaptureRatePerUser: 5 << 20, CaptureFrameCost: 77, MaxHeaderTableSize: 8192, MaxMemory: 2 << 20,
 		IdleTimeout: 42 * time.Second, Ports: []uint16{50051}, MaxBatch: 3, ServiceName: "svc",
 		Spans:     SpansConfig{Methods: []string{"a.B/C"}, MaxMethods: 9, MaxAttributeLength: 33, MaxStatusMessageLength: 44, URLQuery: true},
+		// Both off is refused: http1 is checked off below.
 		Protocols: ProtocolsConfig{HTTP2: false, HTTP1: true},
 		TLS: TLSConfig{
 			Enabled: true, LibSSLPaths: []string{"/l/libssl.so.3"}, GoBinaries: []string{"/g"}, RescanInterval: 3 * time.Second,
@@ -38,7 +39,7 @@ func TestSettingsFromConfig(t *testing.T) {
 	require.NoError(t, confmap.Validate(c))
 	// every field of the Config (nested ones too) is set above, to a value
 	// other than its default: a new field fails here until it is
-	assertAllDiffer(t, "", reflect.ValueOf(*c), reflect.ValueOf(*createDefaultConfig()))
+	assertAllDiffer(t, "", reflect.ValueOf(*c), reflect.ValueOf(*createDefaultConfig()), ".Protocols.HTTP1")
 
 	in := c.settings()
 	assert.Equal(t, capture.Options{
