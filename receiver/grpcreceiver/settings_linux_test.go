@@ -28,7 +28,7 @@ func TestSettingsFromConfig(t *testing.T) {
 		Hook: HookRawSyscalls, RingSlots: 1 << 12, MaxConnections: 100, MaxStreamsPerConnection: 7,
 		MaxHeaderBlock: 2048, MaxCaptureRate: 1 << 20, MaxCaptureRatePerUser: 5 << 20, CaptureFrameCost: 77, MaxHeaderTableSize: 8192, MaxMemory: 2 << 20,
 		IdleTimeout: 42 * time.Second, Ports: []uint16{50051}, MaxBatch: 3, ServiceName: "svc",
-		Spans:     SpansConfig{Methods: []string{"a.B/C"}, MaxMethods: 9, MaxAttributeLength: 33, MaxStatusMessageLength: 44, URLQuery: true},
+		Spans: SpansConfig{Methods: []string{"a.B/C"}, MaxMethods: 9, MaxAttributeLength: 33, MaxStatusMessageLength: 44, URLQuery: true},
 		// Both off is refused: http1 is checked off below.
 		Protocols: ProtocolsConfig{HTTP2: false, HTTP1: true},
 		TLS: TLSConfig{
