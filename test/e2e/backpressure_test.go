@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -383,7 +384,10 @@ func TestAgentBackendDown(t *testing.T) {
 	}
 
 	c := run()
-	storm := exec.Command("stress-ng", "--fork", "2", "--timeout", "0")
+	// Bounded twice: by the test's length, and by the test binary's life
+	// (an aborted run once left a storm starving the next one).
+	storm := exec.Command("stress-ng", "--fork", "2", "--timeout", strconv.Itoa(int((outage + 10*time.Minute).Seconds())))
+	storm.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, storm.Start())
 	stormDone := make(chan struct{})
 	go func() { _ = storm.Wait(); close(stormDone) }()
