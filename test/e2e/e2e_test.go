@@ -214,7 +214,10 @@ func TestDefaultConfigExportsWorkload(t *testing.T) {
 	assert.Contains(t, c.log(), marker, "the debug exporter prints the exec line")
 	assert.Contains(t, c.log(), "seq receiver stopped", "shutdown accounting is logged")
 	// The host is not idle (other processes fork and exec): allow for the
-	// events the collector handled in the window, 100 µs each, above 5 %.
+	// events the collector handled in the window above 1 % of a core (the
+	// documented idle is 0.40 %, make bench-agent). Five runs here: 0 to
+	// 0.6 % with at most 27 events, 1.6 % with 359 (220 µs each: this config
+	// prints every record with the debug exporter), so 300 µs an event.
 	var inWindow int
 	for _, r := range recs {
 		if r.observed.After(idleFrom) && r.observed.Before(idleTo) {
@@ -222,7 +225,7 @@ func TestDefaultConfigExportsWorkload(t *testing.T) {
 		}
 	}
 	t.Logf("collector CPU over 5 s: %.2f %% of one core, with %d events from the rest of the host", idle, inWindow)
-	assert.Less(t, idle, 5.0+float64(inWindow)*100e-6/5*100, "a quiet collector must not poll (it parks on the doorbell)")
+	assert.Less(t, idle, 1.0+float64(inWindow)*300e-6/5*100, "a quiet collector must not poll (it parks on the doorbell)")
 }
 
 func cpuTicks(t *testing.T, pid int) int64 {
