@@ -6,8 +6,10 @@
 // instruction of crypto/tls.(*Conn).Write and Read, and of Close. Return
 // probes are placed at the RETs because uretprobes corrupt Go stacks (the
 // runtime copies and walks goroutine stacks, and finds the return address
-// the kernel replaced). Pure Go: debug/elf, debug/gosym and the x86-64
-// and arm64 decoders of golang.org/x/arch; amd64 executables of Go 1.17+
+// the kernel replaced). Pure Go: debug/elf, its own streaming readers of
+// .symtab and .gopclntab (a stripped executable's: debug/gosym holds the
+// table whole, tens of MiB in a large one), and the x86-64 and arm64
+// decoders of golang.org/x/arch; amd64 executables of Go 1.17+
 // and arm64 ones of Go 1.18+ (the register ABI the probes read), of the
 // collector's own architecture (Find, FindFile, FindReader: the probes are
 // built for it) or of the one asked for (FindReaderFor).
@@ -24,7 +26,6 @@ package gotls
 import (
 	"bytes"
 	"debug/elf"
-	"debug/gosym"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -255,15 +256,6 @@ func checkSection(s *elf.Section, held Held, maxN uint64) error {
 	return nil
 }
 
-// sectionData reads a section whole after checkSection (debug/elf
-// allocates the declared size).
-func sectionData(s *elf.Section, held Held, maxN uint64) ([]byte, error) {
-	if err := checkSection(s, held, maxN); err != nil {
-		return nil, err
-	}
-	return s.Data()
-}
-
 // Body is the offset in a function's code of the first instruction after
 // its stack check, 0 when it has none. Go's amd64 prologue (small frames:
 // CMPQ SP, 16(R14); JBE; large ones: LEAQ -n(SP), R12; CMPQ R12, 16(R14);
@@ -368,8 +360,49 @@ func ReturnsARM64(code []byte) ([]uint64, error) {
 }
 
 // maxNameCopies bounds how many times one probed function's name may be
-// in .strtab (once in any real file).
+// in .strtab or in .gopclntab's name table (once in any real file).
 const maxNameCopies = 16
+
+// nameOffsets finds where each of names, NUL-terminated, is in bytes
+// [from, s.Size) of the section s (a table of NUL-terminated names that
+// starts at from), as offsets from from: every offset at which a name
+// read from that table is that name. It reads s in chunks of maxChunk
+// (the last bytes of each again at the start of the next: a name across
+// two chunks is found in the second).
+func nameOffsets(s *elf.Section, from uint64, names []string) ([][]uint64, error) {
+	want := make([][]byte, len(names))
+	longest := 0
+	for i, n := range names {
+		want[i] = append([]byte(n), 0)
+		longest = max(longest, len(want[i]))
+	}
+	at := make([][]uint64, len(names))
+	if from >= s.Size {
+		return at, nil
+	}
+	buf := make([]byte, min(maxChunk, s.Size-from)+uint64(longest))
+	for base := from; base < s.Size; base += maxChunk {
+		n := min(maxChunk, s.Size-base)
+		m := min(n+uint64(longest), s.Size-base)
+		if _, err := s.ReadAt(buf[:m], int64(base)); err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.Name, err)
+		}
+		for i, w := range want {
+			for j := 0; ; {
+				k := bytes.Index(buf[j:m], w)
+				if k < 0 || uint64(j+k) >= n {
+					break
+				}
+				if len(at[i]) == maxNameCopies {
+					return nil, fmt.Errorf("%w: %s is in %s more than %d times", ErrMalformed, names[i], s.Name, maxNameCopies)
+				}
+				at[i] = append(at[i], base-from+uint64(j+k))
+				j += k + 1
+			}
+		}
+	}
+	return at, nil
+}
 
 // fromSymtab finds the functions in .symtab: where their names are in
 // .strtab first, then the symbols that name them, both tables read in
@@ -386,40 +419,16 @@ func fromSymtab(f *elf.File, held Held, names []string) ([]Func, error) {
 			return nil, err
 		}
 	}
-	want := make([][]byte, len(names))
-	longest := 0
-	for i, n := range names {
-		want[i] = append([]byte(n), 0)
-		longest = max(longest, len(want[i]))
-	}
 	// at[i]: the offsets in .strtab where names[i] is (a symbol's name is
-	// an offset there). A match that starts in a chunk's overlap is found
-	// in the next chunk.
-	at := make([][]uint64, len(names))
-	buf := make([]byte, min(maxChunk, max(strtab.Size, symtab.Size))+uint64(longest))
-	for base := uint64(0); base < strtab.Size; base += maxChunk {
-		n := min(maxChunk, strtab.Size-base)
-		m := min(n+uint64(longest), strtab.Size-base)
-		if _, err := strtab.ReadAt(buf[:m], int64(base)); err != nil {
-			return nil, fmt.Errorf("read %s: %w", strtab.Name, err)
-		}
-		for i, w := range want {
-			for j := 0; ; {
-				k := bytes.Index(buf[j:m], w)
-				if k < 0 || uint64(j+k) >= n {
-					break
-				}
-				if len(at[i]) == maxNameCopies {
-					return nil, fmt.Errorf("%w: %s is in %s more than %d times", ErrMalformed, names[i], strtab.Name, maxNameCopies)
-				}
-				at[i] = append(at[i], base+uint64(j+k))
-				j += k + 1
-			}
-		}
+	// an offset there).
+	at, err := nameOffsets(strtab, 0, names)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Func, len(names))
 	found := 0
 	const chunk = maxChunk / elf.Sym64Size * elf.Sym64Size
+	buf := make([]byte, min(chunk, symtab.Size))
 	for base := uint64(0); base+elf.Sym64Size <= symtab.Size && found < len(names); base += chunk {
 		m := min(chunk, (symtab.Size-base)/elf.Sym64Size*elf.Sym64Size)
 		if _, err := symtab.ReadAt(buf[:m], int64(base)); err != nil {
@@ -445,42 +454,204 @@ func fromSymtab(f *elf.File, held Held, names []string) ([]Func, error) {
 	return out, nil
 }
 
+// The magic numbers that start a .gopclntab, by the Go releases that
+// write its layout (src/debug/gosym/pclntab.go, src/runtime/symtab.go).
+const (
+	pclnGo12  = 0xfffffffb // 1.2 to 1.15
+	pclnGo116 = 0xfffffffa // 1.16, 1.17
+	pclnGo118 = 0xfffffff0 // 1.18, 1.19
+	pclnGo120 = 0xfffffff1 // 1.20 on
+)
+
+// pclnTab is what fromPclntab reads of a .gopclntab's header (64-bit,
+// little-endian), each offset checked against the section's size.
+//
+// The header: magic uint32, two zero bytes, the instruction size
+// quantum, the pointer size, then pointer-sized words: the number of
+// functions, of files, (1.18+) the text start, and the offsets from the
+// header of the function name table, the compilation unit table, the file
+// table, the pc tables and the function table. The function table is
+// nfunc+1 entries {entry, funcoff} (uint32 offsets from the text start
+// from 1.18, pointers before; the last entry's funcoff is left out),
+// sorted by entry: a function ends where the next begins. funcoff is the
+// offset of the function's _func record from the function table;
+// a _func begins with its entry (a uint32 from 1.18, a pointer before)
+// and then nameOff, an int32 offset of its NUL-terminated name in the
+// name table.
+type pclnTab struct {
+	s       *elf.Section
+	size    uint64 // bytes of the section
+	nfunc   uint64
+	names   uint64 // the name table's offset
+	functab uint64 // the function table's (and the _func records') offset
+	word    uint64 // bytes of a function table field: 4 from 1.18, 8 before
+	text    uint64 // what a function table entry is relative to: .text's address from 1.18, 0 before
+	nameOff uint64 // offset of nameOff in a _func: after its entry
+}
+
+// fromPclntab finds the functions in .gopclntab (a stripped executable:
+// no .symtab), streaming it, what debug/gosym.Table.LookupFunc returns
+// without debug/gosym, which holds the table whole and makes a Func for
+// each of its functions. It reads the header first, then where the names
+// are in the name table (nameOffsets: as fromSymtab in .strtab), then the
+// function table in chunks of pclnChunk entries, and the _func record of
+// each entry through a window of pclnWindow bytes over the records (they
+// follow each other in the order of the entries), until every function is
+// found: at most about maxChunk held, whatever the table's size. It is
+// refused when not held, or larger than MaxPclntab, or when it declares
+// more than MaxPclnFuncs functions.
 func fromPclntab(f *elf.File, held Held, names []string) ([]Func, error) {
 	pcln, text := f.Section(".gopclntab"), f.Section(".text")
 	if pcln == nil || text == nil {
 		return nil, ErrNoTable
 	}
-	data, err := sectionData(pcln, held, MaxPclntab)
-	if err != nil {
+	if err := checkSection(pcln, held, MaxPclntab); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoTable, err)
 	}
-	// debug/gosym allocates a Func per entry of the function table the
-	// header declares: at least 8 bytes each (two 4-byte fields) must be there.
-	if len(data) < 16 || data[7] != 8 {
+	t, err := readPclnHeader(pcln, text.Addr)
+	if err != nil {
+		return nil, err
+	}
+	// The name table is in there: no name, no need to read the rest.
+	at, err := nameOffsets(pcln, t.names, names)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range at {
+		if len(a) == 0 {
+			return nil, ErrNoTLS
+		}
+	}
+	return t.lookup(names, at)
+}
+
+// readPclnHeader reads and checks the header of the .gopclntab s, for an
+// executable whose .text is at textAddr.
+func readPclnHeader(s *elf.Section, textAddr uint64) (*pclnTab, error) {
+	le := binary.LittleEndian
+	var h [8 + 8*8]byte
+	n, _ := s.ReadAt(h[:min(uint64(len(h)), s.Size)], 0)
+	// Two zero bytes, the quantum (1, 2 or 4), the pointer size: as
+	// debug/gosym checks them.
+	if n < 16 || h[4] != 0 || h[5] != 0 || h[6] != 1 && h[6] != 2 && h[6] != 4 {
+		return nil, fmt.Errorf("%w: .gopclntab has no header", ErrNoTable)
+	}
+	if h[7] != 8 {
 		return nil, fmt.Errorf("%w: .gopclntab header: not a 64-bit table", ErrNoTable)
 	}
-	if nfunc := binary.LittleEndian.Uint64(data[8:16]); nfunc > uint64(len(data))/8 || nfunc > MaxPclnFuncs {
-		return nil, fmt.Errorf("%w: .gopclntab declares %d functions in %d bytes (at most one per 8 bytes, and %d)", ErrMalformed, nfunc, len(data), MaxPclnFuncs)
+	t := &pclnTab{s: s, size: s.Size, nfunc: le.Uint64(h[8:])}
+	var namesWord, functabWord int // the header words that hold their offsets
+	switch magic := le.Uint32(h[:]); magic {
+	case pclnGo118, pclnGo120:
+		t.word, t.text, t.nameOff = 4, textAddr, 4
+		namesWord, functabWord = 3, 7
+	case pclnGo116:
+		t.word, t.nameOff = 8, 8
+		namesWord, functabWord = 2, 6
+	case pclnGo12:
+		return nil, fmt.Errorf("a .gopclntab of Go 1.2 to 1.15: %w", ErrGoABI)
+	default:
+		return nil, fmt.Errorf("%w: .gopclntab magic %#x", ErrNoTable, magic)
 	}
-	// The function name table is in there: no name, no need to decode it all.
-	for _, n := range names {
-		if !bytes.Contains(data, append([]byte(n), 0)) {
-			return nil, ErrNoTLS
+	if n < 8+8*(functabWord+1) {
+		return nil, fmt.Errorf("%w: .gopclntab of %d bytes, shorter than its header", ErrMalformed, s.Size)
+	}
+	// At least 8 bytes (an entry of the function table) per function
+	// declared must be there.
+	if t.nfunc > t.size/8 || t.nfunc > MaxPclnFuncs {
+		return nil, fmt.Errorf("%w: .gopclntab declares %d functions in %d bytes (at most one per 8 bytes, and %d)", ErrMalformed, t.nfunc, t.size, MaxPclnFuncs)
+	}
+	t.names, t.functab = le.Uint64(h[8+8*namesWord:]), le.Uint64(h[8+8*functabWord:])
+	if t.names >= t.size {
+		return nil, fmt.Errorf("%w: .gopclntab's name table at %#x, past its end (%d bytes)", ErrMalformed, t.names, t.size)
+	}
+	// nfunc is at most MaxPclnFuncs: no overflow.
+	if t.functab > t.size || (2*t.nfunc+1)*t.word > t.size-t.functab {
+		return nil, fmt.Errorf("%w: .gopclntab's function table (%d functions at %#x) runs past its end (%d bytes)", ErrMalformed, t.nfunc, t.functab, t.size)
+	}
+	return t, nil
+}
+
+// Bytes read and held at once of .gopclntab after its name table: the
+// function table's entries in chunks of pclnChunk (pointer-sized fields
+// before 1.18: 64 KiB), and the _func records through a window of
+// pclnWindow.
+const (
+	pclnChunk  = 1 << 12
+	pclnWindow = maxChunk / 4
+)
+
+// lookup walks the function table for the functions whose _func's nameOff
+// is one of at[i] (nameOffsets), the first one for each name (as
+// debug/gosym's LookupFunc), and stops once every name is found.
+func (t *pclnTab) lookup(names []string, at [][]uint64) ([]Func, error) {
+	le := binary.LittleEndian
+	field := func(b []byte) uint64 {
+		if t.word == 4 {
+			return uint64(le.Uint32(b))
 		}
-	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoTable, err)
+		return le.Uint64(b)
 	}
 	out := make([]Func, len(names))
-	for i, name := range names {
-		fn := tab.LookupFunc(name)
-		if fn == nil {
-			return nil, ErrNoTLS
+	found := 0
+	// Entries i..i+k-1 are the fields 2i..2(i+k)-1 of the function
+	// table, and the next's entry (where the last one ends) field 2(i+k).
+	buf := make([]byte, (2*min(pclnChunk, t.nfunc)+1)*t.word)
+	win := pclnWin{s: t.s, buf: make([]byte, min(pclnWindow, t.size-t.functab))}
+	for i := uint64(0); i < t.nfunc && found < len(names); i += pclnChunk {
+		k := min(pclnChunk, t.nfunc-i)
+		b := buf[:(2*k+1)*t.word]
+		if _, err := t.s.ReadAt(b, int64(t.functab+2*i*t.word)); err != nil {
+			return nil, fmt.Errorf("read %s: %w", t.s.Name, err)
 		}
-		out[i] = Func{Name: name, Addr: fn.Entry, Size: fn.End - fn.Entry}
+		for j := uint64(0); j < k && found < len(names); j++ {
+			funcoff := field(b[(2*j+1)*t.word:])
+			if funcoff > t.size-t.functab || t.nameOff+4 > t.size-t.functab-funcoff {
+				return nil, fmt.Errorf("%w: .gopclntab: function %d's record at %#x is past its end (%d bytes)", ErrMalformed, i+j, t.functab+funcoff, t.size)
+			}
+			nameOff, err := win.uint32(t.functab + funcoff + t.nameOff)
+			if err != nil {
+				return nil, err
+			}
+			if uint64(nameOff) >= t.size-t.names {
+				return nil, fmt.Errorf("%w: .gopclntab: function %d's name at %#x past its end (%d bytes)", ErrMalformed, i+j, t.names+uint64(nameOff), t.size)
+			}
+			for n := range names {
+				if out[n].Name == "" && slices.Contains(at[n], uint64(nameOff)) {
+					entry, end := t.text+field(b[2*j*t.word:]), t.text+field(b[2*(j+1)*t.word:])
+					out[n] = Func{Name: names[n], Addr: entry, Size: end - entry}
+					found++
+				}
+			}
+		}
+	}
+	if found < len(names) {
+		return nil, ErrNoTLS
 	}
 	return out, nil
+}
+
+// pclnWin is a window over a section: the bytes [base, base+len(b)) of
+// it, read again from where the next read starts when that is outside.
+type pclnWin struct {
+	s    *elf.Section
+	buf  []byte
+	b    []byte
+	base uint64
+}
+
+// uint32 is the little-endian uint32 at off, which the caller checked is
+// inside the section.
+func (w *pclnWin) uint32(off uint64) (uint32, error) {
+	if off < w.base || off+4 > w.base+uint64(len(w.b)) {
+		w.b = w.buf[:min(uint64(len(w.buf)), w.s.Size-off)]
+		w.base = off
+		if _, err := w.s.ReadAt(w.b, int64(off)); err != nil {
+			w.b = nil
+			return 0, fmt.Errorf("read %s: %w", w.s.Name, err)
+		}
+	}
+	return binary.LittleEndian.Uint32(w.b[off-w.base:]), nil
 }
 
 // progOf is the executable PT_LOAD segment holding addr, or nil.

@@ -468,14 +468,19 @@ func (s sparseFile) ReadAt(p []byte, off int64) (int, error) {
 
 // fuzzSeeds are the synthetic executable, one built by an old Go, one
 // with a hostile symbol size, the first marked arm64 (e_machine
-// EM_AARCH64), which takes the arm64 decoder over its bytes, and one with
-// Go 1.17's build info layout.
+// EM_AARCH64), which takes the arm64 decoder over its bytes, one with
+// Go 1.17's build info layout, and stripped ones (the functions in a
+// .gopclntab) of each layout of that table.
 func fuzzSeeds() [][]byte {
 	huge := elftest.Synthetic("go1.22.0")
 	_ = grpctest.PatchSymbolSize(huge, WriteSym, 1<<62)
 	arm := elftest.Synthetic("go1.22.0")
 	binary.LittleEndian.PutUint16(arm[18:], uint16(elf.EM_AARCH64))
-	return [][]byte{elftest.Synthetic("go1.22.0"), elftest.Synthetic("go1.16"), huge, arm, elftest.SyntheticPointers("go1.17.13")}
+	seeds := [][]byte{elftest.Synthetic("go1.22.0"), elftest.Synthetic("go1.16"), huge, arm, elftest.SyntheticPointers("go1.17.13")}
+	for _, l := range pclnLayouts {
+		seeds = append(seeds, stripped(l.exe(), l.magic, nil))
+	}
+	return seeds
 }
 
 // The committed seeds are fuzzSeeds (GOTLS_WRITE_SEEDS=1 rewrites them).

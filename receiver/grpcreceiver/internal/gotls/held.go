@@ -27,12 +27,17 @@ const (
 	// MaxSymtab bounds a Go executable's .symtab and .strtab: read in
 	// chunks (maxChunk), so this bounds the time, not the memory.
 	MaxSymtab = 256 << 20
-	// MaxPclntab bounds a stripped Go executable's .gopclntab, read whole
-	// (debug/gosym), and MaxPclnFuncs the functions it may declare
-	// (debug/gosym makes one of ~200 bytes each).
+	// MaxPclntab bounds a stripped Go executable's .gopclntab, and
+	// MaxPclnFuncs the functions it may declare: it is streamed (its name
+	// table in chunks of maxChunk, its function table and the functions'
+	// records through smaller windows; at most about maxChunk held), so
+	// these bound the time, not the memory.
 	MaxPclntab   = 64 << 20
 	MaxPclnFuncs = 1 << 19
-	// MaxRead bounds one read, MaxFileRead all the reads of one file.
+	// MaxRead bounds one read, MaxFileRead all the reads of one file: a
+	// .symtab and its .strtab, or (an executable with no .symtab) a
+	// .gopclntab read about twice (its name table, then its function
+	// table and records), with room for the rest.
 	MaxRead     = 16 << 20
 	MaxFileRead = 2*MaxSymtab + MaxPclntab + 64<<20
 	// maxChunk is the size of the chunks a table is streamed in.

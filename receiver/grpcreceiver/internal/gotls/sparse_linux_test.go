@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 
@@ -19,38 +18,6 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/receiver/grpcreceiver/internal/gotls/elftest"
 )
-
-// shdr is section i's header in the synthetic executable b.
-func shdr(b []byte, i int) []byte {
-	return b[binary.LittleEndian.Uint64(b[40:])+uint64(i)*64:][:64]
-}
-
-// The synthetic executable's sections (elftest.Synthetic).
-const (
-	secText = 1 + iota
-	secBuildinfo
-	secSymtab
-	secStrtab
-	secShstrtab
-)
-
-// withPclntab turns the synthetic executable's .symtab into a .gopclntab
-// (a stripped executable: the functions are looked up through it): its
-// section names move to the end of the file, with ".gopclntab" added.
-func withPclntab(b []byte) []byte {
-	sh := shdr(b, secShstrtab)
-	off, n := binary.LittleEndian.Uint64(sh[24:]), binary.LittleEndian.Uint64(sh[32:])
-	names := append(slices.Clone(b[off:off+n]), ".gopclntab\x00"...)
-	at := uint64(len(b))
-	b = append(b, names...)
-	sh = shdr(b, secShstrtab)
-	binary.LittleEndian.PutUint64(sh[24:], at)
-	binary.LittleEndian.PutUint64(sh[32:], uint64(len(names)))
-	sym := shdr(b, secSymtab)
-	binary.LittleEndian.PutUint32(sym[0:], uint32(n))
-	binary.LittleEndian.PutUint32(sym[4:], 1) // SHT_PROGBITS
-	return b
-}
 
 // A file of 16 GiB that holds a KiB (truncate -s 16G) and whose headers
 // place a table of 1 GiB in the hole: every table that the parsers read is
@@ -99,7 +66,7 @@ func TestFindSparseFile(t *testing.T) {
 			hostile{"section name table " + size, section(secShstrtab, under(MaxSectionNames))},
 			hostile{"symbol table " + size, section(secSymtab, under(MaxSymtab))},
 			hostile{"string table " + size, section(secStrtab, under(MaxSymtab))},
-			hostile{".gopclntab " + size, func(b []byte) []byte { return section(secSymtab, under(MaxPclntab))(withPclntab(b)) }},
+			hostile{".gopclntab " + size, func(b []byte) []byte { return section(secSymtab, under(MaxPclntab))(stripped(b, pclnGo120, nil)) }},
 			hostile{".go.buildinfo " + size, section(secBuildinfo, under(MaxSymtab))},
 			hostile{"section header table " + size, headers(40, 58, 60, under(MaxHeaderTable))},
 			hostile{"program header table " + size, headers(32, 54, 56, under(MaxHeaderTable))},
