@@ -69,7 +69,7 @@ GUEST_ENV+=("PYGRPC_CACHE=$PYGRPC_CACHE")
 # forks took 33 s.
 ARM64_ENV=(OTELCOL_SEQ_TEST_FORK_OPS=500)
 # Per binary; a guest runs its binaries one after another.
-TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-20m}
+TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-30m}
 
 # selection KERNEL PKG: a -test.run pattern; empty runs everything, - runs
 # none of the package's tests (the guest does not run its binary). The stock
@@ -123,6 +123,11 @@ skipped() {
 	# (the host and the stock guests run it): 140 s in the 6.1 RT guest,
 	# whose every uprobe close waits out an RCU grace period.
 	*-rt:capture) echo '^(TestCaptureTLSGoCost|TestTLSCallBPFCost|TestTLSSelfAndFilters)$'; return ;;
+	# The stock 6.1 guest runs the whole capture package but the logic of
+	# the TLS scan the host runs (its filters, 143 s there; a hostile
+	# file's parse; the pruning of 1000 processes gone): with them the
+	# package ran past its 20-minute limit (now 30, for slower hosts).
+	6.1:capture | stock:capture) echo '^(TestCaptureTLSGoCost|TestTLSCallBPFCost|TestTLSSelfAndFilters|TestTLSHostileExecutable|TestRescanTLSSeenBounded)$'; return ;;
 	esac
 	case $2 in
 	# TestForkStormWithContainerAccounting checks the test's own reading

@@ -470,9 +470,13 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 	assert.Equal(t, h2.RoleClient, tlsConns[0].Role)
 	assert.Equal(t, cmd.Process.Pid, int(tlsConns[0].Proc.PID), "the client is curl")
 	assert.Equal(t, h2.RoleServer, tlsConns[1].Role)
+	// A call skipped and counted (busy: on PREEMPT_RT a program preempted
+	// mid-call holds the CPU's staging buffer; 6.12-rt's guest saw one) is
+	// the only gap allowed, one per counted call.
+	lost := int(cnt.Busy + cnt.ProgMisses)
 	for _, o := range tlsConns {
-		_, _, exact := checkSession(t, rec, o, calls, 0)
-		assert.True(t, exact)
+		_, _, exact := checkSession(t, rec, o, calls, lost)
+		assert.True(t, exact || lost > 0, "every call, none skipped")
 	}
 	sameISN(t, tlsConns[0], tlsConns[1])
 	// Both sessions' sockets were found (their ISNs are known, above); the
