@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"go/version"
 	"io"
+	"iter"
 	"os"
 	"runtime"
 	"slices"
@@ -904,11 +905,77 @@ func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 			if s.n > tableCap {
 				return tooLarge(fmt.Sprintf("section %d (%s)", i, s.typ), s.n, tableCap)
 			}
+			// ... decompressed to the size its header declares.
+			if s.flags&elf.SHF_COMPRESSED != 0 {
+				return fmt.Errorf("%w: section %d (%s) is compressed", ErrMalformed, i, s.typ)
+			}
 		default:
 			continue
 		}
 		if !held(s.off, s.n) {
 			return notHeld(fmt.Sprintf("section %d (%s)", i, s.typ), s.off, s.n)
+		}
+	}
+	// debug/elf makes a string of each section's name, and (the symbol
+	// tables) of each symbol's: at most MaxSectionNames and tableCap bytes.
+	if shnum > 0 && shstrndx != 0 && secs[shstrndx].typ == elf.SHT_STRTAB {
+		s := secs[shstrndx]
+		offs := func(yield func(uint64) bool) {
+			for i := uint64(0); i < shnum && yield(uint64(bo.Uint32(sh[i*shentsize:]))); i++ {
+			}
+		}
+		if err := nameBytes(r, "the section names", s.off, s.n, offs, MaxSectionNames); err != nil {
+			return err
+		}
+	}
+	symSize := uint64(elf.Sym32Size)
+	if is64 {
+		symSize = elf.Sym64Size
+	}
+	for i, s := range secs {
+		if tableCap == 0 || s.typ != elf.SHT_SYMTAB && s.typ != elf.SHT_DYNSYM || s.link >= shnum || secs[s.link].typ == elf.SHT_NOBITS {
+			continue
+		}
+		syms := make([]byte, s.n)
+		if _, err := r.ReadAt(syms, int64(s.off)); err != nil {
+			return fmt.Errorf("%w: section %d (%s): %w", ErrMalformed, i, s.typ, err)
+		}
+		offs := func(yield func(uint64) bool) {
+			for o := uint64(0); o+symSize <= s.n && yield(uint64(bo.Uint32(syms[o:]))); o += symSize {
+			}
+		}
+		str := secs[s.link]
+		if err := nameBytes(r, fmt.Sprintf("the names of section %d's symbols", i), str.off, str.n, offs, tableCap); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nameBytes checks the bytes that debug/elf makes strings of, or scans,
+// in the string table of n bytes at off in r for the names at offs (each
+// from its offset to the next NUL, or to the table's end, scanned, when
+// there is none): at most maxN in all, what (the section names, a symbol
+// table's) being named in the error. A table holds a name as long as
+// itself, which every section header or symbol may name: debug/elf made
+// 512 MiB of strings of a file of 252 KiB. The table was checked (held,
+// and at most its cap).
+func nameBytes(r io.ReaderAt, what string, off, n uint64, offs iter.Seq[uint64], maxN uint64) error {
+	tab := make([]byte, n)
+	if _, err := r.ReadAt(tab, int64(off)); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrMalformed, what, err)
+	}
+	total := uint64(0)
+	for o := range offs {
+		if o >= n {
+			continue // debug/elf refuses a section name there, and makes a symbol's empty
+		}
+		l := bytes.IndexByte(tab[o:], 0)
+		if l < 0 {
+			l = len(tab[o:])
+		}
+		if total += uint64(l); total > maxN {
+			return tooLarge(what+" (at least)", total, maxN)
 		}
 	}
 	return nil
