@@ -598,7 +598,7 @@ func (t *pclnTab) lookup(names []string, at [][]uint64) ([]Func, error) {
 	// Entries i..i+k-1 are the fields 2i..2(i+k)-1 of the function
 	// table, and the next's entry (where the last one ends) field 2(i+k).
 	buf := make([]byte, (2*min(pclnChunk, t.nfunc)+1)*t.word)
-	win := pclnWin{s: t.s, buf: make([]byte, min(pclnWindow, t.size-t.functab))}
+	win := pclnWin{s: t.s, buf: make([]byte, min(pclnWindow, t.size-t.functab)), left: t.size - t.functab + pclnWindow}
 	for i := uint64(0); i < t.nfunc && found < len(names); i += pclnChunk {
 		k := min(pclnChunk, t.nfunc-i)
 		b := buf[:(2*k+1)*t.word]
@@ -633,19 +633,29 @@ func (t *pclnTab) lookup(names []string, at [][]uint64) ([]Func, error) {
 }
 
 // pclnWin is a window over a section: the bytes [base, base+len(b)) of
-// it, read again from where the next read starts when that is outside.
+// it, read again from where the next read starts when that is outside,
+// left bytes more at most: the records' bytes and a window (they follow
+// each other in the order of the function table: each read once).
+// Records out of order, each out of the window, would read a window for
+// each function (MaxFileRead of a table of 1 MiB).
 type pclnWin struct {
 	s    *elf.Section
 	buf  []byte
 	b    []byte
 	base uint64
+	left uint64
 }
 
 // uint32 is the little-endian uint32 at off, which the caller checked is
 // inside the section.
 func (w *pclnWin) uint32(off uint64) (uint32, error) {
 	if off < w.base || off+4 > w.base+uint64(len(w.b)) {
-		w.b = w.buf[:min(uint64(len(w.buf)), w.s.Size-off)]
+		n := min(uint64(len(w.buf)), w.s.Size-off)
+		if n > w.left {
+			return 0, fmt.Errorf("%w: %s's function records are out of order: reading them again is %w (their bytes and a window)", ErrMalformed, w.s.Name, ErrTooLarge)
+		}
+		w.left -= n
+		w.b = w.buf[:n]
 		w.base = off
 		if _, err := w.s.ReadAt(w.b, int64(off)); err != nil {
 			w.b = nil

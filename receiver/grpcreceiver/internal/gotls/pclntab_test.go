@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,8 +141,14 @@ func synthFuncs(b []byte) (funcs []pclnFunc, text, end uint64) {
 // section names (".gopclntab" added). patch, when not nil, changes the
 // table before.
 func stripped(b []byte, magic uint32, patch func([]byte)) []byte {
-	le := binary.LittleEndian
 	funcs, text, end := synthFuncs(b)
+	return strippedFuncs(b, magic, funcs, text, end, patch)
+}
+
+// strippedFuncs is stripped with the functions funcs in its .gopclntab
+// (synthPclntab), the last one ending at end, .text being at text.
+func strippedFuncs(b []byte, magic uint32, funcs []pclnFunc, text, end uint64, patch func([]byte)) []byte {
+	le := binary.LittleEndian
 	tab := synthPclntab(magic, text, funcs, end)
 	if patch != nil {
 		patch(tab)
@@ -498,4 +505,48 @@ func TestPclntabMemory(t *testing.T) {
 		g.Size = fn.Size
 		assert.Equal(t, fn, g)
 	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.ReaderAt
+	n int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n += int64(n)
+	return n, err
+}
+
+// A .gopclntab of 1 MiB whose functions' funcoffs alternate between two
+// records 440 KiB apart (the records follow each other in the order of
+// the function table in every real one): each function's record is out of
+// the window over the records, read again (256 KiB) for it. That read
+// 639 MiB (MaxFileRead) of the file of 1 MiB, 14 ms of copying in memory,
+// 45 to 75 ms from a file, more than the collector's own table of 46 MB
+// costs: refused once the window has read the records' bytes and a window
+// more.
+func TestPclntabWindowRereads(t *testing.T) {
+	le := binary.LittleEndian
+	exe := elftest.Synthetic("go1.22.0")
+	funcs, text, end := synthFuncs(exe)
+	const fillers = 20000
+	all := slices.Repeat([]pclnFunc{{"f", text}}, fillers)
+	b := strippedFuncs(exe, pclnGo120, append(all, funcs...), text, end, func(tab []byte) {
+		functab := tab[le.Uint64(tab[pclnHeaderAt(7):]):]
+		recs := [2]uint32{le.Uint32(functab[4:]), le.Uint32(functab[(fillers+1)*4:])}
+		for i := range fillers {
+			le.PutUint32(functab[(2*i+1)*4:], recs[i%2])
+		}
+	})
+	r := &countingReader{r: bytes.NewReader(b)}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := FindReaderFor(r, int64(len(b)), "amd64")
+	runtime.ReadMemStats(&after)
+	t.Logf("a file of %d bytes: %d bytes read, %d allocated: %v", len(b), r.n, after.TotalAlloc-before.TotalAlloc, err)
+	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorIs(t, err, ErrTooLarge)
+	assert.Less(t, r.n, 3*int64(len(b)), "read")
 }
