@@ -509,7 +509,7 @@ func fromPclntab(f *elf.File, held Held, names []string) ([]Func, error) {
 	if err := checkSection(pcln, held, MaxPclntab); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoTable, err)
 	}
-	t, err := readPclnHeader(pcln, text.Addr)
+	t, err := readPclnHeader(pcln, text, f.Section(".go.module"))
 	if err != nil {
 		return nil, err
 	}
@@ -526,9 +526,9 @@ func fromPclntab(f *elf.File, held Held, names []string) ([]Func, error) {
 	return t.lookup(names, at)
 }
 
-// readPclnHeader reads and checks the header of the .gopclntab s, for an
-// executable whose .text is at textAddr.
-func readPclnHeader(s *elf.Section, textAddr uint64) (*pclnTab, error) {
+// readPclnHeader reads and checks the header of the .gopclntab s, of an
+// executable whose .text and (Go 1.26+) .go.module are those.
+func readPclnHeader(s, text, module *elf.Section) (*pclnTab, error) {
 	le := binary.LittleEndian
 	var h [8 + 8*8]byte
 	n, _ := s.ReadAt(h[:min(uint64(len(h)), s.Size)], 0)
@@ -544,7 +544,7 @@ func readPclnHeader(s *elf.Section, textAddr uint64) (*pclnTab, error) {
 	var namesWord, functabWord int // the header words that hold their offsets
 	switch magic := le.Uint32(h[:]); magic {
 	case pclnGo118, pclnGo120:
-		t.word, t.text, t.nameOff = 4, textAddr, 4
+		t.word, t.text, t.nameOff = 4, textStart(text, le.Uint64(h[8+8*2:]), s.Addr, module), 4
 		namesWord, functabWord = 3, 7
 	case pclnGo116:
 		t.word, t.nameOff = 8, 8
@@ -571,6 +571,31 @@ func readPclnHeader(s *elf.Section, textAddr uint64) (*pclnTab, error) {
 		return nil, fmt.Errorf("%w: .gopclntab's function table (%d functions at %#x) runs past its end (%d bytes)", ErrMalformed, t.nfunc, t.functab, t.size)
 	}
 	return t, nil
+}
+
+// textStart is what the function table of a .gopclntab of Go 1.18+ at
+// pclnAddr counts its entries from: runtime.text, which the linker
+// writes in the table's header (hdr: Go 1.18 to 1.25) and in the module
+// data (module: the .go.module section of Go 1.26+, whose header says 0),
+// where that is in .text; else .text's start, what debug/gosym takes: the
+// same in an internally linked executable, but an externally linked one
+// (cgo) has the C runtime's code first, runtime.text 0x100 bytes on (and
+// every function found 0x100 bytes early, inside the one before).
+func textStart(text *elf.Section, hdr, pclnAddr uint64, module *elf.Section) uint64 {
+	in := func(a uint64) bool { return a >= text.Addr && a-text.Addr < text.Size }
+	if in(hdr) {
+		return hdr
+	}
+	// The module data: the table's address (pcHeader), five slices of
+	// it, findfunctab, minpc, maxpc, then text.
+	var m [23 * 8]byte
+	if module != nil && module.Type != elf.SHT_NOBITS {
+		le := binary.LittleEndian
+		if n, _ := module.ReadAt(m[:], 0); n == len(m) && le.Uint64(m[:]) == pclnAddr && in(le.Uint64(m[22*8:])) {
+			return le.Uint64(m[22*8:])
+		}
+	}
+	return text.Addr
 }
 
 // Bytes read and held at once of .gopclntab after its name table: the

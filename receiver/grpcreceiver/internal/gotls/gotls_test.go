@@ -59,13 +59,19 @@ func main() { os.Exit(len(os.Args) - 1) }
 // its own (standard library only).
 func buildFor(t *testing.T, goarch, src string, flags ...string) string {
 	t.Helper()
+	return buildEnv(t, []string{"CGO_ENABLED=0", "GOARCH=" + goarch}, src, flags...)
+}
+
+// buildEnv is buildFor with the environment env (CGO_ENABLED, GOARCH).
+func buildEnv(t *testing.T, env []string, src string, flags ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module probe\n\ngo 1.22\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
 	bin := filepath.Join(dir, "prog")
 	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(append([]string{"build", "-o", bin}, flags...), ".")...) //nolint:staticcheck // SA1019: the toolchain that built this test, on this machine
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0", "GOARCH="+goarch)
+	cmd.Env = append(append(os.Environ(), "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local"), env...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin

@@ -192,7 +192,7 @@ func gosymLookup(t *testing.T, f *elf.File, names []string) []Func {
 	t.Helper()
 	data, err := f.Section(".gopclntab").Data()
 	require.NoError(t, err)
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, f.Section(".text").Addr))
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, gosymText(t, f)))
 	require.NoError(t, err)
 	var out []Func
 	for _, n := range names {
@@ -201,6 +201,21 @@ func gosymLookup(t *testing.T, f *elf.File, names []string) []Func {
 		out = append(out, Func{Name: n, Addr: fn.Entry, Size: fn.End - fn.Entry})
 	}
 	return out
+}
+
+// gosymText is the address debug/gosym is given for the .text of f: the
+// start of .text, what it takes, or (a table of Go 1.18+) where the
+// table's header or the module data (Go 1.26+) place runtime.text
+// (textStart: 0x100 bytes on in an externally linked executable), not
+// debug/gosym's business.
+func gosymText(t *testing.T, f *elf.File) uint64 {
+	t.Helper()
+	tab, err := readPclnHeader(f.Section(".gopclntab"), f.Section(".text"), f.Section(".go.module"))
+	require.NoError(t, err)
+	if tab.word == 4 {
+		return tab.text
+	}
+	return f.Section(".text").Addr
 }
 
 // The synthetic stripped executables of each layout are found as their
@@ -399,7 +414,7 @@ func TestPclntabMatchesGosym(t *testing.T) {
 			defer f.Close()
 			data, err := f.Section(".gopclntab").Data()
 			require.NoError(t, err)
-			tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, f.Section(".text").Addr))
+			tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, gosymText(t, f)))
 			require.NoError(t, err)
 			require.NotEmpty(t, tab.Funcs)
 			var names []string
@@ -549,4 +564,65 @@ func TestPclntabWindowRereads(t *testing.T) {
 	require.ErrorIs(t, err, ErrMalformed)
 	require.ErrorIs(t, err, ErrTooLarge)
 	assert.Less(t, r.n, 3*int64(len(b)), "read")
+}
+
+// A name table of more than a chunk (maxChunk), with crypto/tls's names
+// across the end of the first chunk, at it, and in the bytes read again
+// at the start of the second: each is found once, where debug/gosym
+// finds it.
+func TestPclntabChunkBoundary(t *testing.T) {
+	exe := elftest.Synthetic("go1.22.0")
+	funcs, text, end := synthFuncs(exe)
+	for _, at := range []int{maxChunk - len(WriteSym) - 1, maxChunk - len(WriteSym), maxChunk - 10, maxChunk - 1, maxChunk, maxChunk + 1} {
+		// A function whose name (and NUL) fills the name table up to at.
+		all := append([]pclnFunc{{strings.Repeat("x", at-1), text}}, funcs...)
+		b := strippedFuncs(exe, pclnGo120, all, text, end, nil)
+		f, err := elf.NewFile(bytes.NewReader(b))
+		require.NoError(t, err)
+		names := []string{WriteSym, ReadSym, CloseSym, WriteSym + "r", "vendor/" + ReadSym}
+		got, err := fromPclntab(f, Dense(int64(len(b))), names)
+		require.NoError(t, err, at)
+		assert.Equal(t, gosymLookup(t, f, names), got, at)
+		t2, err := readPclnHeader(f.Section(".gopclntab"), f.Section(".text"), nil)
+		require.NoError(t, err)
+		offs, err := nameOffsets(f.Section(".gopclntab"), t2.names, names)
+		require.NoError(t, err)
+		// Write twice (itself, and the decoy), the others once (Read's
+		// is also the end of vendor/'s).
+		assert.Equal(t, []int{2, 2, 1, 1, 1}, []int{len(offs[0]), len(offs[1]), len(offs[2]), len(offs[3]), len(offs[4])}, at)
+		assert.Equal(t, uint64(at), offs[0][0], at)
+	}
+}
+
+// A stripped Go executable linked by the C linker (cgo: the C runtime's
+// code first in .text, runtime.text, which the function table counts
+// from, 0x100 bytes on): its functions are found where its .symtab says,
+// not 0x100 bytes early, inside the function before (they were, by
+// taking .text's start for runtime.text as debug/gosym does).
+func TestPclntabExternalLink(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc to link an executable with")
+	}
+	env := []string{"CGO_ENABLED=1", "GOARCH=" + runtime.GOARCH}
+	bin := buildEnv(t, env, tlsProgram, "-ldflags=-linkmode=external")
+	f, err := elf.Open(bin)
+	require.NoError(t, err)
+	defer f.Close()
+	syms, err := f.Symbols()
+	require.NoError(t, err)
+	i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == "runtime.text" })
+	require.GreaterOrEqual(t, i, 0)
+	require.Greater(t, syms[i].Value, f.Section(".text").Addr, "runtime.text after .text's start")
+
+	want, err := Find(bin)
+	require.NoError(t, err)
+	got, err := Find(buildEnv(t, env, tlsProgram, "-ldflags=-linkmode=external -s -w"))
+	require.NoError(t, err)
+	require.True(t, got.Pclntab)
+	for i, w := range []Func{want.Write, want.Read, want.Close} {
+		g := []Func{got.Write, got.Read, got.Close}[i]
+		assert.GreaterOrEqual(t, g.Size, w.Size, w.Name)
+		g.Size = w.Size
+		assert.Equal(t, w, g)
+	}
 }
