@@ -59,9 +59,15 @@ var (
 	ErrMalformed = errors.New("malformed executable")
 )
 
-// MaxFuncSize bounds the code of one probed function: crypto/tls's Write,
-// Read and Close are a few hundred bytes to a few KiB.
-const MaxFuncSize = 1 << 20
+// MaxFuncSize bounds the code of one probed function (crypto/tls's Write,
+// Read and Close are a few hundred bytes to a few KiB: 2 KiB at most in
+// Go 1.26), and MaxReturns its RET instructions (8 at most), each a
+// return probe: the time decoding takes (1 MiB of one-byte instructions
+// is 0.3 s) and the probes a file may ask for.
+const (
+	MaxFuncSize = 64 << 10
+	MaxReturns  = 64
+)
 
 // Func is one function's probe points, as offsets in the file (what a
 // uprobe takes).
@@ -231,6 +237,9 @@ func FindReaderHeld(r io.ReaderAt, size int64, held Held, goarch string) (p *Pro
 		}
 		if len(rets) == 0 {
 			return nil, fmt.Errorf("%s: no RET instruction", fn.Name)
+		}
+		if len(rets) > MaxReturns {
+			return nil, fmt.Errorf("%w: %s has %d RET instructions (more than %d)", ErrMalformed, fn.Name, len(rets), MaxReturns)
 		}
 		for _, r := range rets {
 			fn.Returns = append(fn.Returns, fn.Entry+r)

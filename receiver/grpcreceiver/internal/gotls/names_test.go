@@ -134,3 +134,44 @@ func TestNameBombs(t *testing.T) {
 		require.NoError(t, CheckELF(bytes.NewReader(b), int64(len(b)), Dense(int64(len(b))), MaxLibTable))
 	}
 }
+
+// withCode is the synthetic executable with code appended to it, its
+// segment running to its end, and crypto/tls.(*Conn).Read that code.
+func withCode(code []byte) []byte {
+	le := binary.LittleEndian
+	b := elftest.Synthetic("go1.22.0")
+	at := uint64(len(b))
+	b = append(b, code...)
+	ph := b[64:]
+	le.PutUint64(ph[32:], uint64(len(b)))
+	le.PutUint64(ph[40:], uint64(len(b)))
+	syms := b[le.Uint64(shdr(b, secSymtab)[24:]):]
+	read := syms[2*elf.Sym64Size:] // after the null symbol and Write
+	le.PutUint64(read[8:], le.Uint64(ph[16:])+at)
+	le.PutUint64(read[16:], uint64(len(code)))
+	return b
+}
+
+// A crypto/tls.(*Conn).Read of 1 MiB of RETs took 0.3 s to decode (1 MiB
+// of NOPs as long; three such functions a second per file, 25 times what
+// the collector's own stripped table costs), and gave a million return
+// probes to attach (uprobe_multi takes 2^20). Real ones are a few KiB
+// with a few RETs: at most MaxFuncSize bytes and MaxReturns RETs.
+func TestFindHostileCode(t *testing.T) {
+	ret := []byte{0x90, 0xc3}
+	b := withCode(bytes.Repeat(ret, 2*MaxReturns))
+	_, err := FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), "RET instructions")
+
+	b = withCode(append(bytes.Repeat([]byte{0x90}, MaxFuncSize), 0xc3))
+	_, err = FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), "bytes long")
+
+	// At the caps: found.
+	b = withCode(append(bytes.Repeat([]byte{0x90}, MaxFuncSize-2*MaxReturns), bytes.Repeat(ret, MaxReturns)...))
+	p, err := FindReaderFor(bytes.NewReader(b), int64(len(b)), "amd64")
+	require.NoError(t, err)
+	assert.Len(t, p.Read.Returns, MaxReturns)
+}
