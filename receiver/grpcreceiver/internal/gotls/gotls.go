@@ -810,9 +810,9 @@ var symbolTables = []elf.SectionType{elf.SHT_SYMTAB, elf.SHT_DYNSYM, elf.SHT_GNU
 // segment's and section's bytes, inside the file (debug/elf allocates what
 // a header declares, in chunks of up to 10 MiB); that the tables read
 // whole are held (held: no hole, a sparse file's table refused before it is
-// allocated) and at most their caps (MaxHeaderTable, MaxSectionNames and,
-// when tableCap is not 0, tableCap for the symbol tables, their string
-// tables and the version tables). Errors wrap ErrMalformed (with
+// allocated) and at most their caps (MaxHeaderTable, MaxSections,
+// MaxProgs, MaxSectionNames and, when tableCap is not 0, tableCap for the
+// symbol tables, their string tables and the version tables). Errors wrap ErrMalformed (with
 // ErrNotHeld or ErrTooLarge), or ErrNotGo when r is no ELF file at all.
 func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 	var h [64]byte
@@ -855,12 +855,15 @@ func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 	}
 	fsize := uint64(size)
 	within := func(off, n uint64) bool { return off <= fsize && n <= fsize-off }
-	table := func(what string, off, entsize, num, min uint64) ([]byte, error) {
+	table := func(what string, off, entsize, num, min, maxNum uint64) ([]byte, error) {
 		if num == 0 {
 			return nil, nil
 		}
 		if entsize < min || !within(off, entsize*num) { // entsize and num are 16-bit: no overflow
 			return nil, fmt.Errorf("%w: %s table (offset %#x, %d entries of %d bytes) outside the file (%d bytes)", ErrMalformed, what, off, num, entsize, size)
+		}
+		if num > maxNum {
+			return nil, fmt.Errorf("%w: %s table of %d entries is %w (%d entries)", ErrMalformed, what, num, ErrTooLarge, maxNum)
 		}
 		if entsize*num > MaxHeaderTable {
 			return nil, tooLarge(what+" table", entsize*num, MaxHeaderTable)
@@ -884,7 +887,7 @@ func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 	if is64 {
 		phMin, shMin = 56, 64
 	}
-	ph, err := table("program header", phoff, phentsize, phnum, phMin)
+	ph, err := table("program header", phoff, phentsize, phnum, phMin, MaxProgs)
 	if err != nil {
 		return err
 	}
@@ -898,7 +901,7 @@ func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 			return fmt.Errorf("%w: segment %d (file offset %#x, %d bytes) outside the file (%d bytes)", ErrMalformed, i, off, filesz, size)
 		}
 	}
-	sh, err := table("section header", shoff, shentsize, shnum, shMin)
+	sh, err := table("section header", shoff, shentsize, shnum, shMin, MaxSections)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,14 @@ import (
 // and every read goes through a budget (budgetReader).
 const (
 	// MaxHeaderTable bounds the program and section header tables
-	// (65535 section headers of 64 bytes are 4 MiB).
+	// (65535 section headers of 64 bytes are 4 MiB), MaxSections and
+	// MaxProgs their entries: debug/elf makes a Section (a Prog) of each,
+	// about 300 bytes (65535 sections were 22 MiB allocated for a file of
+	// 4 MiB). libc has 64 sections, the most of any executable or library
+	// of a Debian system, and 15 program headers at most.
 	MaxHeaderTable = 4 << 20
+	MaxSections    = 1 << 12
+	MaxProgs       = 1 << 10
 	// MaxSectionNames bounds the section name table (.shstrtab: a few
 	// hundred bytes in any real file; debug/elf reads it whole).
 	MaxSectionNames = 64 << 10

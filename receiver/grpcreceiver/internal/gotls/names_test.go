@@ -77,7 +77,8 @@ func nameBomb(n, nameLen int, sections bool) []byte {
 // A file of a few hundred KiB whose sections all name the same name of
 // 60 KiB (the section name table holds it once) is refused before
 // debug/elf makes a string of it for each section: it allocated 514 MiB
-// for 8192 sections (4 GiB and 3 s for 65535, a file of 4 MiB). The same
+// for 8192 sections (4 GiB and 3 s for 65535, a file of 4 MiB; now at
+// most MaxSections). The same
 // for a shared library whose symbols all name the same long name in its
 // string table (debug/elf's Symbols, which cilium/ebpf calls, copies it
 // once per symbol; and scans it to its end once per symbol when it has
@@ -90,8 +91,9 @@ func TestNameBombs(t *testing.T) {
 		nameLen  int
 		tableCap uint64
 	}{
-		{"section names", true, 8192, 60 << 10, 0},
-		{"section names, library", true, 8192, 60 << 10, MaxLibTable},
+		{"section names", true, MaxSections - 16, 60 << 10, 0},
+		{"section names, library", true, MaxSections - 16, 60 << 10, MaxLibTable},
+		{"too many sections", true, 1 << 15, 1, 0},
 		{"symbol names, library", false, 8192, 60 << 10, MaxLibTable},
 		{"symbol names, unterminated, library", false, 8192, 60 << 10, MaxLibTable},
 	} {

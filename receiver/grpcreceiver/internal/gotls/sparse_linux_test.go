@@ -38,11 +38,11 @@ func TestFindSparseFile(t *testing.T) {
 	section := func(i int, n uint64) func([]byte) []byte {
 		return func(b []byte) []byte { return set(i, 32, n)(set(i, 24, hole)(b)) }
 	}
-	headers := func(off, entsize, num int, n uint64) func([]byte) []byte {
+	headers := func(off, entsize, num int, n, count uint64) func([]byte) []byte {
 		return func(b []byte) []byte {
 			le.PutUint64(b[off:], hole)
-			le.PutUint16(b[entsize:], uint16(min(n/0xfff0, 0xffff)))
-			le.PutUint16(b[num:], 0xfff0)
+			le.PutUint16(b[entsize:], uint16(min(n/count, 0xffff)))
+			le.PutUint16(b[num:], uint16(count))
 			return b
 		}
 	}
@@ -68,8 +68,8 @@ func TestFindSparseFile(t *testing.T) {
 			hostile{"string table " + size, section(secStrtab, under(MaxSymtab))},
 			hostile{".gopclntab " + size, func(b []byte) []byte { return section(secSymtab, under(MaxPclntab))(stripped(b, pclnGo120, nil)) }},
 			hostile{".go.buildinfo " + size, section(secBuildinfo, under(MaxSymtab))},
-			hostile{"section header table " + size, headers(40, 58, 60, under(MaxHeaderTable))},
-			hostile{"program header table " + size, headers(32, 54, 56, under(MaxHeaderTable))},
+			hostile{"section header table " + size, headers(40, 58, 60, under(MaxHeaderTable), MaxSections)},
+			hostile{"program header table " + size, headers(32, 54, 56, under(MaxHeaderTable), MaxProgs)},
 		)
 	}
 	cases = append(cases, hostile{"function code", func(b []byte) []byte {
