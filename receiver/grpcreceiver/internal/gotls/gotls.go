@@ -971,7 +971,7 @@ func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 			for i := uint64(0); i < shnum && yield(uint64(bo.Uint32(sh[i*shentsize:]))); i++ {
 			}
 		}
-		if err := nameBytes(r, "the section names", s.off, s.n, offs, MaxSectionNames); err != nil {
+		if err := nameBytes(r, "the section names", s.off, s.n, offs, 0, MaxSectionNames); err != nil {
 			return err
 		}
 	}
@@ -992,36 +992,119 @@ func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 			}
 		}
 		str := secs[s.link]
-		if err := nameBytes(r, fmt.Sprintf("the names of section %d's symbols", i), str.off, str.n, offs, tableCap); err != nil {
+		if err := nameBytes(r, fmt.Sprintf("the names of section %d's symbols", i), str.off, str.n, offs, 0, tableCap); err != nil {
+			return err
+		}
+	}
+	// ... and, with a .gnu.version, of the version definitions' and
+	// needs' names (in the first .dynsym's string table), and an entry
+	// for each, walking them.
+	first := func(typ elf.SectionType) int {
+		return slices.IndexFunc(secs, func(s section) bool { return s.typ == typ })
+	}
+	dynsym := first(elf.SHT_DYNSYM)
+	if tableCap == 0 || first(elf.SHT_GNU_VERSYM) < 0 || dynsym < 0 || secs[dynsym].link == 0 || secs[dynsym].link >= shnum {
+		return nil
+	}
+	str := secs[secs[dynsym].link]
+	if str.typ == elf.SHT_NOBITS {
+		str.n = 0 // zeros: every name empty
+	}
+	for _, typ := range []elf.SectionType{elf.SHT_GNU_VERDEF, elf.SHT_GNU_VERNEED} {
+		i := first(typ)
+		if i < 0 || secs[i].typ == elf.SHT_NOBITS {
+			continue
+		}
+		d := make([]byte, secs[i].n)
+		if _, err := r.ReadAt(d, int64(secs[i].off)); err != nil {
+			return fmt.Errorf("%w: section %d (%s): %w", ErrMalformed, i, typ, err)
+		}
+		what := fmt.Sprintf("what debug/elf makes of the versions of section %d (%s)", i, typ)
+		if err := nameBytes(r, what, str.off, str.n, versionNames(d, bo, typ == elf.SHT_GNU_VERNEED), versionEntry, tableCap); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// versionEntry is about what debug/elf allocates for an entry of a
+// version table besides its name (a string header, a struct, in slices
+// that double).
+const versionEntry = 64
+
+// versionNames yields the offsets in the string table of the names that
+// debug/elf's DynamicSymbols reads as it walks the version definitions d
+// (.gnu.version_d) or, need, needs (.gnu.version_r), and ^0 for each
+// definition (an entry allocated, whatever its names): an entry says how
+// many names it has (up to 65535) and where their chain starts and the
+// next entry is, and a definition's names do not end their chain (the
+// same one again and again): 64 definitions of 20 bytes each naming one
+// name 65535 times made debug/elf allocate 434 MiB (2.6 s).
+func versionNames(d []byte, bo binary.ByteOrder, need bool) iter.Seq[uint64] {
+	nextAt := 16 // of an entry: where the next one is
+	if need {
+		nextAt = 12
+	}
+	return func(yield func(uint64) bool) {
+		for i := 0; ; {
+			if need {
+				if i+16 > len(d) || bo.Uint16(d[i:]) != 1 || !yield(uint64(bo.Uint32(d[i+4:]))) {
+					return
+				}
+				j := i + int(bo.Uint32(d[i+8:]))
+				for c := 0; c < int(bo.Uint16(d[i+2:])) && j+16 <= len(d); c++ {
+					if !yield(uint64(bo.Uint32(d[j+8:]))) {
+						return
+					}
+					next := bo.Uint32(d[j+12:])
+					if next == 0 {
+						break
+					}
+					j += int(next)
+				}
+			} else {
+				if i+20 > len(d) || bo.Uint16(d[i:]) != 1 || bo.Uint16(d[i+6:]) == 0 || !yield(^uint64(0)) {
+					return
+				}
+				j := i + int(bo.Uint32(d[i+12:]))
+				for c := 0; c < int(bo.Uint16(d[i+6:])) && j+8 <= len(d); c++ {
+					if !yield(uint64(bo.Uint32(d[j:]))) {
+						return
+					}
+					j += int(bo.Uint32(d[j+4:]))
+				}
+			}
+			next := bo.Uint32(d[i+nextAt:])
+			if next == 0 {
+				return
+			}
+			i += int(next)
+		}
+	}
+}
+
 // nameBytes checks the bytes that debug/elf makes strings of, or scans,
 // in the string table of n bytes at off in r for the names at offs (each
 // from its offset to the next NUL, or to the table's end, scanned, when
-// there is none): at most maxN in all, what (the section names, a symbol
-// table's) being named in the error. A table holds a name as long as
+// there is none), and per bytes more for each: at most maxN in all, what
+// (the section names, a symbol table's) being named in the error. A table holds a name as long as
 // itself, which every section header or symbol may name: debug/elf made
 // 512 MiB of strings of a file of 252 KiB. The table was checked (held,
 // and at most its cap).
-func nameBytes(r io.ReaderAt, what string, off, n uint64, offs iter.Seq[uint64], maxN uint64) error {
+func nameBytes(r io.ReaderAt, what string, off, n uint64, offs iter.Seq[uint64], per, maxN uint64) error {
 	tab := make([]byte, n)
 	if _, err := r.ReadAt(tab, int64(off)); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrMalformed, what, err)
 	}
 	total := uint64(0)
 	for o := range offs {
-		if o >= n {
-			continue // debug/elf refuses a section name there, and makes a symbol's empty
+		l := 0 // debug/elf refuses a section name past the table, and makes a symbol's empty
+		if o < n {
+			if l = bytes.IndexByte(tab[o:], 0); l < 0 {
+				l = len(tab[o:])
+			}
 		}
-		l := bytes.IndexByte(tab[o:], 0)
-		if l < 0 {
-			l = len(tab[o:])
-		}
-		if total += uint64(l); total > maxN {
+		if total += per + uint64(l); total > maxN {
 			return tooLarge(what+" (at least)", total, maxN)
 		}
 	}
