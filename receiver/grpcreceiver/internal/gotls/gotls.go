@@ -905,13 +905,6 @@ func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 	if err != nil {
 		return err
 	}
-	type section struct {
-		typ       elf.SectionType
-		flags     elf.SectionFlag
-		off, n    uint64
-		link      uint64
-		wholeRead bool
-	}
 	secs := make([]section, shnum)
 	for i := range shnum {
 		e := sh[i*shentsize:]
@@ -963,8 +956,28 @@ func CheckELF(r io.ReaderAt, size int64, held Held, tableCap uint64) error {
 			return notHeld(fmt.Sprintf("section %d (%s)", i, s.typ), s.off, s.n)
 		}
 	}
-	// debug/elf makes a string of each section's name, and (the symbol
-	// tables) of each symbol's: at most MaxSectionNames and tableCap bytes.
+	return checkNames(r, bo, is64, sh, shentsize, shstrndx, secs, tableCap)
+}
+
+// section is what CheckELF reads of a section header.
+type section struct {
+	typ       elf.SectionType
+	flags     elf.SectionFlag
+	off, n    uint64
+	link      uint64
+	wholeRead bool
+}
+
+// checkNames checks, for CheckELF, what debug/elf makes of the names in
+// the ELF file in r (byte order bo, 64-bit or not) whose section header
+// table is sh (entries of shentsize bytes), its sections secs (their
+// tables checked: held, at most their caps), the section names in
+// section shstrndx: a string of each section's name, at most
+// MaxSectionNames bytes in all; and, when tableCap is not 0, of each
+// symbol's, and of the version tables' names, at most tableCap bytes
+// for each table.
+func checkNames(r io.ReaderAt, bo binary.ByteOrder, is64 bool, sh []byte, shentsize, shstrndx uint64, secs []section, tableCap uint64) error {
+	shnum := uint64(len(secs))
 	if shnum > 0 && shstrndx != 0 && secs[shstrndx].typ == elf.SHT_STRTAB {
 		s := secs[shstrndx]
 		offs := func(yield func(uint64) bool) {
