@@ -981,7 +981,10 @@ func checkNames(r io.ReaderAt, bo binary.ByteOrder, is64 bool, sh []byte, shents
 	if shnum > 0 && shstrndx != 0 && secs[shstrndx].typ == elf.SHT_STRTAB {
 		s := secs[shstrndx]
 		offs := func(yield func(uint64) bool) {
-			for i := uint64(0); i < shnum && yield(uint64(bo.Uint32(sh[i*shentsize:]))); i++ {
+			for i := range shnum {
+				if !yield(uint64(bo.Uint32(sh[i*shentsize:]))) {
+					return
+				}
 			}
 		}
 		if err := nameBytes(r, "the section names", s.off, s.n, offs, 0, MaxSectionNames); err != nil {
@@ -1001,7 +1004,10 @@ func checkNames(r io.ReaderAt, bo binary.ByteOrder, is64 bool, sh []byte, shents
 			return fmt.Errorf("%w: section %d (%s): %w", ErrMalformed, i, s.typ, err)
 		}
 		offs := func(yield func(uint64) bool) {
-			for o := uint64(0); o+symSize <= s.n && yield(uint64(bo.Uint32(syms[o:]))); o += symSize {
+			for o := uint64(0); o+symSize <= s.n; o += symSize {
+				if !yield(uint64(bo.Uint32(syms[o:]))) {
+					return
+				}
 			}
 		}
 		str := secs[s.link]
