@@ -34,7 +34,7 @@ K8S_VERSION := v1.37.2
 K8S_CACHE ?= $(HOME)/.cache/otelcol-seq/k8s/$(K8S_VERSION)
 K8S := $(K8S_CACHE)/.complete
 CONFIG ?= config/default.yaml
-APT_PACKAGES := stress-ng bpftool bpftrace debootstrap
+APT_PACKAGES := stress-ng bpftool bpftrace debootstrap iptables
 
 GO_SOURCES := $(shell find receiver connector -name '*.go' -not -name '*_test.go') $(shell find receiver -name '*.o')
 
@@ -344,9 +344,12 @@ bench: deps
 # built once into ~/.cache/otelcol-seq/bench-grpc): grpc-go's helloworld
 # server driven by ghz v0.120.0, without and with the receiver, direct and
 # through HAProxy, interleaved rounds. Not part of make test; see docs/benchmarks.md.
-# The whole agent's CPU per process event and idle (root; about a minute):
-# seq receiver, batch, OTLP/HTTP to a second collector on loopback, under a
-# stress-ng fork storm, with a CPU profile (scripts/bench-agent.sh).
+# What the deployed agent costs a node per process event (root; about 8
+# minutes): deploy/agent.yaml with the DaemonSet's environment, less
+# k8sattributes, to a gateway on loopback, under processes exec'ing a
+# compiler's argv; agent CPU, BPF time, bytes on the wire and peak RSS per
+# exporter compression, interleaved rounds, with a CPU profile
+# (scripts/bench-agent.sh).
 .PHONY: bench-agent
 bench-agent: deps $(COLLECTOR)
 	scripts/bench-agent.sh

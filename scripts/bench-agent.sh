@@ -2,44 +2,79 @@
 # Copyright The otelcol-seq Authors
 # SPDX-License-Identifier: Apache-2.0
 #
-# make bench-agent (root): what the whole agent costs per process event, as an
-# operator weighs it. bin/otelcol-seq runs the seq receiver (defaults), the
-# batch processor and an OTLP/HTTP exporter to a second bin/otelcol-seq on
-# loopback (the sink: OTLP/HTTP in, the debug exporter at basic verbosity
-# out). Measured on the agent alone, from /proc/PID/stat (user + system):
-#   idle        its CPU over BENCH_AGENT_IDLE seconds (10) with no load
-#   storm       its CPU over `stress-ng --fork BENCH_AGENT_FORKERS --timeout
-#               BENCH_AGENT_SECONDS` (2, 20), divided by the log records it
-#               sent (otelcol_exporter_sent_log_records, its own telemetry)
-# its peak resident memory (VmHWM) at the end, and, during the storm, a CPU
-# profile of the agent (the pprof extension) over
-# BENCH_AGENT_PROFILE seconds (10; at most the storm less 5 s) kept as
-# bench-results/agent/cpu.pprof with its top functions and the CPU per event
-# split by stage (tools/agentprofile: agent-profile.md and .png).
+# make bench-agent (root): what the agent costs a node per process event, as
+# deployed. The agent is deploy/agent.yaml with the DaemonSet's environment
+# (deploy/kubernetes/agent-daemonset.yaml: GOMEMLIMIT, GOGC,
+# MEMORY_LIMIT_MIB), less k8sattributes (no API server here), its
+# load-balancing exporter pointed at a gateway on loopback (a second
+# bin/otelcol-seq: OTLP/gRPC in, the debug exporter at basic verbosity out;
+# its CPU is the gateway's node's, not counted). The load: BENCH_AGENT_WORKERS
+# (2) processes that fork and exec /bin/true with a compiler's argv (20 to 80
+# arguments, a few hundred bytes to a few KB: -I, -D, -W flags, source and
+# object paths) for BENCH_AGENT_SECONDS (20).
+#
+# Each arm is a compression of the exporter (BENCH_AGENT_ARMS, "gzip zstd
+# snappy none"; the one deploy/agent.yaml ships is marked), run
+# BENCH_AGENT_ROUNDS (3) times, the arms interleaved, each run a
+# fresh agent and gateway. Per run, from the agent alone:
+#   idle      its CPU over BENCH_AGENT_IDLE seconds (5) before the load
+#   agent     its CPU (/proc/PID/stat, user + system) over the load and the
+#             drain after it, per log record it sent (its own
+#             otelcol_exporter_sent_log_records)
+#   BPF       the run time of its BPF programs (kernel.bpf_stats_enabled,
+#             run_time_ns of each program it holds), paid by the traced
+#             processes, per log record
+#   node      agent + BPF: what the node pays per event
+#   wire      bytes its TCP connections to the gateway carried (an iptables
+#             counter: IP and TCP headers included), per log record
+#   RSS       its peak resident memory (VmHWM)
+# The table gives each figure's median and range over the rounds. The first
+# round's shipped arm also takes a CPU profile (the pprof extension) over
+# BENCH_AGENT_PROFILE seconds (10), kept as cpu.pprof with its top functions
+# and the CPU per event split by stage (tools/agentprofile).
 # BENCH_AGENT_BIN runs another build as the agent (a before/after pair).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 COLLECTOR=${BENCH_AGENT_BIN:-$ROOT/bin/otelcol-seq}
 OUT=${BENCH_AGENT_OUT:-$ROOT/bench-results/agent}
-IDLE=${BENCH_AGENT_IDLE:-10}
-SECONDS_STORM=${BENCH_AGENT_SECONDS:-20}
-FORKERS=${BENCH_AGENT_FORKERS:-2}
+IDLE=${BENCH_AGENT_IDLE:-5}
+SECONDS_LOAD=${BENCH_AGENT_SECONDS:-20}
+WORKERS=${BENCH_AGENT_WORKERS:-2}
 PROFILE=${BENCH_AGENT_PROFILE:-10}
-SINK_PORT=14318 METRICS_PORT=18888 PPROF_PORT=11777
+ROUNDS=${BENCH_AGENT_ROUNDS:-3}
+ARMS=${BENCH_AGENT_ARMS:-gzip zstd snappy none}
+# What deploy/agent.yaml ships (the OTLP exporter's gzip where it says none).
+SHIPPED=$(awk '$1 == "compression:" {print $2; exit}' "$ROOT/deploy/agent.yaml")
+SHIPPED=${SHIPPED:-gzip}
+GW_PORT=14317 METRICS_PORT=18888 PPROF_PORT=11777 HEALTH_PORT=13199
 mkdir -p "$OUT"
 [ -x "$COLLECTOR" ] || { echo "bin/otelcol-seq is missing: make build" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "bench-agent loads BPF programs: run it as root" >&2; exit 1; }
-command -v stress-ng >/dev/null || { echo "stress-ng is missing: make deps" >&2; exit 1; }
+command -v iptables >/dev/null || { echo "iptables is missing (it counts the bytes on the wire): apt-get install iptables" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "python3 is missing (the exec load): apt-get install python3" >&2; exit 1; }
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+stats_was=$(sysctl -n kernel.bpf_stats_enabled)
+rule=(OUTPUT -o lo -p tcp --dport "$GW_PORT" -m comment --comment otelcol-seq-bench-agent -j ACCEPT)
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	iptables -D "${rule[@]}" 2>/dev/null || true
+	sysctl -qw kernel.bpf_stats_enabled="$stats_was" || true
+}
 trap cleanup EXIT
+sysctl -qw kernel.bpf_stats_enabled=1
 
-cat >"$OUT/sink.yaml" <<YAML
+# The DaemonSet's literal environment values.
+mapfile -t dsenv < <(awk '/- name:/ {n = $3} /^ *value:/ && n {v = $2; gsub(/"/, "", v); print n "=" v; n = ""}' \
+	"$ROOT/deploy/kubernetes/agent-daemonset.yaml")
+printf '%s\n' "${dsenv[@]}" | grep -q '^GOMEMLIMIT=' || { echo "no GOMEMLIMIT in the DaemonSet's env" >&2; exit 1; }
+
+cat >"$OUT/gateway.yaml" <<YAML
 receivers:
   otlp:
     protocols:
-      http: {endpoint: 127.0.0.1:$SINK_PORT}
+      grpc: {endpoint: 127.0.0.1:$GW_PORT}
 exporters:
   debug: {verbosity: basic}
 service:
@@ -47,84 +82,170 @@ service:
     metrics: {level: none}
   pipelines:
     logs: {receivers: [otlp], exporters: [debug]}
-YAML
-cat >"$OUT/agent.yaml" <<YAML
-receivers:
-  seq: {}
-processors:
-  batch: {}
-exporters:
-  otlphttp:
-    endpoint: http://127.0.0.1:$SINK_PORT
-    compression: none
-extensions:
-  pprof: {endpoint: 127.0.0.1:$PPROF_PORT}
-service:
-  extensions: [pprof]
-  telemetry:
-    metrics:
-      level: normal
-      readers:
-        - pull:
-            exporter:
-              prometheus: {host: 127.0.0.1, port: $METRICS_PORT}
-  pipelines:
-    logs: {receivers: [seq], processors: [batch], exporters: [otlphttp]}
+    traces: {receivers: [otlp], exporters: [debug]}
 YAML
 
-"$COLLECTOR" --config "$OUT/sink.yaml" >"$OUT/sink.log" 2>&1 &
-pids+=($!)
-"$COLLECTOR" --config "$OUT/agent.yaml" >"$OUT/agent.log" 2>&1 &
-agent=$!
-pids+=("$agent")
+# The load: fork and exec /bin/true with a compiler's argv, unique per exec.
+cat >"$OUT/load.py" <<'PY'
+import os, random, sys, time
+seconds, seed = float(sys.argv[1]), int(sys.argv[2])
+rnd = random.Random(seed)
+dirs = ["src/core", "src/net", "lib/util", "third_party/zlib", "drivers/gpu/drm", "kernel/sched"]
+flags = ["-O2", "-g", "-Wall", "-Wextra", "-Werror=implicit-function-declaration", "-fPIC", "-pipe",
+         "-fno-strict-aliasing", "-fstack-protector-strong", "-std=gnu11", "-MMD", "-MP"]
+end, n = time.monotonic() + seconds, 0
+while time.monotonic() < end:
+    d = rnd.choice(dirs)
+    name = f"{d}/file{n}_{rnd.randrange(1 << 20):x}"
+    args = ["/bin/true"] + rnd.sample(flags, rnd.randint(4, len(flags)))
+    args += [f"-I{rnd.choice(dirs)}/include" for _ in range(rnd.randint(4, 20))]
+    args += [f"-DCONFIG_{rnd.choice(['SMP', 'NUMA', 'DEBUG', 'TRACE', 'NET'])}_{i}={rnd.randrange(100)}"
+             for i in range(rnd.randint(8, 40))]
+    args += ["-c", name + ".c", "-o", name + ".o", "-MF", name + ".d"]
+    pid = os.posix_spawn(args[0], args, {})
+    os.waitpid(pid, 0)
+    n += 1
+print(n)
+PY
 
-# sent: the log records the agent's exporter has sent so far.
-sent() {
+metric() { # metric NAME: the sum of the agent's series of NAME
 	curl -s "http://127.0.0.1:$METRICS_PORT/metrics" |
-		awk '/^otelcol_exporter_sent_log_records(_total)?[{ ]/ {s += $NF} END {printf "%d\n", s}'
+		awk -v m="$1" '$1 ~ "^"m"(_total)?({|$)" {s += $NF} END {printf "%d\n", s}'
 }
-# cpu_ticks: the agent's user + system time, in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$agent/stat"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
+# bpf_ns PID: the run time, in ns, of every BPF program PID holds (by a
+# program's fd or a link's), each program once.
+bpf_ns() {
+	local ids
+	ids=$(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u)
+	local sum=0 id t
+	for id in $ids; do
+		t=$(bpftool prog show id "$id" 2>/dev/null | sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p')
+		sum=$((sum + ${t:-0}))
+	done
+	echo "$sum"
+}
+wire_bytes() { iptables -L OUTPUT -v -x -n | awk '/otelcol-seq-bench-agent/ {print $2; exit}'; }
 
-for _ in $(seq 100); do
-	curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >/dev/null && grep -q "Everything is ready" "$OUT/agent.log" && break
-	kill -0 "$agent" 2>/dev/null || { cat "$OUT/agent.log" >&2; exit 1; }
-	sleep 0.2
+# one ARM ROUND PROFILE?: a fresh gateway and agent, idle, the load, the
+# drain; appends a line to runs.tsv.
+one() {
+	local arm=$1 round=$2 profile=$3
+	"$COLLECTOR" --config "$OUT/gateway.yaml" >"$OUT/gateway.log" 2>&1 &
+	local gw=$!
+	pids+=("$gw")
+	local extra=()
+	if [ "$profile" = 1 ]; then
+		extra+=(--config "yaml:extensions::pprof: {endpoint: 127.0.0.1:$PPROF_PORT}"
+			--config "yaml:service::extensions: [health_check, pprof]")
+	fi
+	env "${dsenv[@]}" HEALTH_ENDPOINT=127.0.0.1:$HEALTH_PORT K8S_NODE_NAME=bench "$COLLECTOR" \
+		--config "$ROOT/deploy/agent.yaml" \
+		--config "yaml:service::pipelines::logs::processors: [memory_limiter]" \
+		--config "yaml:service::pipelines::traces::processors: [memory_limiter]" \
+		--config "yaml:exporters::loadbalancing::resolver: {dns: null, static: {hostnames: [127.0.0.1:$GW_PORT]}}" \
+		--config "yaml:exporters::loadbalancing::protocol::otlp::compression: $arm" \
+		--config "yaml:service::telemetry::metrics: {level: normal, readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: $METRICS_PORT}}}}]}" \
+		"${extra[@]}" >"$OUT/agent-$arm-$round.log" 2>&1 &
+	local agent=$!
+	pids+=("$agent")
+	for _ in $(seq 150); do
+		curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >/dev/null && grep -q "Everything is ready" "$OUT/agent-$arm-$round.log" && break
+		kill -0 "$agent" 2>/dev/null || { cat "$OUT/agent-$arm-$round.log" >&2; exit 1; }
+		sleep 0.2
+	done
+	sleep 2 # the start-up snapshot and its first batches
+	local c0 c1
+	c0=$(cpu_ticks "$agent")
+	sleep "$IDLE"
+	c1=$(cpu_ticks "$agent")
+	local idle
+	idle=$(awk -v d=$((c1 - c0)) -v hz="$hz" -v s="$IDLE" 'BEGIN {printf "%.2f", 100 * d / hz / s}')
+
+	iptables -Z OUTPUT
+	local s0 b0 w0 execs=0
+	s0=$(metric otelcol_exporter_sent_log_records)
+	b0=$(bpf_ns "$agent")
+	w0=$(wire_bytes)
+	c0=$(cpu_ticks "$agent")
+	local loads=()
+	for w in $(seq "$WORKERS"); do
+		python3 "$OUT/load.py" "$SECONDS_LOAD" "$((round * 100 + w))" >"$OUT/load-$w.out" &
+		loads+=($!)
+	done
+	if [ "$profile" = 1 ]; then
+		sleep 3
+		curl -s -o "$OUT/cpu.pprof" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=$PROFILE"
+	fi
+	for p in "${loads[@]}"; do wait "$p"; done
+	for w in $(seq "$WORKERS"); do execs=$((execs + $(cat "$OUT/load-$w.out"))); done
+	# The drain: until the sent count stands still for a second (at most 20 s).
+	local last=-1 now
+	for _ in $(seq 20); do
+		sleep 1
+		now=$(metric otelcol_exporter_sent_log_records)
+		[ "$now" = "$last" ] && break
+		last=$now
+	done
+	c1=$(cpu_ticks "$agent")
+	local s1 b1 w1 failed refused lost hwm
+	s1=$(metric otelcol_exporter_sent_log_records)
+	b1=$(bpf_ns "$agent")
+	w1=$(wire_bytes)
+	failed=$(metric otelcol_exporter_send_failed_log_records)
+	refused=$(metric otelcol_receiver_refused_log_records)
+	lost=$(metric otelcol_receiver_seq_events_lost)
+	hwm=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$agent/status")
+	kill "$agent" "$gw"
+	wait "$agent" "$gw" 2>/dev/null || true
+	local records=$((s1 - s0))
+	awk -v arm="$arm" -v round="$round" -v execs="$execs" -v n="$records" -v c=$((c1 - c0)) -v hz="$hz" \
+		-v b=$((b1 - b0)) -v w=$((w1 - w0)) -v hwm="$hwm" -v idle="$idle" -v f="$failed" -v r="$refused" -v l="$lost" \
+		'BEGIN {
+			if (n <= 0) { print "no records sent" > "/dev/stderr"; exit 1 }
+			a = 1e6 * c / hz / n; k = b / 1e3 / n
+			printf "%s\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%s\t%d\t%d\t%d\n", arm, round, execs, n, a, k, a + k, w / n, hwm, idle, f, r, l
+		}' >>"$OUT/runs.tsv"
+	tail -1 "$OUT/runs.tsv"
+}
+
+printf 'arm\tround\texecs\trecords\tagent_us\tbpf_us\tnode_us\twire_bytes\trss_mib\tidle_pct\tsend_failed\trefused\tlost\n' >"$OUT/runs.tsv"
+iptables -I "${rule[@]}"
+for round in $(seq "$ROUNDS"); do
+	for arm in $ARMS; do
+		p=0
+		[ "$round" = 1 ] && [ "$arm" = "$SHIPPED" ] && p=1
+		one "$arm" "$round" "$p"
+	done
 done
-sleep 2 # the start-up snapshot and its first batches
 
-c0=$(cpu_ticks)
-sleep "$IDLE"
-c1=$(cpu_ticks)
-idle_pct=$(awk -v d=$((c1 - c0)) -v hz="$hz" -v s="$IDLE" 'BEGIN {printf "%.2f", 100 * d / hz / s}')
-
-s0=$(sent)
-c0=$(cpu_ticks)
-stress-ng --fork "$FORKERS" --timeout "${SECONDS_STORM}s" --quiet &
-storm=$!
-sleep 3
-curl -s -o "$OUT/cpu.pprof" "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=$PROFILE"
-wait "$storm"
-sleep 2 # the last batches (batch: 200 ms timeout)
-c1=$(cpu_ticks)
-s1=$(sent)
-records=$((s1 - s0))
-cpu_s=$(awk -v d=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.2f", d / hz}')
-per=$(awk -v c="$cpu_s" -v n="$records" 'BEGIN {if (n > 0) printf "%.2f", 1e6 * c / n; else print "-"}')
-hwm=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$agent/status")
-
-{
-	echo "| agent | idle CPU (% of a core) | storm: log records sent | storm: agent CPU (s) | µs per event | peak RSS (MiB) |"
-	echo "|---|---|---|---|---|---|"
-	echo "| seq → batch → otlphttp${GOGC:+ GOGC=$GOGC}${GOMAXPROCS:+ GOMAXPROCS=$GOMAXPROCS} | $idle_pct | $records | $cpu_s | $per | $hwm |"
-} | tee "$OUT/result.md"
+# The table: each figure's median and range over the rounds, per arm.
+python3 - "$OUT/runs.tsv" "$SHIPPED" "$WORKERS" "$SECONDS_LOAD" <<'PY' | tee "$OUT/result.md"
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+shipped, workers, secs = sys.argv[2], sys.argv[3], sys.argv[4]
+def fig(rs, k, fmt="{:.2f}"):
+    v = sorted(float(r[k]) for r in rs)
+    m = statistics.median(v)
+    return f"{fmt.format(m)} ({fmt.format(v[0])}–{fmt.format(v[-1])})" if len(v) > 1 else fmt.format(m)
+print(f"deploy/agent.yaml less k8sattributes, to a gateway on loopback; {workers} workers exec'ing a compiler's argv for {secs} s; median (range) of {len(rows) // len({r['arm'] for r in rows})} runs per arm, interleaved")
+print()
+print("| exporter compression | log records sent a run | agent µs per event | BPF µs per event | node pays µs per event | bytes on the wire per event | peak RSS MiB | idle % of a core | send failed, refused, lost |")
+print("|---|---|---|---|---|---|---|---|---|")
+for arm in dict.fromkeys(r["arm"] for r in rows):
+    rs = [r for r in rows if r["arm"] == arm]
+    bad = sum(int(r["send_failed"]) + int(r["refused"]) + int(r["lost"]) for r in rs)
+    name = f"**{arm}** (shipped)" if arm == shipped else arm
+    print(f"| {name} | {fig(rs, 'records', '{:.0f}')} | {fig(rs, 'agent_us')} | {fig(rs, 'bpf_us')} | {fig(rs, 'node_us')} | {fig(rs, 'wire_bytes', '{:.0f}')} | {fig(rs, 'rss_mib', '{:.0f}')} | {fig(rs, 'idle_pct')} | {bad} |")
+PY
 echo
-echo "== where the agent's CPU went during the storm (go tool pprof -top, ${PROFILE} s profile)"
-go tool pprof -top -nodecount=25 "$COLLECTOR" "$OUT/cpu.pprof" 2>/dev/null | tee "$OUT/top.txt" | head -35
-echo
-echo "== the agent's CPU per event by stage (tools/agentprofile)"
-if [ "$per" != - ]; then
-	go -C "$ROOT/tools" run ./agentprofile -profile "$OUT/cpu.pprof" -us-per-event "$per" \
+if [ -s "$OUT/cpu.pprof" ]; then
+	echo "== where the agent's CPU went under the load ($SHIPPED, round 1; go tool pprof -top, ${PROFILE} s profile)"
+	go tool pprof -top -nodecount=25 "$COLLECTOR" "$OUT/cpu.pprof" 2>/dev/null | tee "$OUT/top.txt" | head -35
+	per=$(awk -F'\t' -v a="$SHIPPED" '$1 == a && $2 == 1 {print $5}' "$OUT/runs.tsv")
+	echo
+	echo "== the agent's CPU per event by stage (tools/agentprofile)"
+	GOWORK=off go -C "$ROOT/tools" run ./agentprofile -profile "$OUT/cpu.pprof" -us-per-event "$per" \
 		-png "$OUT/agent-profile.png" | tee "$OUT/agent-profile.md"
 fi
