@@ -277,13 +277,7 @@ func TestFakeRefusedBatchCountedOnce(t *testing.T) {
 	f.stop(t)
 	assert.Equal(t, uint64(30), f.r.final.Stats.Tickets, "read and handed over, once")
 
-	m, err := f.tel.GetMetric("otelcol_receiver_refused_log_records")
-	require.NoError(t, err)
-	var refused int64
-	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		refused += dp.Value
-	}
-	assert.Equal(t, int64(30), refused, "every refused record counted once")
+	assert.Equal(t, int64(30), sumMetric[int64](t, f.tel, "otelcol_receiver_refused_log_records"), "every refused record counted once")
 	assert.LessOrEqual(t, calls.Load(), int64(2), "no retries")
 }
 
@@ -313,13 +307,7 @@ func TestFakeShutdownUnblocksWaitingConsumer(t *testing.T) {
 	took := time.Since(start)
 	assert.Less(t, took, 2*shutdownGrace+3*time.Second, "Shutdown returned")
 	assert.GreaterOrEqual(t, took, shutdownGrace, "the consumer had its grace")
-	m, err := f.tel.GetMetric("otelcol_receiver_refused_log_records")
-	require.NoError(t, err)
-	var refused int64
-	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		refused += dp.Value
-	}
-	assert.Equal(t, int64(30), refused, "the held batch counted refused")
+	assert.Equal(t, int64(30), sumMetric[int64](t, f.tel, "otelcol_receiver_refused_log_records"), "the held batch counted refused")
 }
 
 // The process table's counters reach the telemetry: a table of 64 that
