@@ -34,7 +34,7 @@ K8S_VERSION := v1.37.2
 K8S_CACHE ?= $(HOME)/.cache/otelcol-seq/k8s/$(K8S_VERSION)
 K8S := $(K8S_CACHE)/.complete
 CONFIG ?= config/default.yaml
-APT_PACKAGES := stress-ng bpftool bpftrace debootstrap iptables
+APT_PACKAGES := stress-ng bpftool bpftrace debootstrap iptables gcc
 
 GO_SOURCES := $(shell find receiver connector -name '*.go' -not -name '*_test.go') $(shell find receiver -name '*.o')
 

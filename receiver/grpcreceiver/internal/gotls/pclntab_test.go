@@ -456,7 +456,7 @@ func largeStripped(t *testing.T) (strippedBin, orig string) {
 	t.Helper()
 	objcopy, err := exec.LookPath("objcopy")
 	if err != nil {
-		t.Skip("no objcopy to strip an executable")
+		t.Fatalf("objcopy is missing to strip an executable (%v): apt-get install binutils, or make deps", err)
 	}
 	orig = os.Getenv("OTELCOL_SEQ_BIN")
 	for dir, _ := filepath.Abs("."); orig == "" && dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
@@ -601,7 +601,7 @@ func TestPclntabChunkBoundary(t *testing.T) {
 // taking .text's start for runtime.text as debug/gosym does).
 func TestPclntabExternalLink(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("no gcc to link an executable with")
+		t.Fatalf("gcc is missing to link an executable with (%v): apt-get install gcc, or make deps", err)
 	}
 	env := []string{"CGO_ENABLED=1", "GOARCH=" + runtime.GOARCH}
 	bin := buildEnv(t, env, tlsProgram, "-ldflags=-linkmode=external")
