@@ -172,6 +172,17 @@ type Options struct {
 	Timed      func(*Series) bool
 	Tolerance  float64
 	TimedSlack float64
+	// TimedShift widens "a bucket apart" where buckets are narrower than
+	// the other side's program's run time, which one side's observations
+	// may all be longer by: ours' cumulative count up to bound le lies
+	// between ebpf_exporter's up to the highest bound at most le -
+	// TimedShift and up to the lowest at least le + TimedShift (in the
+	// histogram's unit), where that is wider than a bucket. At exp2
+	// microsecond buckets a bucket is 1 µs wide: softirq-latency's
+	// SCHED_SOFTIRQ count up to 2 µs came out 4 in ours where
+	// ebpf_exporter's up to 1 µs was 5.38 and more. The sum may be off by
+	// TimedShift per observation besides.
+	TimedShift float64
 	// Sampled names counters of perf samples (a perf_event program at a
 	// fixed frequency): each side opens its own perf events, whose timers
 	// tick out of phase, so their counts over one window differ by a few
@@ -316,7 +327,7 @@ func Compare(base, cur Round, opt Options) Report {
 			}
 			continue
 		}
-		if msg := check(base, cur, k, exact(s), timed(s), opt.TimedSlack, sampled(s)); msg != "" {
+		if msg := check(base, cur, k, exact(s), timed(s), opt.TimedSlack, opt.TimedShift, sampled(s)); msg != "" {
 			diff("series %s: %s", k, msg)
 			bad[s.Family] = true
 		}
@@ -390,7 +401,7 @@ func Compare(base, cur Round, opt Options) Report {
 		er := ExactRow{Config: opt.Configs[s.Family], Family: s.Family, Labels: LabelString(s.Labels), Ours: s.total()}
 		if _, ok := cur.B[k]; ok {
 			er.Ref = cur.B.total(k)
-			er.OK = check(base, cur, k, true, 0, 0, 0) == ""
+			er.OK = check(base, cur, k, true, 0, 0, 0, 0) == ""
 		}
 		r.Exact = append(r.Exact, er)
 	}
@@ -417,7 +428,7 @@ func since(base Snapshot, s *Series, k string) float64 {
 // check compares series k of ours with ebpf_exporter's (both have it in
 // cur): "" or what is wrong. tol and slack are a timed histogram's
 // tolerance (a fraction) and absolute slack (observations).
-func check(base, cur Round, k string, exact bool, tol, slack, samples float64) string {
+func check(base, cur Round, k string, exact bool, tol, slack, shift, samples float64) string {
 	ours, b := cur.Ours[k], cur.B[k]
 	if ours.Type != b.Type {
 		return fmt.Sprintf("type %s, ebpf_exporter %s", ours.Type, b.Type)
@@ -478,20 +489,23 @@ func check(base, cur Round, k string, exact bool, tol, slack, samples float64) s
 		v := fig(cur.Ours, i) - fig(base.Ours, i)
 		lo, hi := fig(cur.A, i)-fig(base.B, i), fig(cur.B, i)-fig(base.A, i)
 		if tol > 0 && i >= 0 {
-			// A bucket apart either way: ours' cumulative count up to
-			// bound i lies between ebpf_exporter's up to bounds i-1 and i+1.
+			// A bucket apart either way, or shift apart where that is
+			// wider: ours' cumulative count up to bound i lies between
+			// ebpf_exporter's up to bounds below and above it.
+			below, above := shifted(ours.Bucket, i, shift)
 			lo = 0
-			if i > 0 {
-				lo = fig(cur.A, i-1) - fig(base.B, i-1)
+			if below >= 0 {
+				lo = fig(cur.A, below) - fig(base.B, below)
 			}
-			if i < last {
-				hi = fig(cur.B, i+1) - fig(base.A, i+1)
+			if above <= last {
+				hi = fig(cur.B, above) - fig(base.A, above)
 			}
 		}
 		if tol > 0 && i != -2 {
 			d := max(tol*count, slack)
 			if i == -1 {
-				d = max(tol*max(math.Abs(lo), math.Abs(hi)), slack*max(largest(ours), largest(b)))
+				// Every observation may be shift apart, too.
+				d = max(tol*max(math.Abs(lo), math.Abs(hi)), slack*max(largest(ours), largest(b))) + count*shift
 			}
 			lo, hi = lo-d, hi+d
 		}
@@ -509,6 +523,22 @@ func check(base, cur Round, k string, exact bool, tol, slack, samples float64) s
 		}
 	}
 	return ""
+}
+
+// shifted returns the buckets a timed observation in bucket i may have
+// landed in on the other side: below is the highest index under i whose
+// bound is at most bs[i].LE - shift (-1: none, from zero), above the lowest
+// over i whose bound is at least bs[i].LE + shift (len(bs): past the last).
+// With no shift they are i-1 and i+1: a bucket apart.
+func shifted(bs []Bucket, i int, shift float64) (below, above int) {
+	below, above = i-1, i+1
+	for below >= 0 && bs[below].LE > bs[i].LE-shift {
+		below--
+	}
+	for above < len(bs) && bs[above].LE < bs[i].LE+shift {
+		above++
+	}
+	return below, above
 }
 
 // largest bounds histogram s's largest observation: the lowest finite
@@ -589,4 +619,92 @@ func yes(ok bool) string {
 		return "yes"
 	}
 	return "**no**"
+}
+
+// UnknownCgroup is how ebpf_exporter's cgroup decoder names a cgroup id its
+// cgroup monitor has not seen ("unknown_cgroup_id:<id>").
+const UnknownCgroup = "unknown_cgroup_id:"
+
+// unknownCgroups is the label value the cgroups one side could not name
+// are folded into.
+const unknownCgroups = UnknownCgroup + "*"
+
+// FoldUnknownCgroups compares the cgroups ebpf_exporter could not name in
+// aggregate. ebpf_exporter learns new cgroups from a fanotify mark on
+// /sys/fs/cgroup; on a hybrid (v1 + unified) host that is a tmpfs, where it
+// sees no cgroup made after its start and labels their events
+// unknown_cgroup_id:<id>, while ours names them by path. For each label
+// where ebpf_exporter's scrapes have such a value, in every snapshot of the
+// rounds, a series of ebpf_exporter's with one and a series of ours whose
+// value none of ebpf_exporter's scrapes has are summed into one series of
+// the value unknown_cgroup_id:*; the others are compared as they are. So a
+// cgroup ebpf_exporter names, counted apart by ours, is still a difference,
+// and the events of the cgroups it could not name must add up.
+func FoldUnknownCgroups(rounds ...*Round) {
+	type famLabel struct{ family, label string }
+	cgroupLabels := map[famLabel]map[string]bool{} // the values ebpf_exporter named
+	for _, r := range rounds {
+		for _, sn := range []Snapshot{r.A, r.B} {
+			for _, s := range sn {
+				for l, v := range s.Labels {
+					if strings.HasPrefix(v, UnknownCgroup) && cgroupLabels[famLabel{s.Family, l}] == nil {
+						cgroupLabels[famLabel{s.Family, l}] = map[string]bool{}
+					}
+				}
+			}
+		}
+	}
+	if len(cgroupLabels) == 0 {
+		return
+	}
+	for _, r := range rounds {
+		for _, sn := range []Snapshot{r.A, r.B} {
+			for _, s := range sn {
+				for l, v := range s.Labels {
+					if named := cgroupLabels[famLabel{s.Family, l}]; named != nil && !strings.HasPrefix(v, UnknownCgroup) {
+						named[v] = true
+					}
+				}
+			}
+		}
+	}
+	fold := func(sn Snapshot, ours bool) Snapshot {
+		out := Snapshot{}
+		for _, s := range sn {
+			folded := s
+			for l, v := range s.Labels {
+				named := cgroupLabels[famLabel{s.Family, l}]
+				if named == nil || (!strings.HasPrefix(v, UnknownCgroup) && (!ours || named[v])) {
+					continue
+				}
+				if folded == s {
+					folded = &Series{Family: s.Family, Type: s.Type, Labels: maps.Clone(s.Labels), Value: s.Value,
+						Bucket: slices.Clone(s.Bucket), Count: s.Count, Sum: s.Sum, Time: s.Time}
+				}
+				folded.Labels[l] = unknownCgroups
+			}
+			k := folded.Key()
+			if prev, ok := out[k]; ok && folded != s {
+				prev.merge(folded)
+				continue
+			}
+			out[k] = folded
+		}
+		return out
+	}
+	for _, r := range rounds {
+		r.A, r.Ours, r.B = fold(r.A, false), fold(r.Ours, true), fold(r.B, false)
+	}
+}
+
+// merge adds o's counts to s's (the same family and bounds).
+func (s *Series) merge(o *Series) {
+	s.Value += o.Value
+	s.Count += o.Count
+	s.Sum += o.Sum
+	for i := range s.Bucket {
+		if i < len(o.Bucket) {
+			s.Bucket[i].Count += o.Bucket[i].Count
+		}
+	}
 }
