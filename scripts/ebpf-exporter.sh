@@ -168,6 +168,10 @@ examples() {
 		return 0
 	fi
 	local clang=${CLANG:-clang-14} arch
+	if ! command -v "$clang" >/dev/null; then
+		log "installing clang-14"
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-14 >/dev/null
+	fi
 	arch=$(uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 	mkdir -p "$CACHE"
 	local work="$CACHE/examples-work"
