@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
@@ -197,9 +198,31 @@ func Untraced(c Config, w Workload, n int) (uint64, time.Duration, error) {
 	return run.wait()
 }
 
-// RunOne loads and attaches transport t's programs only (the receiver's
-// loader, sequencer.Open), runs workload w on the first n CPUs, detaches,
-// drains the reader and accounts for every ticket.
+// arm is one transport's producers, loaded and attached, and its reader.
+type arm interface {
+	// start runs the reader; stopAndWait (after detach) stops it once it
+	// has read what the producers published, and waits.
+	start() (stopAndWait func() (*Consumed, error))
+	detach() error
+	// account sets what the transport itself counts (issued, lost and
+	// why, its counters) once the reader has stopped.
+	account(res *Result, cons *Consumed) error
+	runStats() (bpfload.RunStats, error)
+	close()
+}
+
+// openArm loads and attaches transport t's producers for workload w (the
+// synthetic one on process tgid) and gets its reader ready.
+func openArm(c Config, t Transport, w Workload, tgid uint32) (arm, error) {
+	if nt, ok := t.native(); ok {
+		return openNative(c, nt, w, tgid)
+	}
+	return openSeq(c, t, w, tgid)
+}
+
+// RunOne loads and attaches transport t's programs only, runs workload w on
+// the first n CPUs, detaches, drains the reader and accounts for every
+// record the producers issued.
 func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	res = Result{Transport: string(t), Workload: string(w), CPUs: n}
 	if c.BufferBytes < 1<<16 || c.BufferBytes&(c.BufferBytes-1) != 0 {
@@ -214,28 +237,17 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 			run.kill()
 		}
 	}()
-	opts, err := t.options(w, uint32(run.pid), c.BufferBytes)
+	a, err := openArm(c, t, w, uint32(run.pid))
 	if err != nil {
 		return res, err
 	}
-	k := newConsumer(w != Synth, t.reordered(), c.Poll)
-	if t.reordered() {
-		opts.OnArrival = k.arrival
-	}
-	seq, err := sequencer.Open(opts)
-	if err != nil {
-		return res, err
-	}
-	defer seq.Close()
+	defer a.close()
 	t0 := time.Now()
-	if k.src, err = seq.NewSource(); err != nil {
-		return res, err
-	}
-	stopReader := k.start()
+	stopReader := a.start()
 	readerStopped := false
 	defer func() {
 		if !readerStopped {
-			_ = seq.Detach()
+			_ = a.detach()
 			_, _ = stopReader()
 		}
 	}()
@@ -244,7 +256,7 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 		return res, err
 	}
 	ops, elapsed, werr := run.wait()
-	if err := seq.Detach(); err != nil {
+	if err := a.detach(); err != nil {
 		return res, err
 	}
 	attached := time.Since(t0)
@@ -258,41 +270,17 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	if rerr != nil {
 		return res, fmt.Errorf("reader: %w", rerr)
 	}
-	issued := k.src.Head()
-	kc, err := seq.Counters()
-	if err != nil {
+	if err := a.account(&res, cons); err != nil {
 		return res, err
 	}
-	rs, err := seq.RunStats()
+	rs, err := a.runStats()
 	if err != nil {
 		return res, err
 	}
 
 	res.Seconds = attached.Seconds()
-	res.Issued = issued
-	res.Delivered = cons.Tickets
-	res.Lost = cons.Lost
-	res.LostBy = cons.LostBy
 	res.Records = cons.Records
 	res.DecodeErrs = cons.DecodeErrs
-	res.Overrun = kc.Overrun
-	for _, v := range kc.Events {
-		res.KernelEvents += v
-	}
-	if tix := kc.TotalTickets(); tix != issued {
-		// The per-CPU counters and the head must agree.
-		res.Error = fmt.Sprintf("kernel per-CPU tickets %d != head %d", tix, issued)
-	}
-	res.KernelFailed = kc.TotalFailed()
-	res.FailedFull, res.FailedBusy, res.FailedOther = kc.FailedFull, kc.FailedBusy, kc.FailedOther
-	if bs, ok := k.src.(*transport.Buf); ok {
-		st := bs.BufStats()
-		res.PerfLost = st.PerfLost
-		res.ReorderDeclared = cons.LostBy[ring.GaveUp.String()]
-		res.ReorderLate = st.ReorderLate
-		res.ReorderMaxHeld = st.ReorderMaxHeld
-	}
-	res.Wakeups = kc.Wakeups + kc.Doorbells
 	res.ReaderWakeups = cons.Wakeups
 	res.Unaccounted = int64(res.Issued) - int64(res.Delivered) - int64(res.Lost)
 	if res.Issued > 0 {
@@ -306,8 +294,8 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	if rs.RunCount > 0 {
 		res.BPFNsPerRun = float64(rs.RunTime) / float64(rs.RunCount)
 	}
-	if issued > 0 {
-		res.BPFNsPerEvent = float64(rs.RunTime) / float64(issued)
+	if res.Issued > 0 {
+		res.BPFNsPerEvent = float64(rs.RunTime) / float64(res.Issued)
 	}
 	res.ConsumerCPU = cons.CPU.Seconds()
 	if res.Delivered > 0 {
@@ -319,6 +307,70 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 		res.WorkloadOpsPerS = float64(ops) / elapsed.Seconds()
 	}
 	return res, nil
+}
+
+// seqArm is one of the receiver's transports (or a bench variant of one):
+// its loader (sequencer.Open) and its reader, read as the receiver reads.
+type seqArm struct {
+	seq *sequencer.Sequencer
+	k   *consumer
+}
+
+func openSeq(c Config, t Transport, w Workload, tgid uint32) (arm, error) {
+	opts, err := t.options(w, tgid, c.BufferBytes)
+	if err != nil {
+		return nil, err
+	}
+	k := newConsumer(w != Synth, t.reordered(), c.Poll)
+	if t.reordered() {
+		opts.OnArrival = k.arrival
+	}
+	seq, err := sequencer.Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	if k.src, err = seq.NewSource(); err != nil {
+		seq.Close()
+		return nil, err
+	}
+	return &seqArm{seq: seq, k: k}, nil
+}
+
+func (a *seqArm) start() func() (*Consumed, error)    { return a.k.start() }
+func (a *seqArm) detach() error                       { return a.seq.Detach() }
+func (a *seqArm) runStats() (bpfload.RunStats, error) { return a.seq.RunStats() }
+func (a *seqArm) close()                              { a.seq.Close() }
+
+// account: every ticket below the head was delivered or reported lost.
+func (a *seqArm) account(res *Result, cons *Consumed) error {
+	issued := a.k.src.Head()
+	kc, err := a.seq.Counters()
+	if err != nil {
+		return err
+	}
+	res.Issued = issued
+	res.Delivered = cons.Tickets
+	res.Lost = cons.Lost
+	res.LostBy = cons.LostBy
+	res.Overrun = kc.Overrun
+	for _, v := range kc.Events {
+		res.KernelEvents += v
+	}
+	if tix := kc.TotalTickets(); tix != issued {
+		// The per-CPU counters and the head must agree.
+		res.Error = fmt.Sprintf("kernel per-CPU tickets %d != head %d", tix, issued)
+	}
+	res.KernelFailed = kc.TotalFailed()
+	res.FailedFull, res.FailedBusy, res.FailedOther = kc.FailedFull, kc.FailedBusy, kc.FailedOther
+	if bs, ok := a.k.src.(*transport.Buf); ok {
+		st := bs.BufStats()
+		res.PerfLost = st.PerfLost
+		res.ReorderDeclared = cons.LostBy[ring.GaveUp.String()]
+		res.ReorderLate = st.ReorderLate
+		res.ReorderMaxHeld = st.ReorderMaxHeld
+	}
+	res.Wakeups = kc.Wakeups + kc.Doorbells
+	return nil
 }
 
 // Write writes results.json, results.md and bench.png into dir.
