@@ -41,15 +41,16 @@ type Config struct {
 	Log io.Writer // progress; nil for none
 }
 
-// DefaultConfig is what `make bench` runs: every transport, workload and
-// CPU count up to 2, 5 s each — about three minutes in all.
+// DefaultConfig is what `make bench` runs: the sequencer, the receiver's
+// ring buffer and perf transports and the native arms, every workload, CPU
+// counts up to 2, 5 s each — about four minutes in all.
 func DefaultConfig() Config {
 	cpus := []int{1, 2}
 	if runtime.NumCPU() < 2 {
 		cpus = []int{1}
 	}
 	return Config{
-		Transports:  []Transport{Sequencer, RingBuf, PerfBuf},
+		Transports:  []Transport{Sequencer, RingBuf, RingBufNative, PerfBuf, PerfBufNative},
 		Workloads:   Workloads,
 		CPUs:        cpus,
 		Duration:    5 * time.Second,
@@ -70,9 +71,9 @@ type Result struct {
 	CPUs      int     `json:"cpus"`
 	Seconds   float64 `json:"seconds"` // producers attached for
 
-	Issued      uint64  `json:"issued"`      // tickets issued: the kernel's counter
-	Delivered   uint64  `json:"delivered"`   // tickets that reached the reader
-	Lost        uint64  `json:"lost"`        // tickets in the gaps the reader reported (LostBy says why)
+	Issued      uint64  `json:"issued"`      // tickets issued: the kernel's counter (native arms: records the programs tried to emit)
+	Delivered   uint64  `json:"delivered"`   // tickets (native arms: records) that reached the reader
+	Lost        uint64  `json:"lost"`        // tickets in the gaps the reader reported (native arms: failed reservations or outputs); LostBy says why
 	Unaccounted int64   `json:"unaccounted"` // issued - delivered - lost: must be 0
 	CapturePct  float64 `json:"capture_pct"`
 	Records     uint64  `json:"records"`
@@ -95,7 +96,7 @@ type Result struct {
 	FailedFull      uint64            `json:"failed_full"`              // ... for want of room
 	FailedBusy      uint64            `json:"failed_busy"`              // ... ring buffer lock not taken / perf nesting
 	FailedOther     uint64            `json:"failed_other"`             // ... anything else
-	PerfLost        uint64            `json:"perf_lost_samples"`        // LostSamples the perf reader was told of
+	PerfLost        uint64            `json:"perf_lost_samples"`        // LostSamples the perf reader was told of (perfbuf-native: the -ENOSPC failures again, some never told)
 	Overrun         uint64            `json:"sequencer_overrun"`        // sequencer slots skipped by producers
 	LostBy          map[string]uint64 `json:"lost_by_reason,omitempty"` // the reader's gaps by reason
 	Wakeups         uint64            `json:"wakeups"`                  // ring buffer forced wake-ups; sequencer doorbells
