@@ -307,6 +307,7 @@ drift:
 generate: $(MDATAGEN)
 	command -v $(BPF_CLANG) >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ] || (apt-get update -qq && apt-get install -y -qq $(BPF_CLANG_PACKAGES))
 	$(GO) generate $(PKGS)
+	$(TOOLS_GO) generate ./...
 	$(MAKE) -B ebpf-programs
 
 clean:
@@ -328,12 +329,14 @@ bench-go:
 	set -o pipefail; $(GO) test -run '^$$' -bench '$(BENCH_GO)' -benchmem -count $(BENCH_COUNT) $(BENCH_GO_PKGS) \
 		| tee bench-go.txt | $(TOOLS_GO) run ./benchtable
 
-# The transport benchmark (root; about three minutes): the sequencer, the BPF
-# ring buffer and perf buffers, loaded and read as the seq receiver does
-# (internal/sequencer, bpf/seq/seq.bpf.c), under fork, exec and synthetic getpid
-# workloads on 1 and 2 CPUs. Prints a
-# Markdown table and writes bench-results/{results.json,results.md,bench.png}.
-# See docs/benchmarks.md; e.g. make bench BENCH_FLAGS="-workloads synth -transports hook,sequencer,ringbuf,ringbuf-adaptive,perfbuf"
+# The transport benchmark (root; about four minutes): the sequencer, the BPF
+# ring buffer and perf buffers loaded and read as the seq receiver does
+# (internal/sequencer, bpf/seq/seq.bpf.c), and the ring buffer and perf
+# buffers as their users write them (ringbuf-native, perfbuf-native:
+# tools/seqbench/internal/native), under fork, exec and synthetic getpid
+# workloads on 1 and 2 CPUs. Prints a Markdown table and writes
+# bench-results/{results.json,results.md,bench.png}; fails when a row errs.
+# See docs/benchmarks.md; e.g. make bench BENCH_FLAGS="-workloads synth -transports hook,sequencer,ringbuf,ringbuf-native,perfbuf"
 BENCH_FLAGS ?=
 .PHONY: bench
 bench: deps

@@ -3,6 +3,7 @@ module github.com/otelcol-seq/otelcol-seq/tools
 go 1.26.8
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/otelcol-seq/otelcol-seq v0.0.0
 	go.opentelemetry.io/collector/pdata v1.67.0
@@ -17,7 +18,6 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
@@ -51,3 +51,5 @@ require (
 // The benchmark tools use the collector module's internal packages (the
 // sequencer, the ring, the event decoder) from this clone.
 replace github.com/otelcol-seq/otelcol-seq => ../
+
+tool github.com/cilium/ebpf/cmd/bpf2go

@@ -4,10 +4,16 @@
 // Package bpfload loads a BPF collection so that, when the kernel refuses
 // it, the error carries the verifier's log: what it rejected, and where.
 // Every loader of this module's own BPF objects (internal/sequencer, the
-// grpc receiver's capture) loads through it.
+// grpc receiver's capture, tools/seqbench's native arms) loads through it,
+// and the sequencer and the benchmark sum their programs' run time with it.
 package bpfload
 
-import "github.com/cilium/ebpf"
+import (
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
 
 // verifierLog is how a refused load is tried again: the verifier's log at
 // branch level, with room for a large program's log from the start.
@@ -42,4 +48,27 @@ func ProgramIDs(progs []*ebpf.Program) []ebpf.ProgramID {
 		}
 	}
 	return ids
+}
+
+// RunStats are the kernel's run-time statistics of some programs, summed
+// (kernel.bpf_stats_enabled must be on while they run).
+type RunStats struct {
+	RunTime   time.Duration
+	RunCount  uint64
+	Recursion uint64 // runs skipped: another BPF program was running on that CPU
+}
+
+// SumRunStats sums the run-time statistics of progs.
+func SumRunStats(progs []*ebpf.Program) (RunStats, error) {
+	var r RunStats
+	for _, p := range progs {
+		st, err := p.Stats()
+		if err != nil {
+			return r, fmt.Errorf("program stats: %w", err)
+		}
+		r.RunTime += st.Runtime
+		r.RunCount += st.RunCount
+		r.Recursion += st.RecursionMisses
+	}
+	return r, nil
 }

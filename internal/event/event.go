@@ -131,6 +131,21 @@ var (
 	ErrUnknownType = errors.New("unknown event type")
 )
 
+// Trim cuts b, a record with room to spare after its event (a ring buffer
+// record padded by its transport, a fixed-size filename array), to the
+// event's own length: FixedSize and the filename and argv lengths at 68 and
+// 70. A record too short for them is returned as it is, for Decode to refuse.
+func Trim(b []byte) []byte {
+	if len(b) < FixedSize {
+		return b
+	}
+	n := FixedSize + int(binary.LittleEndian.Uint16(b[68:])) + int(binary.LittleEndian.Uint16(b[70:]))
+	if n <= len(b) {
+		return b[:n]
+	}
+	return b
+}
+
 // Decode decodes record b, which carries ticket, into ev. b is only read
 // during the call: the strings of ev are copies. ev is overwritten entirely;
 // the capacity of ev.Args is reused, and ev.Comm and ev.Filename are kept (no

@@ -120,6 +120,25 @@ func TestDecode(t *testing.T) {
 	assert.Equal(t, 7, ev.ExitCode())
 }
 
+// Trim cuts a record padded past its event (a fixed filename array, a
+// transport's padding) so that it decodes; a short or overstated one is left
+// for Decode to refuse.
+func TestTrim(t *testing.T) {
+	rec := record(Exec, 0, "true", "/bin/true", nil)
+	padded := append(append([]byte{}, rec...), make([]byte, 256-len("/bin/true"))...)
+	assert.Equal(t, rec, Trim(padded))
+	var ev Event
+	require.NoError(t, Decode(0, Trim(padded), &ev))
+	assert.Equal(t, "/bin/true", ev.Filename)
+	assert.ErrorIs(t, Decode(0, padded, &ev), ErrTrailing)
+
+	short := rec[:FixedSize-1]
+	assert.Equal(t, short, Trim(short))
+	overstated := rec[:FixedSize+2]
+	assert.Equal(t, overstated, Trim(overstated))
+	assert.ErrorIs(t, Decode(0, Trim(overstated), &ev), ErrLength)
+}
+
 func TestDecodeComm(t *testing.T) {
 	var ev Event
 	for _, tc := range []struct{ raw, want string }{

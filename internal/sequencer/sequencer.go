@@ -572,27 +572,10 @@ func (s *Sequencer) ProgramIDs() []ebpf.ProgramID {
 	return bpfload.ProgramIDs(s.progs)
 }
 
-// RunStats are the kernel's run-time statistics of the attached programs,
-// summed (kernel.bpf_stats_enabled must be on while they run).
-type RunStats struct {
-	RunTime   time.Duration
-	RunCount  uint64
-	Recursion uint64 // runs skipped: another BPF program was running on that CPU
-}
-
-// RunStats sums the statistics of the programs attached to tracepoints.
-func (s *Sequencer) RunStats() (RunStats, error) {
-	var r RunStats
-	for _, p := range s.progs[:len(s.progs)-1] {
-		st, err := p.Stats()
-		if err != nil {
-			return r, fmt.Errorf("program stats: %w", err)
-		}
-		r.RunTime += st.Runtime
-		r.RunCount += st.RunCount
-		r.Recursion += st.RecursionMisses
-	}
-	return r, nil
+// RunStats sums the statistics of the programs attached to tracepoints
+// (kernel.bpf_stats_enabled must be on while they run).
+func (s *Sequencer) RunStats() (bpfload.RunStats, error) {
+	return bpfload.SumRunStats(s.progs[:len(s.progs)-1])
 }
 
 // Detach stops the producers: nothing new enters the ring, what is there stays readable.

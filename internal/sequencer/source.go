@@ -6,7 +6,6 @@
 package sequencer
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
@@ -24,7 +23,7 @@ func (s *Sequencer) NewSource() (transport.Source, error) {
 	rec := transport.Records{
 		Header:    ring.TxHeader,
 		MinLen:    event.FixedSize,
-		Trim:      trimEvent,
+		Trim:      event.Trim,
 		OnArrival: s.opts.OnArrival,
 		Failed: func() (uint64, uint64, error) {
 			c, err := s.Counters()
@@ -48,14 +47,4 @@ func (s *Sequencer) NewSource() (transport.Source, error) {
 	}
 	s.closers = append(s.closers, b.Close)
 	return b, nil
-}
-
-// trimEvent cuts a seq record to its event's own lengths (struct
-// seq_event's filename and argv lengths at 68 and 70).
-func trimEvent(data []byte) []byte {
-	n := event.FixedSize + int(binary.LittleEndian.Uint16(data[68:])) + int(binary.LittleEndian.Uint16(data[70:]))
-	if n <= len(data) {
-		return data[:n]
-	}
-	return data
 }

@@ -1,14 +1,16 @@
 //go:build linux
 
 // Command seqbench puts the sequencer, the BPF ring buffer and perf buffers
-// side by side: the seq receiver's own loader and BPF object
-// (internal/sequencer, bpf/seq/seq.bpf.c) feeding each transport in turn under
-// fork, exec and synthetic getpid workloads, read through the receiver's
-// sources, every ticket accounted for. It prints a Markdown table and writes
-// results.json, results.md and bench.png into -out. Run it as root; see
-// docs/benchmarks.md.
+// side by side under fork, exec and synthetic getpid workloads: the seq
+// receiver's own loader and BPF object (internal/sequencer,
+// bpf/seq/seq.bpf.c) feeding each of its transports in turn, read through
+// the receiver's sources, and the ring buffer and perf buffers as their
+// users write them (ringbuf-native, perfbuf-native: internal/native), every
+// record accounted for. It prints a Markdown table, writes results.json,
+// results.md and bench.png into -out, and exits non-zero when a row erred.
+// Run it as root; see docs/benchmarks.md.
 //
-//	go run ./tools/seqbench -transports sequencer,ringbuf,perfbuf -workloads fork,exec,synth -cpus 1,2 -duration 5s -out bench-results
+//	go run ./tools/seqbench -transports sequencer,ringbuf,ringbuf-native,perfbuf,perfbuf-native -workloads fork,exec,synth -cpus 1,2 -duration 5s -out bench-results
 package main
 
 import (
@@ -68,6 +70,9 @@ func main() {
 	}
 	if c.Out != "" {
 		fmt.Fprintf(os.Stderr, "wrote %s/results.json, results.md, bench.png\n", c.Out)
+	}
+	if err := bench.Failures(results); err != nil {
+		fail(err)
 	}
 }
 

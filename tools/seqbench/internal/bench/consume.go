@@ -22,7 +22,7 @@ type Consumed struct {
 	DecodeErrs uint64
 	ByType     [event.NumTypes]uint64
 	Raw        *Order // checks in arrival order (ring buffer, perf: before the reorder stage)
-	Ordered    *Order // checks in delivery order (the sequencer: the same as Raw)
+	Ordered    *Order // checks in delivery order (the sequencer, the native arms: the same as Raw)
 	CPU        time.Duration
 	Wakeups    uint64 // waits that ended with a wake-up
 }
@@ -60,14 +60,20 @@ func (k *consumer) item(it *ring.Item) {
 		k.c.LostBy[it.Reason.String()] += it.Lost
 		return
 	}
-	k.c.Records++
-	k.c.Tickets += uint64(it.Slots)
-	if err := event.Decode(it.Ticket, it.Data, &k.ev); err != nil {
-		k.c.DecodeErrs++
+	k.c.deliver(it.Ticket, it.Slots, it.Data, &k.ev)
+}
+
+// deliver counts one record of slots tickets delivered and checks it in
+// delivery order, decoded into ev.
+func (c *Consumed) deliver(ticket uint64, slots int, data []byte, ev *event.Event) {
+	c.Records++
+	c.Tickets += uint64(slots)
+	if err := event.Decode(ticket, data, ev); err != nil {
+		c.DecodeErrs++
 		return
 	}
-	k.c.ByType[k.ev.Type]++
-	k.c.Ordered.Observe(recOf(&k.ev))
+	c.ByType[ev.Type]++
+	c.Ordered.Observe(recOf(ev))
 }
 
 // The reader's pacing, with the ring's constants (ring.Pacer's), but no
@@ -131,24 +137,30 @@ func (k *consumer) park() error {
 	return err
 }
 
-// start runs the reader on its own locked OS thread (so that its CPU time
-// can be measured) and returns a function that stops it and waits.
+// start runs the reader on its own locked OS thread (onThread).
 func (k *consumer) start() (stopAndWait func() (*Consumed, error)) {
+	return onThread(&k.c, k.run, k.src.Interrupt)
+}
+
+// onThread runs run on its own locked OS thread, so that its CPU time can
+// be measured into c.CPU, and returns a function that stops it (closes its
+// stop channel and calls interrupt) and waits.
+func onThread(c *Consumed, run func(stop <-chan struct{}) error, interrupt func()) (stopAndWait func() (*Consumed, error)) {
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		c0 := threadCPU()
-		err := k.run(stop)
-		k.c.CPU = threadCPU() - c0
+		err := run(stop)
+		c.CPU = threadCPU() - c0
 		done <- err
 	}()
 	return func() (*Consumed, error) {
 		close(stop)
-		k.src.Interrupt()
+		interrupt()
 		err := <-done
-		return &k.c, err
+		return c, err
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
@@ -40,15 +41,16 @@ type Config struct {
 	Log io.Writer // progress; nil for none
 }
 
-// DefaultConfig is what `make bench` runs: every transport, workload and
-// CPU count up to 2, 5 s each — about three minutes in all.
+// DefaultConfig is what `make bench` runs: the sequencer, the receiver's
+// ring buffer and perf transports and the native arms, every workload, CPU
+// counts up to 2, 5 s each — about four minutes in all.
 func DefaultConfig() Config {
 	cpus := []int{1, 2}
 	if runtime.NumCPU() < 2 {
 		cpus = []int{1}
 	}
 	return Config{
-		Transports:  []Transport{Sequencer, RingBuf, PerfBuf},
+		Transports:  []Transport{Sequencer, RingBuf, RingBufNative, PerfBuf, PerfBufNative},
 		Workloads:   Workloads,
 		CPUs:        cpus,
 		Duration:    5 * time.Second,
@@ -69,9 +71,9 @@ type Result struct {
 	CPUs      int     `json:"cpus"`
 	Seconds   float64 `json:"seconds"` // producers attached for
 
-	Issued      uint64  `json:"issued"`      // tickets issued: the kernel's counter
-	Delivered   uint64  `json:"delivered"`   // tickets that reached the reader
-	Lost        uint64  `json:"lost"`        // tickets in the gaps the reader reported (LostBy says why)
+	Issued      uint64  `json:"issued"`      // tickets issued: the kernel's counter (native arms: records the programs tried to emit)
+	Delivered   uint64  `json:"delivered"`   // tickets (native arms: records) that reached the reader
+	Lost        uint64  `json:"lost"`        // tickets in the gaps the reader reported (native arms: failed reservations or outputs); LostBy says why
 	Unaccounted int64   `json:"unaccounted"` // issued - delivered - lost: must be 0
 	CapturePct  float64 `json:"capture_pct"`
 	Records     uint64  `json:"records"`
@@ -94,7 +96,7 @@ type Result struct {
 	FailedFull      uint64            `json:"failed_full"`              // ... for want of room
 	FailedBusy      uint64            `json:"failed_busy"`              // ... ring buffer lock not taken / perf nesting
 	FailedOther     uint64            `json:"failed_other"`             // ... anything else
-	PerfLost        uint64            `json:"perf_lost_samples"`        // LostSamples the perf reader was told of
+	PerfLost        uint64            `json:"perf_lost_samples"`        // LostSamples the perf reader was told of (perfbuf-native: the -ENOSPC failures again, some never told)
 	Overrun         uint64            `json:"sequencer_overrun"`        // sequencer slots skipped by producers
 	LostBy          map[string]uint64 `json:"lost_by_reason,omitempty"` // the reader's gaps by reason
 	Wakeups         uint64            `json:"wakeups"`                  // ring buffer forced wake-ups; sequencer doorbells
@@ -197,9 +199,31 @@ func Untraced(c Config, w Workload, n int) (uint64, time.Duration, error) {
 	return run.wait()
 }
 
-// RunOne loads and attaches transport t's programs only (the receiver's
-// loader, sequencer.Open), runs workload w on the first n CPUs, detaches,
-// drains the reader and accounts for every ticket.
+// arm is one transport's producers, loaded and attached, and its reader.
+type arm interface {
+	// start runs the reader; stopAndWait (after detach) stops it once it
+	// has read what the producers published, and waits.
+	start() (stopAndWait func() (*Consumed, error))
+	detach() error
+	// account sets what the transport itself counts (issued, lost and
+	// why, its counters) once the reader has stopped.
+	account(res *Result, cons *Consumed) error
+	runStats() (bpfload.RunStats, error)
+	close()
+}
+
+// openArm loads and attaches transport t's producers for workload w (the
+// synthetic one on process tgid) and gets its reader ready.
+func openArm(c Config, t Transport, w Workload, tgid uint32) (arm, error) {
+	if nt, ok := t.native(); ok {
+		return openNative(c, nt, w, tgid)
+	}
+	return openSeq(c, t, w, tgid)
+}
+
+// RunOne loads and attaches transport t's programs only, runs workload w on
+// the first n CPUs, detaches, drains the reader and accounts for every
+// record the producers issued.
 func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	res = Result{Transport: string(t), Workload: string(w), CPUs: n}
 	if c.BufferBytes < 1<<16 || c.BufferBytes&(c.BufferBytes-1) != 0 {
@@ -214,28 +238,17 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 			run.kill()
 		}
 	}()
-	opts, err := t.options(w, uint32(run.pid), c.BufferBytes)
+	a, err := openArm(c, t, w, uint32(run.pid))
 	if err != nil {
 		return res, err
 	}
-	k := newConsumer(w != Synth, t.reordered(), c.Poll)
-	if t.reordered() {
-		opts.OnArrival = k.arrival
-	}
-	seq, err := sequencer.Open(opts)
-	if err != nil {
-		return res, err
-	}
-	defer seq.Close()
+	defer a.close()
 	t0 := time.Now()
-	if k.src, err = seq.NewSource(); err != nil {
-		return res, err
-	}
-	stopReader := k.start()
+	stopReader := a.start()
 	readerStopped := false
 	defer func() {
 		if !readerStopped {
-			_ = seq.Detach()
+			_ = a.detach()
 			_, _ = stopReader()
 		}
 	}()
@@ -244,7 +257,7 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 		return res, err
 	}
 	ops, elapsed, werr := run.wait()
-	if err := seq.Detach(); err != nil {
+	if err := a.detach(); err != nil {
 		return res, err
 	}
 	attached := time.Since(t0)
@@ -258,41 +271,17 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	if rerr != nil {
 		return res, fmt.Errorf("reader: %w", rerr)
 	}
-	issued := k.src.Head()
-	kc, err := seq.Counters()
-	if err != nil {
+	if err := a.account(&res, cons); err != nil {
 		return res, err
 	}
-	rs, err := seq.RunStats()
+	rs, err := a.runStats()
 	if err != nil {
 		return res, err
 	}
 
 	res.Seconds = attached.Seconds()
-	res.Issued = issued
-	res.Delivered = cons.Tickets
-	res.Lost = cons.Lost
-	res.LostBy = cons.LostBy
 	res.Records = cons.Records
 	res.DecodeErrs = cons.DecodeErrs
-	res.Overrun = kc.Overrun
-	for _, v := range kc.Events {
-		res.KernelEvents += v
-	}
-	if tix := kc.TotalTickets(); tix != issued {
-		// The per-CPU counters and the head must agree.
-		res.Error = fmt.Sprintf("kernel per-CPU tickets %d != head %d", tix, issued)
-	}
-	res.KernelFailed = kc.TotalFailed()
-	res.FailedFull, res.FailedBusy, res.FailedOther = kc.FailedFull, kc.FailedBusy, kc.FailedOther
-	if bs, ok := k.src.(*transport.Buf); ok {
-		st := bs.BufStats()
-		res.PerfLost = st.PerfLost
-		res.ReorderDeclared = cons.LostBy[ring.GaveUp.String()]
-		res.ReorderLate = st.ReorderLate
-		res.ReorderMaxHeld = st.ReorderMaxHeld
-	}
-	res.Wakeups = kc.Wakeups + kc.Doorbells
 	res.ReaderWakeups = cons.Wakeups
 	res.Unaccounted = int64(res.Issued) - int64(res.Delivered) - int64(res.Lost)
 	if res.Issued > 0 {
@@ -306,8 +295,8 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 	if rs.RunCount > 0 {
 		res.BPFNsPerRun = float64(rs.RunTime) / float64(rs.RunCount)
 	}
-	if issued > 0 {
-		res.BPFNsPerEvent = float64(rs.RunTime) / float64(issued)
+	if res.Issued > 0 {
+		res.BPFNsPerEvent = float64(rs.RunTime) / float64(res.Issued)
 	}
 	res.ConsumerCPU = cons.CPU.Seconds()
 	if res.Delivered > 0 {
@@ -319,6 +308,70 @@ func RunOne(c Config, t Transport, w Workload, n int) (res Result, err error) {
 		res.WorkloadOpsPerS = float64(ops) / elapsed.Seconds()
 	}
 	return res, nil
+}
+
+// seqArm is one of the receiver's transports (or a bench variant of one):
+// its loader (sequencer.Open) and its reader, read as the receiver reads.
+type seqArm struct {
+	seq *sequencer.Sequencer
+	k   *consumer
+}
+
+func openSeq(c Config, t Transport, w Workload, tgid uint32) (arm, error) {
+	opts, err := t.options(w, tgid, c.BufferBytes)
+	if err != nil {
+		return nil, err
+	}
+	k := newConsumer(w != Synth, t.reordered(), c.Poll)
+	if t.reordered() {
+		opts.OnArrival = k.arrival
+	}
+	seq, err := sequencer.Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	if k.src, err = seq.NewSource(); err != nil {
+		seq.Close()
+		return nil, err
+	}
+	return &seqArm{seq: seq, k: k}, nil
+}
+
+func (a *seqArm) start() func() (*Consumed, error)    { return a.k.start() }
+func (a *seqArm) detach() error                       { return a.seq.Detach() }
+func (a *seqArm) runStats() (bpfload.RunStats, error) { return a.seq.RunStats() }
+func (a *seqArm) close()                              { a.seq.Close() }
+
+// account: every ticket below the head was delivered or reported lost.
+func (a *seqArm) account(res *Result, cons *Consumed) error {
+	issued := a.k.src.Head()
+	kc, err := a.seq.Counters()
+	if err != nil {
+		return err
+	}
+	res.Issued = issued
+	res.Delivered = cons.Tickets
+	res.Lost = cons.Lost
+	res.LostBy = cons.LostBy
+	res.Overrun = kc.Overrun
+	for _, v := range kc.Events {
+		res.KernelEvents += v
+	}
+	if tix := kc.TotalTickets(); tix != issued {
+		// The per-CPU counters and the head must agree.
+		res.Error = fmt.Sprintf("kernel per-CPU tickets %d != head %d", tix, issued)
+	}
+	res.KernelFailed = kc.TotalFailed()
+	res.FailedFull, res.FailedBusy, res.FailedOther = kc.FailedFull, kc.FailedBusy, kc.FailedOther
+	if bs, ok := a.k.src.(*transport.Buf); ok {
+		st := bs.BufStats()
+		res.PerfLost = st.PerfLost
+		res.ReorderDeclared = cons.LostBy[ring.GaveUp.String()]
+		res.ReorderLate = st.ReorderLate
+		res.ReorderMaxHeld = st.ReorderMaxHeld
+	}
+	res.Wakeups = kc.Wakeups + kc.Doorbells
+	return nil
 }
 
 // Write writes results.json, results.md and bench.png into dir.

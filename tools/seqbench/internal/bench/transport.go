@@ -10,21 +10,28 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
+	"github.com/otelcol-seq/otelcol-seq/tools/seqbench/internal/native"
 )
 
 // Transport names what seqbench measures: one of the receiver's transports
-// (sequencer.Transport), or a variant of one built from the loader's bench
-// options.
+// (sequencer.Transport), a variant of one built from the loader's bench
+// options, or a native arm (package native).
 type Transport string
 
-// The transports. "ringbuf" is the ring buffer as the receiver ships it
-// (batched wake-ups); the others vary one thing.
+// The transports. "ringbuf" and "perfbuf" are the receiver's ring buffer
+// and perf transports as it ships them (the sequencer's programs: a ticket,
+// staging, a copy out; batched wake-ups; read through its reorder stage);
+// "ringbuf-adaptive" and "ringbuf-every" vary one thing. The native arms are
+// the same records emitted as a user of the ring buffer or of perf buffers
+// writes them, with no ticket, read with cilium/ebpf's readers.
 const (
 	Sequencer       = Transport(sequencer.TransportSequencer)
 	RingBuf         = Transport(sequencer.TransportRingBuf)
 	RingBufAdaptive = RingBuf + "-adaptive" // flags 0: the kernel wakes the reader when it had caught up
 	RingBufEvery    = RingBuf + "-every"    // BPF_RB_FORCE_WAKEUP on every record
 	PerfBuf         = Transport(sequencer.TransportPerfBuf)
+	RingBufNative   = RingBuf + "-native" // reserve, fill, submit (flags 0)
+	PerfBufNative   = PerfBuf + "-native" // fill a per-CPU record, output
 	// Hook: the sequencer's programs attached with every event filtered out
 	// (an empty event mask): what the hooks alone cost the workload.
 	Hook Transport = "hook"
@@ -34,10 +41,27 @@ const (
 )
 
 // Transports lists every transport seqbench knows.
-var Transports = []Transport{Sequencer, RingBuf, RingBufAdaptive, RingBufEvery, PerfBuf, Hook, Stage}
+var Transports = []Transport{Sequencer, RingBuf, RingBufAdaptive, RingBufEvery, PerfBuf, RingBufNative, PerfBufNative, Hook, Stage}
 
 // emits reports whether anything reaches the reader.
 func (t Transport) emits() bool { return t != Hook && t != Stage }
+
+// native is the buffer of a native arm; ok is false for the others.
+func (t Transport) native() (nt native.Transport, ok bool) {
+	switch t {
+	case RingBufNative:
+		return native.RingBuf, true
+	case PerfBufNative:
+		return native.PerfBuf, true
+	}
+	return "", false
+}
+
+// ticketed reports whether t's records carry tickets: the native arms' do not.
+func (t Transport) ticketed() bool {
+	_, nat := t.native()
+	return t.emits() && !nat
+}
 
 // reordered reports whether the records pass the reader's reorder stage.
 func (t Transport) reordered() bool {
