@@ -67,8 +67,11 @@ type Config struct {
 
 // Redactor applies the rules. It is immutable and safe for concurrent use.
 type Redactor struct {
-	keys     []string // long keys: a suffix match
-	short    []string // short keys: equal, or a suffix after _
+	// Secret-like names by their last byte, so that a name is compared with
+	// those that end as it does (secretName runs for every flag and key of
+	// every argv): long keys, a suffix match; short keys, equal or a suffix
+	// after _.
+	keysByLast, shortByLast byLast
 	flags    []string
 	patterns []*regexp.Regexp
 	// namesOnly: Args keeps argv[0] and flag names only.
@@ -86,16 +89,31 @@ var (
 	defaultShort = []string{"auth", "pass", "pwd"}
 	// Names ending so are about a secret, not one.
 	notSecretSuffixes = []string{"_file", "_path", "_stdin", "_env", "_dir", "_name", "_length", "_len", "_ttl", "_type", "_mode", "_command", "_cmd", "_url", "_endpoint", "_id_file"}
+	notSecretByLast   = indexByLast(notSecretSuffixes)
 )
+
+// byLast holds normalized names by their last byte.
+type byLast [256][]string
+
+func indexByLast(names []string) (b byLast) {
+	for _, n := range names {
+		if n != "" {
+			b[n[len(n)-1]] = append(b[n[len(n)-1]], n)
+		}
+	}
+	return b
+}
 
 // New compiles a Redactor; it names each bad pattern.
 func New(c Config) (*Redactor, error) {
-	r := &Redactor{keys: slices.Clone(defaultKeys), short: slices.Clone(defaultShort), flags: slices.Clone(c.ExtraFlags), namesOnly: c.NamesOnly}
+	r := &Redactor{flags: slices.Clone(c.ExtraFlags), namesOnly: c.NamesOnly}
+	keys := slices.Clone(defaultKeys)
 	for _, k := range c.ExtraKeys {
 		if k = normalize(k); k != "" {
-			r.keys = append(r.keys, k)
+			keys = append(keys, k)
 		}
 	}
+	r.keysByLast, r.shortByLast = indexByLast(keys), indexByLast(defaultShort)
 	var errs []error
 	for i, p := range c.ExtraPatterns {
 		re, err := regexp.Compile(p)
@@ -129,17 +147,18 @@ func (r *Redactor) secretName(name string) bool {
 	if name == "" || hasPrefixNorm(name, "no_") {
 		return false
 	}
-	for _, s := range notSecretSuffixes {
+	last := normByte(name[len(name)-1])
+	for _, s := range notSecretByLast[last] {
 		if hasSuffixNorm(name, s) {
 			return false
 		}
 	}
-	for _, k := range r.keys {
+	for _, k := range r.keysByLast[last] {
 		if hasSuffixNorm(name, k) {
 			return true
 		}
 	}
-	for _, k := range r.short {
+	for _, k := range r.shortByLast[last] {
 		if len(name) == len(k) && hasSuffixNorm(name, k) ||
 			len(name) > len(k) && hasSuffixNorm(name, k) && normByte(name[len(name)-len(k)-1]) == '_' {
 			return true

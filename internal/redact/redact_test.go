@@ -5,6 +5,7 @@ package redact
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -246,4 +247,23 @@ func BenchmarkArgs(b *testing.B) {
 	for b.Loop() {
 		r.Args(args)
 	}
+}
+
+// BenchmarkArgsCompiler is the deployed bench's load (scripts/bench-agent.sh):
+// a compiler's argv of -I, -D and -W flags, source and object paths.
+func BenchmarkArgsCompiler(b *testing.B) {
+	r, _ := New(Config{})
+	args := []string{"/usr/bin/cc", "-O2", "-g", "-Wall", "-Wextra", "-Werror=implicit-function-declaration", "-fPIC", "-pipe", "-std=gnu11"}
+	for i := range 12 {
+		args = append(args, "-Isrc/core"+strconv.Itoa(i)+"/include")
+	}
+	for i := range 24 {
+		args = append(args, "-DCONFIG_NUMA_"+strconv.Itoa(i)+"="+strconv.Itoa(i*7%100))
+	}
+	args = append(args, "-c", "src/net/file1_3af2.c", "-o", "src/net/file1_3af2.o", "-MF", "src/net/file1_3af2.d")
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Args(args)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(args)), "ns/arg")
 }
