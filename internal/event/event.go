@@ -97,6 +97,10 @@ type Event struct {
 	Comm          string
 	Filename      string   // Exec only
 	Args          []string // Exec only: argv, argv[0] included
+	// Redacted is how many values of Args a redactor replaced: 0 as
+	// decoded; the seq receiver redacts Args once (process.Redact) before
+	// its process model and its log records read them.
+	Redacted int
 }
 
 // ExitCode is the exit code of a process that exited normally: (status>>8)&0xff.
@@ -181,6 +185,7 @@ func decode(ticket uint64, b []byte, ev *Event, in *Interner) error {
 	}
 
 	ev.Ticket = ticket
+	ev.Redacted = 0
 	ev.KTime = le.Uint64(b[0:])
 	ev.StartNs = le.Uint64(b[8:])
 	ev.ParentStartNs = le.Uint64(b[16:])

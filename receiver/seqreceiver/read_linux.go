@@ -17,6 +17,7 @@ import (
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadata"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
 )
 
 // How the reader waits: the ring's Pacer (gather, linger, back-off, park),
@@ -139,6 +140,7 @@ func (r *seqReceiver) read(abandon bool) (int, ring.State) {
 				r.lost["decode"] += int64(it.Slots)
 				return
 			}
+			process.Redact(r.inner.redact, &x.ev)
 			x.traceID, x.spanID = r.model.Apply(&x.ev)
 			if r.logs == nil {
 				r.mapper.drop() // applied, not mapped

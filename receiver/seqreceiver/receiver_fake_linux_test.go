@@ -520,3 +520,60 @@ func TestFakeSpansInBatches(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, len(traces.AllTraces()), 100/16)
 }
+
+// An exec's argv is redacted once, before the process model and the log
+// records read it: the record and the span carry the same redacted argv,
+// and each replaced value is counted once.
+func TestFakeRedactedOnceForLogsAndSpans(t *testing.T) {
+	evs := lifecycle(3)
+	for i := range evs {
+		if evs[i].Type == event.Exec {
+			evs[i].Filename, evs[i].Args = "/usr/bin/mysql", []string{"mysql", "--password=s3cret", "-u", "root", "db"}
+		}
+	}
+	// An exec of a process the model never saw fork: mapped all the same.
+	evs = append(evs, event.Event{Type: event.Exec, PID: 7777, TID: 7777, PPID: 1, StartNs: 7_777_000, KTime: 9_000_000,
+		Comm: "curl", Filename: "/usr/bin/curl", Args: []string{"curl", "-H", "Authorization: Bearer t0ken", "https://x"}})
+	logs, traces := &consumertest.LogsSink{}, &consumertest.TracesSink{}
+	f := startFake(t, createDefaultConfig(), 4096, logs, traces, evs...)
+	require.Eventually(t, func() bool { return logs.LogRecordCount() >= len(evs) && traces.SpanCount() >= 3 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return sumMetric[int64](t, f.tel, "otelcol_receiver_seq_args_redacted") == 4 }, 5*time.Second, time.Millisecond,
+		"each replaced value counted once")
+	f.stop(t)
+	want := map[string][]any{
+		"mysql": {"mysql", "--password=REDACTED", "-u", "root", "db"},
+		"curl":  {"curl", "-H", "Authorization: Bearer REDACTED", "https://x"},
+	}
+	execs := 0
+	for _, ld := range logs.AllLogs() {
+		for i := 0; i < ld.ResourceLogs().Len(); i++ {
+			recs := ld.ResourceLogs().At(i).ScopeLogs().At(0).LogRecords()
+			for j := 0; j < recs.Len(); j++ {
+				a := recs.At(j).Attributes().AsRaw()
+				if recs.At(j).EventName() != "process.exec" {
+					continue
+				}
+				execs++
+				args := a["process.command_args"].([]any)
+				assert.Equal(t, want[args[0].(string)], args)
+				assert.Equal(t, true, a["seq.args.redacted"])
+				assert.NotContains(t, recs.At(j).Body().Str(), "s3cret")
+				assert.NotContains(t, recs.At(j).Body().Str(), "t0ken")
+			}
+		}
+	}
+	assert.Equal(t, 4, execs)
+	spans := 0
+	for _, td := range traces.AllTraces() {
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			ss := td.ResourceSpans().At(i).ScopeSpans().At(0).Spans()
+			for j := 0; j < ss.Len(); j++ {
+				if v, ok := ss.At(j).Attributes().Get("process.command_args"); ok && v.Slice().At(0).Str() == "mysql" {
+					spans++
+					assert.Equal(t, want["mysql"], v.Slice().AsRaw())
+				}
+			}
+		}
+	}
+	assert.Equal(t, 3, spans)
+}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
 )
 
 // addRunning puts the processes alive at start into the process model, from
@@ -33,6 +34,7 @@ func (r *seqReceiver) addRunning() {
 			var cut event.Flags
 			ev.Filename, ev.Args, cut = procCmdline(ev.PID, r.inner.snapshotArgs)
 			ev.Flags |= cut
+			process.Redact(r.inner.redact, &ev)
 			evs = append(evs, ev)
 		}
 	}

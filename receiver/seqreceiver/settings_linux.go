@@ -7,6 +7,7 @@ package seqreceiver
 
 import (
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/process"
@@ -20,6 +21,10 @@ type settings struct {
 	seq    sequencer.Options
 	model  process.Config  // BootID, BootOffset and Cgroups are filled at Start
 	mapper pdatamap.Mapper // BootOffset and Cgroups are filled at Start
+	// redact replaces the secrets of every exec's and snapshot process's
+	// argv once, before the model and the mapper read it (process.Redact);
+	// nil when redaction is off.
+	redact *redact.Redactor
 	// snapshotArgs bounds the bytes of /proc/PID/cmdline read per process
 	// running at start (max_args_bytes, as the kernel's cut at an exec).
 	snapshotArgs int
@@ -42,14 +47,14 @@ func (c *Config) settings() (settings, error) {
 			RootParents:       c.Traces.RootParents,
 			SessionLeaders:    c.Traces.SessionLeaders,
 			ThreadEvents:      c.ThreadEvents,
-			Redact:            red,
 			MaxMemory:         c.Traces.MaxMemory,
 			MaxArgs:           c.MaxArgs,
 			MaxArgsBytes:      max(c.MaxArgsBytes, 1), // 0: the kernel and the snapshot read none
 			MaxEventArgsBytes: c.Traces.MaxEventArgsBytes,
 			BuildSpans:        c.MaxBatch,
 		},
-		mapper:       pdatamap.Mapper{IncludeThreads: c.ThreadEvents, Redact: red, MaxArgs: c.MaxArgs},
+		mapper:       pdatamap.Mapper{IncludeThreads: c.ThreadEvents, MaxArgs: c.MaxArgs},
+		redact:       red,
 		snapshotArgs: c.MaxArgsBytes,
 		nice:         c.Nice,
 	}, nil

@@ -20,7 +20,6 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
-	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 	"github.com/otelcol-seq/otelcol-seq/internal/sequencer"
 	"github.com/otelcol-seq/otelcol-seq/internal/sharedcomponent"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/metadatatest"
@@ -117,22 +116,21 @@ func TestSettingsFromConfig(t *testing.T) {
 		assert.Equal(t, 3000, r.model.Config().MaxEventArgsBytes)
 	})
 	set("redaction::enabled", func() {}, func(t *testing.T, r *seqReceiver, _ sequencer.Options) {
-		assert.NotNil(t, r.mapper.Redact)
-		assert.Same(t, r.mapper.Redact, r.model.Config().Redact)
+		assert.NotNil(t, r.inner.redact)
 	})
 	// names_only would hide the rules' fields' effects: checked on a config
 	// of its own below, with the rules' fields set as here.
 	set("redaction::args", func() {}, func(*testing.T, *seqReceiver, sequencer.Options) {})
 	set("redaction::extra_flags", func() { cfg.Redaction.ExtraFlags = []string{"--zz"} }, func(t *testing.T, r *seqReceiver, _ sequencer.Options) {
-		got, _ := r.mapper.Redact.Args([]string{"x", "--zz", "v"})
+		got, _ := r.inner.redact.Args([]string{"x", "--zz", "v"})
 		assert.Equal(t, []string{"x", "--zz", "REDACTED"}, got)
 	})
 	set("redaction::extra_keys", func() { cfg.Redaction.ExtraKeys = []string{"yy_id"} }, func(t *testing.T, r *seqReceiver, _ sequencer.Options) {
-		got, _ := r.model.Config().Redact.Args([]string{"x", "YY_ID=v"})
+		got, _ := r.inner.redact.Args([]string{"x", "YY_ID=v"})
 		assert.Equal(t, []string{"x", "YY_ID=REDACTED"}, got)
 	})
 	set("redaction::extra_patterns", func() { cfg.Redaction.ExtraPatterns = []string{`qq_[0-9]+`} }, func(t *testing.T, r *seqReceiver, _ sequencer.Options) {
-		got, _ := r.mapper.Redact.Args([]string{"x", "qq_123"})
+		got, _ := r.inner.redact.Args([]string{"x", "qq_123"})
 		assert.Equal(t, []string{"x", "REDACTED"}, got)
 	})
 
@@ -152,18 +150,15 @@ func TestSettingsFromConfig(t *testing.T) {
 	require.NoError(t, confmap.Validate(&strict))
 	ss, err := strict.settings()
 	require.NoError(t, err)
-	for _, red := range []*redact.Redactor{ss.mapper.Redact, ss.model.Redact} {
-		got, _ := red.Args([]string{"ls", "--color", "/home/x"})
-		assert.Equal(t, []string{"ls", "--color", "REDACTED"}, got, "names_only drops every value")
-	}
+	names, _ := ss.redact.Args([]string{"ls", "--color", "/home/x"})
+	assert.Equal(t, []string{"ls", "--color", "REDACTED"}, names, "names_only drops every value")
 
 	// Redaction off arrives too.
 	off := createDefaultConfig()
 	off.Redaction.Enabled = false
 	s, err := off.settings()
 	require.NoError(t, err)
-	assert.Nil(t, s.mapper.Redact)
-	assert.Nil(t, s.model.Redact)
+	assert.Nil(t, s.redact)
 
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })

@@ -27,7 +27,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
-	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 )
 
@@ -47,9 +46,6 @@ type Mapper struct {
 	// IncludeThreads maps thread.start and thread.exit events; they are
 	// skipped otherwise.
 	IncludeThreads bool
-	// Redact replaces the secrets of an exec's argv, in process.command_args
-	// and the Body, marking the record seq.args.redacted (nil: none).
-	Redact *redact.Redactor
 	// Cgroups resolves an event's cgroup id to its process.linux.cgroup
 	// (nil, or a nil result: the record has seq.cgroup.id only). It is
 	// called at the event: the cgroup may be gone soon after.
@@ -150,9 +146,10 @@ func (m *Mapper) AppendEventSlots(dst plog.LogRecordSlice, ev *event.Event, obse
 		lr.SetSeverityText("INFO")
 	}
 
-	args, redacted := ev.Args, 0
+	// ev.Args is redacted (process.Redact): a record with a value replaced
+	// says seq.args.redacted.
+	args, redacted := ev.Args, ev.Redacted
 	if ev.Type == event.Exec {
-		args, redacted = m.Redact.Args(ev.Args)
 		if m.MaxArgs > 0 && len(args) > m.MaxArgs {
 			args = args[:m.MaxArgs]
 			cut := *ev // rare: a copy, so that ev stays as it was

@@ -37,7 +37,6 @@ import (
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/procid"
-	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 )
 
@@ -98,10 +97,6 @@ type Config struct {
 	// BootOffset is wall-clock minus boot-clock time in nanoseconds: wall
 	// ns = boot ns + BootOffset. SetBootOffset changes it.
 	BootOffset int64
-	// Redact replaces the secrets of argv in the spans and their exec
-	// events (nil: none); spans and events with a secret replaced carry
-	// seq.args.redacted. Stats.Redacted counts the values replaced.
-	Redact *redact.Redactor
 	// Cgroups resolves a cgroup id, at the event, to what the spans say
 	// of it (process.linux.cgroup); nil, or a nil result, says nothing.
 	Cgroups func(id uint64) *cgroups.Info
@@ -733,10 +728,12 @@ func (m *Model) finish(p *proc, force bool) {
 	m.finished = append(m.finished, p)
 }
 
-// setArgs keeps the argv of ev, its secrets replaced, cut at MaxArgs and
-// MaxArgsBytes, as the process's last exec, and returns what it kept.
+// setArgs keeps the argv of ev (its secrets already replaced: Redact) cut
+// at MaxArgs and MaxArgsBytes, as the process's last exec, and returns
+// what it kept. Spans and events with a secret replaced carry
+// seq.args.redacted; Stats.Redacted counts the values replaced.
 func (m *Model) setArgs(p *proc, ev *event.Event) ([]string, int) {
-	args, n := m.cfg.Redact.Args(ev.Args)
+	args, n := ev.Args, ev.Redacted
 	args, data, cut := capArgs(args, m.cfg.MaxArgs, m.cfg.MaxArgsBytes)
 	if n > 0 && !cut {
 		// What redaction kept is substrings of the exec's argv string,

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-seq/otelcol-seq/internal/event"
+	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
 )
 
@@ -73,6 +74,7 @@ type runner struct {
 	ticket uint64
 	got    []ids // by ticket
 	spans  ptrace.SpanSlice
+	redact *redact.Redactor // applied to each event before the model, as the receiver does
 }
 
 func newRunner(t *testing.T, cfg Config) *runner {
@@ -91,6 +93,7 @@ func (r *runner) apply(evs ...*event.Event) ids {
 	for _, ev := range evs {
 		ev.Ticket = r.ticket
 		r.ticket++
+		Redact(r.redact, ev)
 		tr, sp := r.m.Apply(ev)
 		last = ids{tr, sp}
 		r.got = append(r.got, last)

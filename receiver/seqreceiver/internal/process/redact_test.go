@@ -21,7 +21,8 @@ func TestRedactAndCgroup(t *testing.T) {
 	require.NoError(t, err)
 	ctr := cgroups.Parse("/kubepods/besteffort/pod4f2e8a1c-3b5d-4e6f-9a7b-8c9d0e1f2a3b/libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
 	known := map[uint64]*cgroups.Info{7: &ctr}
-	r := newRunner(t, Config{Redact: rd, Cgroups: func(id uint64) *cgroups.Info { return known[id] }})
+	r := newRunner(t, Config{Cgroups: func(id uint64) *cgroups.Info { return known[id] }})
+	r.redact = rd
 	app := pk{200, 9_000}
 	r.apply(
 		forkEv(9_000, app, sshd, "sshd", 50),
@@ -57,6 +58,7 @@ func TestRedactAndCgroup(t *testing.T) {
 	run := pk{202, 9_800}
 	ev := snapEv(9_800, run, sshd, "app", 50)
 	ev.Filename, ev.Args = "/usr/bin/app", []string{"app", "--token", "t0k"}
+	Redact(rd, ev)
 	require.True(t, r.m.AddRunning(ev))
 	r.m.CloseAll(10_000)
 	r.drain()

@@ -41,7 +41,7 @@ func TestRedTeamRedactedArgvRetention(t *testing.T) {
 		overhead = 8 << 20
 	)
 	base := heapInUse()
-	m := New(Config{BootID: bootID, BootOffset: offset, MaxMemory: budget, Redact: rd})
+	m := New(Config{BootID: bootID, BootOffset: offset, MaxMemory: budget})
 	m.EndSnapshot()
 	kt := uint64(1_000_000)
 	shell := pk{100, 1}
@@ -54,6 +54,7 @@ func TestRedTeamRedactedArgvRetention(t *testing.T) {
 			kt++
 			ev := execEv(kt, p, shell, "attack", "/tmp/attack")
 			ev.Args = redTeamArgs(i*execs + j)
+			Redact(rd, ev) // as the receiver does
 			m.Apply(ev)
 		}
 	}
