@@ -72,8 +72,8 @@ type Redactor struct {
 	// every argv): long keys, a suffix match; short keys, equal or a suffix
 	// after _.
 	keysByLast, shortByLast byLast
-	flags    []string
-	patterns []*regexp.Regexp
+	flags                   []string
+	patterns                []*regexp.Regexp
 	// namesOnly: Args keeps argv[0] and flag names only.
 	namesOnly bool
 }
