@@ -43,8 +43,14 @@ WORKERS=${BENCH_AGENT_WORKERS:-2}
 PROFILE=${BENCH_AGENT_PROFILE:-10}
 ROUNDS=${BENCH_AGENT_ROUNDS:-3}
 ARMS=${BENCH_AGENT_ARMS:-gzip zstd snappy none}
-# What deploy/agent.yaml ships (the OTLP exporter's gzip where it says none).
-SHIPPED=$(awk '$1 == "compression:" {print $2; exit}' "$ROOT/deploy/agent.yaml")
+# BENCH_AGENT_CONFIG runs another agent config (a before/after pair).
+AGENT_CONFIG=${BENCH_AGENT_CONFIG:-$ROOT/deploy/agent.yaml}
+# Its load-balancing and OTLP exporters: each is pointed at the gateway and
+# given the arm's compression.
+mapfile -t EXPORTERS < <(awk '/^exporters:/ {e = 1; next} /^[^ #]/ {e = 0} e && /^  (loadbalancing|otlp)(\/[A-Za-z0-9_]+)?:/ {sub(":.*", "", $1); print $1}' "$AGENT_CONFIG")
+[ ${#EXPORTERS[@]} -gt 0 ] || { echo "no loadbalancing or otlp exporter in $AGENT_CONFIG" >&2; exit 1; }
+# What the config ships (the OTLP exporter's gzip where it says none).
+SHIPPED=$(awk '$1 == "compression:" {print $2; exit}' "$AGENT_CONFIG")
 SHIPPED=${SHIPPED:-gzip}
 GW_PORT=14317 METRICS_PORT=18888 PPROF_PORT=11777 HEALTH_PORT=13199
 mkdir -p "$OUT"
@@ -140,12 +146,21 @@ one() {
 		extra+=(--config "yaml:extensions::pprof: {endpoint: 127.0.0.1:$PPROF_PORT}"
 			--config "yaml:service::extensions: [health_check, pprof]")
 	fi
+	local e
+	for e in "${EXPORTERS[@]}"; do
+		case $e in
+		loadbalancing*)
+			extra+=(--config "yaml:exporters::$e::resolver: {dns: null, static: {hostnames: [127.0.0.1:$GW_PORT]}}"
+				--config "yaml:exporters::$e::protocol::otlp::compression: $arm") ;;
+		*)
+			extra+=(--config "yaml:exporters::$e::endpoint: 127.0.0.1:$GW_PORT"
+				--config "yaml:exporters::$e::compression: $arm") ;;
+		esac
+	done
 	env "${dsenv[@]}" HEALTH_ENDPOINT=127.0.0.1:$HEALTH_PORT K8S_NODE_NAME=bench "$COLLECTOR" \
-		--config "$ROOT/deploy/agent.yaml" \
+		--config "$AGENT_CONFIG" \
 		--config "yaml:service::pipelines::logs::processors: [memory_limiter]" \
 		--config "yaml:service::pipelines::traces::processors: [memory_limiter]" \
-		--config "yaml:exporters::loadbalancing::resolver: {dns: null, static: {hostnames: [127.0.0.1:$GW_PORT]}}" \
-		--config "yaml:exporters::loadbalancing::protocol::otlp::compression: $arm" \
 		--config "yaml:service::telemetry::metrics: {level: normal, readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: $METRICS_PORT}}}}]}" \
 		"${extra[@]}" >"$OUT/agent-$arm-$round.log" 2>&1 &
 	local agent=$!
