@@ -21,7 +21,7 @@
 #   agent     its CPU (/proc/PID/stat, user + system) over the load and the
 #             drain after it, per log record it sent (its own
 #             otelcol_exporter_sent_log_records)
-#   BPF       the run time of its BPF programs (kernel.bpf_stats_enabled,
+#   BPF       the run time of its BPF programs (BPF_ENABLE_STATS held,
 #             run_time_ns of each program it holds), paid by the traced
 #             processes, per log record
 #   node      agent + BPF: what the node pays per event
@@ -56,16 +56,16 @@ command -v iptables >/dev/null || { echo "iptables is missing (it counts the byt
 command -v python3 >/dev/null || { echo "python3 is missing (the exec load): apt-get install python3" >&2; exit 1; }
 
 pids=()
-stats_was=$(sysctl -n kernel.bpf_stats_enabled)
 rule=(OUTPUT -o lo -p tcp --dport "$GW_PORT" -m comment --comment otelcol-seq-bench-agent -j ACCEPT)
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	iptables -D "${rule[@]}" 2>/dev/null || true
-	sysctl -qw kernel.bpf_stats_enabled="$stats_was" || true
 }
 trap cleanup EXIT
-sysctl -qw kernel.bpf_stats_enabled=1
+rm -f "$OUT/bpf-stats"
+bpf_stats_on "$OUT/bpf-stats" || { echo "bench-agent: the BPF statistics did not turn on" >&2; exit 1; }
+pids+=("$bpf_stats_pid")
 
 # The DaemonSet's literal environment values.
 mapfile -t dsenv < <(awk '/- name:/ {n = $3} /^ *value:/ && n {v = $2; gsub(/"/, "", v); print n "=" v; n = ""}' \

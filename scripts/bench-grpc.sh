@@ -43,7 +43,7 @@
 # otelcol_receiver_accepted_spans; they must agree) and the losses the
 # receiver and the exporter count; the collector's CPU (/proc/PID/stat) per
 # call and per span delivered; the BPF run time of the programs the
-# collector holds (kernel.bpf_stats_enabled) per call and per end (per span
+# collector holds (BPF_ENABLE_STATS held for the run) per call and per end (per span
 # expected), against OBI's 500 ns. tools/grpccurve turns curve.tsv into
 # results-curve.md (medians) and bench-grpc.png, and exits 1 (so does the
 # script) when a row erred (ghz's calls failed, the collector exited, the
@@ -60,8 +60,9 @@ C=${BENCH_GRPC_C:-50}
 GHZ_VERSION=v0.120.0 # @latest resolves to 2021's v0.93.0
 COLLECTOR=$ROOT/bin/otelcol-seq
 OUT=${BENCH_GRPC_OUT:-$ROOT/bench-results/grpc}
-GRPC_PORT=50051 GW_PORT=14327 GW_METRICS_PORT=18899
-M=http://127.0.0.1:18888/metrics
+# Ports apart from bench-agent's (14317, 18888, 18889): the two may share a host.
+GRPC_PORT=50051 GW_PORT=14327 GW_METRICS_PORT=18899 METRICS_PORT=18898
+M=http://127.0.0.1:$METRICS_PORT/metrics
 SPANS_PER_CALL=2
 # shellcheck source=scripts/lib/bench.sh
 . "$ROOT/scripts/lib/bench.sh"
@@ -83,11 +84,9 @@ PROTO_DIR=$(cd "$CACHE/hw" && go list -m -f '{{.Dir}}' google.golang.org/grpc/ex
 command -v haproxy >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null; }
 
 pids=()
-stats_was=$(sysctl -n kernel.bpf_stats_enabled)
 cleanup() {
 	for p in "${pids[@]}" ${cpid:-}; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	sysctl -qw kernel.bpf_stats_enabled="$stats_was" || true
 }
 trap cleanup EXIT
 
@@ -111,7 +110,7 @@ CFG
 haproxy -f "$OUT/haproxy.cfg" -db >"$OUT/haproxy.log" 2>&1 &
 pids+=($!)
 
-telemetry="{metrics: {level: normal, readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: 18888}}}}]}}"
+telemetry="{metrics: {level: normal, readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: $METRICS_PORT}}}}]}}"
 cat >"$OUT/collector.yaml" <<CFG
 receivers:
   grpc: {}
@@ -177,6 +176,7 @@ start_collector() {
 	cpid=$!
 	for _ in $(seq 1 100); do grep -q "Everything is ready" "$OUT/collector.log" && break; sleep 0.2; done
 	sleep 1
+	kill -0 "$cpid" 2>/dev/null || { tail -5 "$OUT/collector.log" >&2; echo "bench-grpc: the collector did not start" >&2; exit 1; }
 }
 
 if [ -n "${BENCH_GRPC_RATES:-}" ]; then
@@ -190,7 +190,7 @@ if [ -n "${BENCH_GRPC_RATES:-}" ]; then
 	# skipped, spans refused, dropped or not sent).
 	counts() {
 		local s k lost=0
-		s=$(curl -s "$M")
+		s=$(curl -s "$M") || true # a collector that exited: zeros, and the row's error
 		for k in otelcol_receiver_grpc_records_lost otelcol_receiver_grpc_spans_dropped otelcol_receiver_refused_spans \
 			otelcol_exporter_send_failed_spans otelcol_exporter_enqueue_failed_spans; do
 			lost=$((lost + $(prom_sum "$k" <<<"$s")))
@@ -200,7 +200,12 @@ if [ -n "${BENCH_GRPC_RATES:-}" ]; then
 		done
 		echo "$(prom_sum otelcol_receiver_accepted_spans <<<"$s") $(prom_sum otelcol_exporter_sent_spans <<<"$s") $lost"
 	}
-	gateway_spans() { curl -s "$GW_M" | prom_sum otelcol_receiver_accepted_spans; }
+	# gateway_spans: the spans the gateway received, or "down".
+	gateway_spans() {
+		local s
+		s=$(curl -sf "$GW_M") || { echo down; return; }
+		prom_sum otelcol_receiver_accepted_spans <<<"$s"
+	}
 	# drain ROW: after the load, until the collector's counts (and the
 	# gateway's spans for otlp) stand still for a second; 1 if not in 20 s.
 	drain() {
@@ -218,7 +223,9 @@ if [ -n "${BENCH_GRPC_RATES:-}" ]; then
 		done
 		return 1
 	}
-	sysctl -qw kernel.bpf_stats_enabled=1
+	rm -f "$OUT/bpf-stats"
+	bpf_stats_on "$OUT/bpf-stats" || { echo "bench-grpc: the BPF statistics did not turn on" >&2; exit 1; }
+	pids+=("$bpf_stats_pid")
 	for arm in $ARMS; do collector_config "$arm" "$OUT/collector-$arm.yaml"; done
 	gateway_config "$OUT/gateway.yaml" "$GW_PORT" "$GW_METRICS_PORT"
 	"$COLLECTOR" --config "$OUT/gateway.yaml" >"$OUT/gateway.log" 2>&1 &
@@ -274,6 +281,8 @@ ok = codes.get("OK", 0)
 failed = r.get("count", 0) - ok
 if ok == 0 and err == "-":
     err = "no-calls"
+if "down" in (g0, g1) and err == "-":
+    err = "gateway-down"
 lat = {d["percentage"]: d["latency"] / 1e6 for d in r.get("latencyDistribution") or []}
 cells = [rnd, rate, row, f"{r['rps']:.0f}", f"{lat.get(50, 0):.2f}", f"{lat.get(99, 0):.2f}"]
 if ticks == "-":
@@ -287,10 +296,12 @@ with open(f"{out}/curve-programs.tsv", "a") as progs:
         total += t
         if c and ok:
             print(f"{rnd}\t{rate}\t{row}\t{name}\t{c / ok:.2f}\t{t / c:.0f}\t{t / ok:.0f}", file=progs)
+if total == 0 and err == "-":
+    err = "no-bpf-time"  # the statistics were off, or the collector held no programs
 cpu_us = int(ticks) / int(hz) * 1e6
 print("\t".join(cells + [f"{cpu_us / max(ok, 1):.1f}", f"{total / max(ok, 1):.0f}", str(ok), str(failed),
       str(ok * int(per_call)), str(int(a1) - int(a0)), str(int(s1) - int(s0)),
-      str(int(g1) - int(g0)) if g0 != "-" else "-", str(int(l1) - int(l0)), err]))
+      "-" if g0 == "-" else str(int(g1) - int(g0)) if "down" not in (g0, g1) else "0", str(int(l1) - int(l0)), err]))
 PY
 			tail -1 "$curve"
 		done

@@ -54,3 +54,27 @@ bpf_prog_stats() {
 		}'
 	done
 }
+
+# bpf_stats_on FILE: keeps the kernel's BPF run-time statistics on until the
+# caller kills bpf_stats_pid (which it sets): a process holds the file
+# descriptor of BPF_ENABLE_STATS, which the kernel counts with every other
+# holder's and with kernel.bpf_stats_enabled, so another bench turning the
+# sysctl off meanwhile does not stop them. FILE says "on" once they are.
+bpf_stats_on() {
+	python3 -c '
+import ctypes, platform, signal, sys
+nr = {"x86_64": 321, "aarch64": 280}[platform.machine()]  # bpf(2)
+attr = (ctypes.c_uint8 * 128)()  # enable_stats.type: BPF_STATS_RUN_TIME (0)
+if ctypes.CDLL(None, use_errno=True).syscall(nr, 32, attr, 4) < 0:  # BPF_ENABLE_STATS
+    sys.exit("BPF_ENABLE_STATS: errno %d" % ctypes.get_errno())
+open(sys.argv[1], "w").write("on\n")
+signal.pause()' "$1" &
+	bpf_stats_pid=$!
+	local _
+	for _ in $(seq 50); do
+		[ -s "$1" ] && return 0
+		kill -0 "$bpf_stats_pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}

@@ -128,6 +128,10 @@ func main() {
 		fail(fmt.Errorf("%s: %w", *in, err))
 	}
 	fmt.Print(c.markdown())
+	failed := c.failures()
+	for _, f := range failed {
+		fmt.Fprintln(os.Stderr, "grpccurve: failed:", f)
+	}
 	if *png != "" {
 		out, err := os.Create(*png)
 		if err != nil {
@@ -140,10 +144,7 @@ func main() {
 			fail(err)
 		}
 	}
-	if failed := c.failures(); len(failed) > 0 {
-		for _, f := range failed {
-			fmt.Fprintln(os.Stderr, "grpccurve: failed:", f)
-		}
+	if len(failed) > 0 {
 		os.Exit(1)
 	}
 }
@@ -399,10 +400,13 @@ func (c *curve) plot(w io.Writer, xlabel string) error {
 	for i, r := range c.rates {
 		names[i] = label(r)
 	}
+	// A point without the figure (NaN: no span delivered) is left out.
 	series := func(row string, f func(point) float64) plotter.XYs {
-		xy := make(plotter.XYs, len(c.rates))
+		var xy plotter.XYs
 		for i, rate := range c.rates {
-			xy[i] = plotter.XY{X: float64(i), Y: f(c.points[[2]string{rate, row}])}
+			if y := f(c.points[[2]string{rate, row}]); !math.IsNaN(y) {
+				xy = append(xy, plotter.XY{X: float64(i), Y: y})
+			}
 		}
 		return xy
 	}

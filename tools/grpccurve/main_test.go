@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"image/png"
+	"io"
 	"strings"
 	"testing"
 )
@@ -119,6 +120,7 @@ func TestCurveSpansChecks(t *testing.T) {
 		"gateway short": {"1\t0\totlp\t8000\t3\t9\t10\t1000\t50000\t0\t100000\t100000\t100000\t99000\t1000\t-\n", "round 1, rate max, otlp: sent 100000 spans, the gateway received 99000"},
 		"missing":       {"1\t0\totlp\t8000\t3\t9\t10\t1000\t50000\t0\t100000\t99000\t99000\t99000\t10\t-\n", "round 1, rate max, otlp: 1000 spans missing, 10 counted lost"},
 		"debug missing": {"1\t0\tdebug\t8000\t3\t9\t10\t1000\t50000\t0\t100000\t100000\t99999\t-\t0\t-\n", "round 1, rate max, debug: 1 spans missing, 0 counted lost"},
+		"none":          {"1\t0\totlp\t8000\t3\t9\t10\t1000\t50000\t0\t100000\t100000\t0\t0\t0\tgateway-down\n", "round 1, rate max, otlp: gateway-down; 100000 spans missing, 0 counted lost"},
 		"too many":      {"1\t0\totlp\t8000\t3\t9\t10\t1000\t50000\t0\t100000\t100002\t100002\t100002\t0\t-\n", "round 1, rate max, otlp: 100002 spans delivered, 100000 expected"},
 	} {
 		c, err := read(strings.NewReader(spansHeader + base + tc.row))
@@ -130,6 +132,9 @@ func TestCurveSpansChecks(t *testing.T) {
 		}
 		if md := c.markdown(); !strings.HasSuffix(md, " | 1 |\n") {
 			t.Errorf("%s: the table does not count the failed run:\n%s", name, md)
+		}
+		if err := c.plot(io.Discard, "x"); err != nil { // with nothing delivered: no CPU per span to draw
+			t.Errorf("%s: plot: %v", name, err)
 		}
 	}
 	baseFailed := "1\t0\tbaseline\t10000\t3\t7.0\t-\t-\t49000\t1000\t-\t-\t-\t-\t-\t-\n" +
