@@ -350,7 +350,7 @@ bench: deps
 # instead: at fixed rates, the receiver as config/grpc.yaml ships it
 # exporting OTLP to a gateway on loopback, its CPU per span delivered (checked
 # against ghz's calls: a failed check fails the target) and BPF time per end
-# (about 8 minutes with BENCH_GRPC_ROUNDS=3). Not part of make test; see
+# (about 7 minutes with BENCH_GRPC_ROUNDS=3). Not part of make test; see
 # scripts/bench-grpc.sh and docs/benchmarks.md.
 # What the deployed agent costs a node per process event (root; about 8
 # minutes): deploy/agent.yaml with the DaemonSet's environment, less

@@ -42,13 +42,15 @@
 # collector's otelcol_exporter_sent_spans and, for otlp, the gateway's
 # otelcol_receiver_accepted_spans; they must agree) and the losses the
 # receiver and the exporter count; the collector's CPU (/proc/PID/stat) per
-# call and per span delivered; the BPF run time of the programs the
-# collector holds (BPF_ENABLE_STATS held for the run) per call and per end (per span
-# expected), against OBI's 500 ns. tools/grpccurve turns curve.tsv into
-# results-curve.md (medians) and bench-grpc.png, and exits 1 (so does the
-# script) when a row erred (ghz's calls failed, the collector exited, the
-# spans did not settle) or the spans delivered differ from those expected
-# beyond the counted losses. results-curve.md also has the collector's idle
+# call and per span delivered (from ghz's start to the drain's end); the
+# BPF run time of the programs the collector holds over ghz's run
+# (BPF_ENABLE_STATS held; every socket call on the host, not only ghz's),
+# per call and per end (per span expected), against OBI's 500 ns.
+# tools/grpccurve turns curve.tsv into results-curve.md (medians) and
+# bench-grpc.png, and exits 1 (so does the script) when a row erred (ghz's
+# calls failed, the collector exited, the gateway went down, the spans did
+# not settle, no BPF time) or the spans delivered differ from those
+# expected beyond the counted losses. results-curve.md also has the collector's idle
 # CPU (BENCH_GRPC_IDLE seconds, 10, before the rounds, the last arm's config)
 # and the BPF time per program (curve-programs.tsv).
 set -euo pipefail
@@ -260,11 +262,12 @@ if [ -n "${BENCH_GRPC_RATES:-}" ]; then
 			fi
 			N=$n ghz_run "127.0.0.1:$GRPC_PORT" "$OUT/ghz.json" -r "$rate"
 			if [ -n "$cpid" ]; then
+				# BPF time over the calls; the collector's CPU until their spans are out.
+				bpf_prog_stats "$cpid" >"$OUT/bpf1.txt"
 				drain "$row" || err=not-drained
 				kill -0 "$cpid" 2>/dev/null || err=collector-exited
 				t1=$(cpu_ticks "$cpid")
 				ticks=$((t1 - t0))
-				bpf_prog_stats "$cpid" >"$OUT/bpf1.txt"
 				after=$(counts)
 				[ "$row" != otlp ] || g1=$(gateway_spans)
 				curl -s "$M" >"$OUT/metrics-$round-$rate-$row.txt"
