@@ -346,7 +346,12 @@ bench: deps
 # The grpc receiver's cost on a real gRPC load (root; a few minutes, tools
 # built once into ~/.cache/otelcol-seq/bench-grpc): grpc-go's helloworld
 # server driven by ghz v0.120.0, without and with the receiver, direct and
-# through HAProxy, interleaved rounds. Not part of make test; see docs/benchmarks.md.
+# through HAProxy, interleaved rounds. BENCH_GRPC_RATES="2000 5000 10000 0"
+# instead: at fixed rates, the receiver as config/grpc.yaml ships it
+# exporting OTLP to a gateway on loopback, its CPU per span delivered (checked
+# against ghz's calls: a failed check fails the target) and BPF time per end
+# (about 7 minutes with BENCH_GRPC_ROUNDS=3). Not part of make test; see
+# scripts/bench-grpc.sh and docs/benchmarks.md.
 # What the deployed agent costs a node per process event (root; about 8
 # minutes): deploy/agent.yaml with the DaemonSet's environment, less
 # k8sattributes, to a gateway on loopback, under processes exec'ing a

@@ -21,7 +21,7 @@
 #   agent     its CPU (/proc/PID/stat, user + system) over the load and the
 #             drain after it, per log record it sent (its own
 #             otelcol_exporter_sent_log_records)
-#   BPF       the run time of its BPF programs (kernel.bpf_stats_enabled,
+#   BPF       the run time of its BPF programs (BPF_ENABLE_STATS held,
 #             run_time_ns of each program it holds), paid by the traced
 #             processes, per log record
 #   node      agent + BPF: what the node pays per event
@@ -52,7 +52,9 @@ mapfile -t EXPORTERS < <(awk '/^exporters:/ {e = 1; next} /^[^ #]/ {e = 0} e && 
 # What the config ships (the OTLP exporter's gzip where it says none).
 SHIPPED=$(awk '$1 == "compression:" {print $2; exit}' "$AGENT_CONFIG")
 SHIPPED=${SHIPPED:-gzip}
-GW_PORT=14317 METRICS_PORT=18888 PPROF_PORT=11777 HEALTH_PORT=13199
+GW_PORT=14317 GW_METRICS_PORT=18889 METRICS_PORT=18888 PPROF_PORT=11777 HEALTH_PORT=13199
+# shellcheck source=scripts/lib/bench.sh
+. "$ROOT/scripts/lib/bench.sh"
 mkdir -p "$OUT"
 [ -x "$COLLECTOR" ] || { echo "bin/otelcol-seq is missing: make build" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "bench-agent loads BPF programs: run it as root" >&2; exit 1; }
@@ -60,36 +62,23 @@ command -v iptables >/dev/null || { echo "iptables is missing (it counts the byt
 command -v python3 >/dev/null || { echo "python3 is missing (the exec load): apt-get install python3" >&2; exit 1; }
 
 pids=()
-stats_was=$(sysctl -n kernel.bpf_stats_enabled)
 rule=(OUTPUT -o lo -p tcp --dport "$GW_PORT" -m comment --comment otelcol-seq-bench-agent -j ACCEPT)
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	iptables -D "${rule[@]}" 2>/dev/null || true
-	sysctl -qw kernel.bpf_stats_enabled="$stats_was" || true
 }
 trap cleanup EXIT
-sysctl -qw kernel.bpf_stats_enabled=1
+rm -f "$OUT/bpf-stats"
+bpf_stats_on "$OUT/bpf-stats" || { echo "bench-agent: the BPF statistics did not turn on" >&2; exit 1; }
+pids+=("$bpf_stats_pid")
 
 # The DaemonSet's literal environment values.
 mapfile -t dsenv < <(awk '/- name:/ {n = $3} /^ *value:/ && n {v = $2; gsub(/"/, "", v); print n "=" v; n = ""}' \
 	"$ROOT/deploy/kubernetes/agent-daemonset.yaml")
 printf '%s\n' "${dsenv[@]}" | grep -q '^GOMEMLIMIT=' || { echo "no GOMEMLIMIT in the DaemonSet's env" >&2; exit 1; }
 
-cat >"$OUT/gateway.yaml" <<YAML
-receivers:
-  otlp:
-    protocols:
-      grpc: {endpoint: 127.0.0.1:$GW_PORT}
-exporters:
-  debug: {verbosity: basic}
-service:
-  telemetry:
-    metrics: {level: none}
-  pipelines:
-    logs: {receivers: [otlp], exporters: [debug]}
-    traces: {receivers: [otlp], exporters: [debug]}
-YAML
+gateway_config "$OUT/gateway.yaml" "$GW_PORT" "$GW_METRICS_PORT"
 
 # The load: fork and exec /bin/true with a compiler's argv, unique per exec.
 cat >"$OUT/load.py" <<'PY'
@@ -114,24 +103,12 @@ while time.monotonic() < end:
 print(n)
 PY
 
-metric() { # metric NAME: the sum of the agent's series of NAME
-	curl -s "http://127.0.0.1:$METRICS_PORT/metrics" |
-		awk -v m="$1" '$1 ~ "^"m"(_total)?({|$)" {s += $NF} END {printf "%d\n", s}'
-}
+# metric NAME: the sum of the agent's series of NAME
+metric() { curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | prom_sum "$1"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
-# bpf_ns PID: the run time, in ns, of every BPF program PID holds (by a
-# program's fd or a link's), each program once.
-bpf_ns() {
-	local ids
-	ids=$(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u)
-	local sum=0 id t
-	for id in $ids; do
-		t=$(bpftool prog show id "$id" 2>/dev/null | sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p')
-		sum=$((sum + ${t:-0}))
-	done
-	echo "$sum"
-}
+# bpf_ns PID: the run time, in ns, of every BPF program PID holds.
+bpf_ns() { bpf_prog_stats "$1" | awk '{s += $2} END {printf "%d\n", s}'; }
 wire_bytes() { iptables -L OUTPUT -v -x -n | awk '/otelcol-seq-bench-agent/ {print $2; exit}'; }
 
 # one ARM ROUND PROFILE?: a fresh gateway and agent, idle, the load, the
