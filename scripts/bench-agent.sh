@@ -45,10 +45,24 @@ ROUNDS=${BENCH_AGENT_ROUNDS:-3}
 ARMS=${BENCH_AGENT_ARMS:-gzip zstd snappy none}
 # BENCH_AGENT_CONFIG runs another agent config (a before/after pair).
 AGENT_CONFIG=${BENCH_AGENT_CONFIG:-$ROOT/deploy/agent.yaml}
-# Its load-balancing and OTLP exporters: each is pointed at the gateway and
-# given the arm's compression.
-mapfile -t EXPORTERS < <(awk '/^exporters:/ {e = 1; next} /^[^ #]/ {e = 0} e && /^  (loadbalancing|otlp)(\/[A-Za-z0-9_]+)?:/ {sub(":.*", "", $1); print $1}' "$AGENT_CONFIG")
-[ ${#EXPORTERS[@]} -gt 0 ] || { echo "no loadbalancing or otlp exporter in $AGENT_CONFIG" >&2; exit 1; }
+# The variants, side by side in the same rounds (BENCH_AGENT_VARIANTS):
+#   seq    the agent (AGENT_CONFIG), every arm;
+#   stock  what a user could assemble from stock parts for the exec records:
+#          bpftrace's own execsnoop.bt (Debian's bpftrace) into the bpftrace
+#          receiver as config/bpftrace.yaml ships it (argv redacted), the
+#          agent's processors, exporters and extensions; the shipped arm
+#          only. It sees execs only (no fork, exit or span), argv as
+#          execsnoop joins it (cut by bpftrace), with no order or loss
+#          accounting; its CPU is the collector's and its bpftrace child's.
+VARIANTS=${BENCH_AGENT_VARIANTS:-seq stock}
+# exporters_of CONFIG: its load-balancing and OTLP exporters; each is pointed
+# at the gateway and given the arm's compression.
+exporters_of() {
+	awk '/^exporters:/ {e = 1; next} /^[^ #]/ {e = 0} e && /^  (loadbalancing|otlp)(\/[A-Za-z0-9_]+)?:/ {sub(":.*", "", $1); print $1}' "$1"
+}
+# pipelines_of CONFIG: its pipelines (logs, traces).
+pipelines_of() { awk '/^service:/ {s = 1; next} /^[^ #]/ {s = 0} s && /^    [a-z]+(\/[A-Za-z0-9_]+)?:/ {sub(":.*", "", $1); print $1}' "$1"; }
+[ -n "$(exporters_of "$AGENT_CONFIG")" ] || { echo "no loadbalancing or otlp exporter in $AGENT_CONFIG" >&2; exit 1; }
 # What the config ships (the OTLP exporter's gzip where it says none).
 SHIPPED=$(awk '$1 == "compression:" {print $2; exit}' "$AGENT_CONFIG")
 SHIPPED=${SHIPPED:-gzip}
@@ -80,6 +94,33 @@ printf '%s\n' "${dsenv[@]}" | grep -q '^GOMEMLIMIT=' || { echo "no GOMEMLIMIT in
 
 gateway_config "$OUT/gateway.yaml" "$GW_PORT" "$GW_METRICS_PORT"
 
+# The stock variant's config: the agent's processors, exporters and
+# extensions blocks as they are, the bpftrace receiver's execsnoop.
+{
+	echo "# bench-agent's stock variant (generated from $AGENT_CONFIG)"
+	echo "receivers:"
+	echo "  bpftrace:"
+	echo "    scripts:"
+	echo "      - path: /usr/sbin/execsnoop.bt"
+	echo "        redact: argv"
+	awk '/^(processors|exporters|extensions):/ {p = 1; print; next} /^[^ #]/ {p = 0} p' "$AGENT_CONFIG"
+	echo "service:"
+	echo "  extensions: [health_check]"
+	echo "  pipelines:"
+	echo "    logs: {receivers: [bpftrace], processors: [memory_limiter], exporters: [$(exporters_of "$AGENT_CONFIG" | head -1)]}"
+} >"$OUT/agent-stock.yaml"
+config_of() { # config_of VARIANT
+	case $1 in
+	seq) echo "$AGENT_CONFIG" ;;
+	stock) echo "$OUT/agent-stock.yaml" ;;
+	*) echo "bench-agent: unknown variant $1 (seq, stock)" >&2; exit 1 ;;
+	esac
+}
+for v in $VARIANTS; do config_of "$v" >/dev/null; done
+if [[ " $VARIANTS " == *" stock "* ]]; then
+	[ -r /usr/sbin/execsnoop.bt ] || { echo "bench-agent: /usr/sbin/execsnoop.bt is missing (Debian's bpftrace: make deps)" >&2; exit 1; }
+fi
+
 # The load: fork and exec /bin/true with a compiler's argv, unique per exec.
 cat >"$OUT/load.py" <<'PY'
 import os, random, sys, time
@@ -105,16 +146,31 @@ PY
 
 # metric NAME: the sum of the agent's series of NAME
 metric() { curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | prom_sum "$1"; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# procs PID: PID and its children (the stock variant's bpftrace).
+procs() { echo "$1"; pgrep -P "$1" || true; }
+# cpu_ticks PID: user + system ticks of PID and its children.
+cpu_ticks() {
+	local p s=0 t
+	for p in $(procs "$1"); do
+		t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null) || t=0
+		s=$((s + ${t:-0}))
+	done
+	echo "$s"
+}
 hz=$(getconf CLK_TCK)
-# bpf_ns PID: the run time, in ns, of every BPF program PID holds.
-bpf_ns() { bpf_prog_stats "$1" | awk '{s += $2} END {printf "%d\n", s}'; }
+# bpf_ns PID: the run time, in ns, of every BPF program PID and its children hold.
+bpf_ns() {
+	local p
+	for p in $(procs "$1"); do bpf_prog_stats "$p"; done | awk '{s += $2} END {printf "%d\n", s}'
+}
 wire_bytes() { iptables -L OUTPUT -v -x -n | awk '/otelcol-seq-bench-agent/ {print $2; exit}'; }
 
-# one ARM ROUND PROFILE?: a fresh gateway and agent, idle, the load, the
-# drain; appends a line to runs.tsv.
+# one VARIANT ARM ROUND PROFILE?: a fresh gateway and agent, idle, the
+# load, the drain; appends a line to runs.tsv.
 one() {
-	local arm=$1 round=$2 profile=$3
+	local variant=$1 arm=$2 round=$3 profile=$4 config log
+	config=$(config_of "$variant")
+	log=$OUT/agent-$variant-$arm-$round.log
 	"$COLLECTOR" --config "$OUT/gateway.yaml" >"$OUT/gateway.log" 2>&1 &
 	local gw=$!
 	pids+=("$gw")
@@ -124,7 +180,10 @@ one() {
 			--config "yaml:service::extensions: [health_check, pprof]")
 	fi
 	local e
-	for e in "${EXPORTERS[@]}"; do
+	for e in $(pipelines_of "$config"); do
+		extra+=(--config "yaml:service::pipelines::$e::processors: [memory_limiter]")
+	done
+	for e in $(exporters_of "$config"); do
 		case $e in
 		loadbalancing*)
 			extra+=(--config "yaml:exporters::$e::resolver: {dns: null, static: {hostnames: [127.0.0.1:$GW_PORT]}}"
@@ -135,16 +194,14 @@ one() {
 		esac
 	done
 	env "${dsenv[@]}" HEALTH_ENDPOINT=127.0.0.1:$HEALTH_PORT K8S_NODE_NAME=bench "$COLLECTOR" \
-		--config "$AGENT_CONFIG" \
-		--config "yaml:service::pipelines::logs::processors: [memory_limiter]" \
-		--config "yaml:service::pipelines::traces::processors: [memory_limiter]" \
+		--config "$config" \
 		--config "yaml:service::telemetry::metrics: {level: normal, readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: $METRICS_PORT}}}}]}" \
-		"${extra[@]}" >"$OUT/agent-$arm-$round.log" 2>&1 &
+		"${extra[@]}" >"$log" 2>&1 &
 	local agent=$!
 	pids+=("$agent")
 	for _ in $(seq 150); do
-		curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >/dev/null && grep -q "Everything is ready" "$OUT/agent-$arm-$round.log" && break
-		kill -0 "$agent" 2>/dev/null || { cat "$OUT/agent-$arm-$round.log" >&2; exit 1; }
+		curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >/dev/null && grep -q "Everything is ready" "$log" && break
+		kill -0 "$agent" 2>/dev/null || { cat "$log" >&2; exit 1; }
 		sleep 0.2
 	done
 	sleep 2 # the start-up snapshot and its first batches
@@ -187,28 +244,32 @@ one() {
 	w1=$(wire_bytes)
 	failed=$(metric otelcol_exporter_send_failed_log_records)
 	refused=$(metric otelcol_receiver_refused_log_records)
-	lost=$(metric otelcol_receiver_seq_events_lost)
+	lost=$(($(metric otelcol_receiver_seq_events_lost) + $(metric otelcol_receiver_bpftrace_lost_events)))
 	hwm=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$agent/status")
 	kill "$agent" "$gw"
 	wait "$agent" "$gw" 2>/dev/null || true
 	local records=$((s1 - s0))
-	awk -v arm="$arm" -v round="$round" -v execs="$execs" -v n="$records" -v c=$((c1 - c0)) -v hz="$hz" \
+	awk -v variant="$variant" -v arm="$arm" -v round="$round" -v execs="$execs" -v n="$records" -v c=$((c1 - c0)) -v hz="$hz" \
 		-v b=$((b1 - b0)) -v w=$((w1 - w0)) -v hwm="$hwm" -v idle="$idle" -v f="$failed" -v r="$refused" -v l="$lost" \
 		'BEGIN {
-			if (n <= 0) { print "no records sent" > "/dev/stderr"; exit 1 }
-			a = 1e6 * c / hz / n; k = b / 1e3 / n
-			printf "%s\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%s\t%d\t%d\t%d\n", arm, round, execs, n, a, k, a + k, w / n, hwm, idle, f, r, l
+			if (n <= 0 || execs <= 0) { print "no records sent" > "/dev/stderr"; exit 1 }
+			a = 1e6 * c / hz / n; k = b / 1e3 / n; x = 1e6 * c / hz / execs; kx = b / 1e3 / execs
+			printf "%s\t%s\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%s\t%d\t%d\t%d\n", variant, arm, round, execs, n, a, k, a + k, x, x + kx, w / n, hwm, idle, f, r, l
 		}' >>"$OUT/runs.tsv"
 	tail -1 "$OUT/runs.tsv"
 }
 
-printf 'arm\tround\texecs\trecords\tagent_us\tbpf_us\tnode_us\twire_bytes\trss_mib\tidle_pct\tsend_failed\trefused\tlost\n' >"$OUT/runs.tsv"
+printf 'variant\tarm\tround\texecs\trecords\tagent_us\tbpf_us\tnode_us\tagent_us_exec\tnode_us_exec\twire_bytes\trss_mib\tidle_pct\tsend_failed\trefused\tlost\n' >"$OUT/runs.tsv"
 iptables -I "${rule[@]}"
 for round in $(seq "$ROUNDS"); do
-	for arm in $ARMS; do
-		p=0
-		[ "$round" = 1 ] && [ "$arm" = "$SHIPPED" ] && p=1
-		one "$arm" "$round" "$p"
+	for variant in $VARIANTS; do
+		arms=$ARMS
+		[ "$variant" = seq ] || arms=$SHIPPED
+		for arm in $arms; do
+			p=0
+			[ "$round" = 1 ] && [ "$variant" = seq ] && [ "$arm" = "$SHIPPED" ] && p=1
+			one "$variant" "$arm" "$round" "$p"
+		done
 	done
 done
 
@@ -221,21 +282,22 @@ def fig(rs, k, fmt="{:.2f}"):
     v = sorted(float(r[k]) for r in rs)
     m = statistics.median(v)
     return f"{fmt.format(m)} ({fmt.format(v[0])}–{fmt.format(v[-1])})" if len(v) > 1 else fmt.format(m)
-print(f"deploy/agent.yaml less k8sattributes, to a gateway on loopback; {workers} workers exec'ing a compiler's argv for {secs} s; median (range) of {len(rows) // len({r['arm'] for r in rows})} runs per arm, interleaved")
+groups = list(dict.fromkeys((r["variant"], r["arm"]) for r in rows))
+print(f"the agent (seq: deploy/agent.yaml less k8sattributes) and stock parts (bpftrace's execsnoop.bt into the bpftrace receiver, the same exporters), to a gateway on loopback; {workers} workers exec'ing a compiler's argv for {secs} s; median (range) of {len(rows) // len(groups)} runs each, interleaved. An event is a log record sent; per exec divides by the load's execs (seq sends a fork, an exec and an exit record and a span per exec'd process, stock one exec record)")
 print()
-print("| exporter compression | log records sent a run | agent µs per event | BPF µs per event | node pays µs per event | bytes on the wire per event | peak RSS MiB | idle % of a core | send failed, refused, lost |")
-print("|---|---|---|---|---|---|---|---|---|")
-for arm in dict.fromkeys(r["arm"] for r in rows):
-    rs = [r for r in rows if r["arm"] == arm]
+print("| variant | exporter compression | log records sent a run | agent µs per event | BPF µs per event | node pays µs per event | agent µs per exec | node pays µs per exec | bytes on the wire per event | peak RSS MiB | idle % of a core | send failed, refused, lost |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for variant, arm in groups:
+    rs = [r for r in rows if r["variant"] == variant and r["arm"] == arm]
     bad = sum(int(r["send_failed"]) + int(r["refused"]) + int(r["lost"]) for r in rs)
     name = f"**{arm}** (shipped)" if arm == shipped else arm
-    print(f"| {name} | {fig(rs, 'records', '{:.0f}')} | {fig(rs, 'agent_us')} | {fig(rs, 'bpf_us')} | {fig(rs, 'node_us')} | {fig(rs, 'wire_bytes', '{:.0f}')} | {fig(rs, 'rss_mib', '{:.0f}')} | {fig(rs, 'idle_pct')} | {bad} |")
+    print(f"| {variant} | {name} | {fig(rs, 'records', '{:.0f}')} | {fig(rs, 'agent_us')} | {fig(rs, 'bpf_us')} | {fig(rs, 'node_us')} | {fig(rs, 'agent_us_exec')} | {fig(rs, 'node_us_exec')} | {fig(rs, 'wire_bytes', '{:.0f}')} | {fig(rs, 'rss_mib', '{:.0f}')} | {fig(rs, 'idle_pct')} | {bad} |")
 PY
 echo
 if [ -s "$OUT/cpu.pprof" ]; then
 	echo "== where the agent's CPU went under the load ($SHIPPED, round 1; go tool pprof -top, ${PROFILE} s profile)"
 	go tool pprof -top -nodecount=25 "$COLLECTOR" "$OUT/cpu.pprof" 2>/dev/null | tee "$OUT/top.txt" | head -35
-	per=$(awk -F'\t' -v a="$SHIPPED" '$1 == a && $2 == 1 {print $5}' "$OUT/runs.tsv")
+	per=$(awk -F'\t' -v a="$SHIPPED" '$1 == "seq" && $2 == a && $3 == 1 {print $6}' "$OUT/runs.tsv")
 	echo
 	echo "== the agent's CPU per event by stage (tools/agentprofile)"
 	GOWORK=off go -C "$ROOT/tools" run ./agentprofile -profile "$OUT/cpu.pprof" -us-per-event "$per" \
