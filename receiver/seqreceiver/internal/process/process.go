@@ -141,7 +141,7 @@ type Stats struct {
 	DroppedSpans  uint64 // finished spans dropped: MaxFinished were waiting
 	DroppedEvents uint64 // span events dropped: MaxSpanEvents were kept
 	ExitMissed    uint64 // live processes finished because a newer one took their pid
-	Redacted      uint64 // argv values replaced by REDACTED (Config.Redact), execs and snapshot processes
+	Redacted      uint64 // argv values replaced by REDACTED (Redact), of execs (an evicted process's too) and snapshot processes added
 
 	Memory              int    // bytes accounted now (Config.MaxMemory bounds it)
 	ArgsTruncated       uint64 // execs and snapshot processes whose argv was cut at MaxArgs or MaxArgsBytes
@@ -471,6 +471,7 @@ func (m *Model) exec(ev *event.Event) (pcommon.TraceID, pcommon.SpanID) {
 	if p == nil {
 		if g, ok := m.ghosts.m[key{ev.PID, ev.StartNs}]; ok {
 			m.stats.AfterEviction++
+			m.stats.Redacted += uint64(ev.Redacted) // its log record carries them
 			return g.traceID, g.spanID
 		}
 		m.stats.Unknown++

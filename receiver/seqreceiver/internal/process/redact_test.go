@@ -65,3 +65,21 @@ func TestRedactAndCgroup(t *testing.T) {
 	assert.Equal(t, []string{"app", "--token", "REDACTED"}, strs(attr(t, r.span(run).Attributes(), pdatamap.AttrProcessCommandArgs)))
 	assert.Equal(t, uint64(3), r.m.Stats().Redacted)
 }
+
+// The exec of a process the model evicted is mapped to a log record with
+// its argv redacted (seq.args.redacted): its values are counted like any
+// exec's, though the model keeps nothing of it.
+func TestRedactedCountedForEvictedExec(t *testing.T) {
+	rd, err := redact.New(redact.Config{})
+	require.NoError(t, err)
+	r := newRunner(t, Config{MaxProcesses: 1})
+	r.redact = rd
+	a, b := pk{300, 10_000}, pk{301, 10_100}
+	r.apply(forkEv(10_000, a, sshd, "sh", 50), forkEv(10_100, b, sshd, "sh", 50)) // b evicts a
+	require.Equal(t, uint64(1), r.m.Stats().Evicted)
+	ev := execEv(10_200, a, sshd, "mysql", "/usr/bin/mysql", "mysql", "--password=s3cret", "-pX")
+	r.apply(ev)
+	require.Equal(t, uint64(1), r.m.Stats().AfterEviction)
+	assert.Equal(t, []string{"mysql", "--password=REDACTED", "-pREDACTED"}, ev.Args, "the record's argv is redacted")
+	assert.Equal(t, uint64(2), r.m.Stats().Redacted, "and its values counted")
+}
