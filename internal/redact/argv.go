@@ -22,6 +22,27 @@ func (r *Redactor) Args(args []string) ([]string, int) {
 	return r.args(args, maxScriptDepth)
 }
 
+// CutArgs is Args for an argv whose last argument may have been cut short
+// (a byte limit on argv: the kernel's at an exec, a read of
+// /proc/PID/cmdline): a secret that the cut ends before what marks it is
+// replaced as well, in that argument (cutSecret). A whole argument so
+// replaced is over-redaction, of the one argument a cut leaves.
+func (r *Redactor) CutArgs(args []string) ([]string, int) {
+	out, n := r.Args(args)
+	if r == nil || r.namesOnly || len(out) == 0 {
+		return out, n
+	}
+	last, k := cutSecret(out[len(out)-1])
+	if k == 0 {
+		return out, n
+	}
+	if n == 0 {
+		out = slices.Clone(out) // Args returned args itself
+	}
+	out[len(out)-1] = last
+	return out, n + k
+}
+
 // Line redacts a printed line that holds a command line as words separated
 // by blanks (bpftrace's execsnoop prints `TIME PID argv...`, argv joined
 // by spaces, so quoting is lost): the argv rules apply to its words, and

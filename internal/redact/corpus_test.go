@@ -118,6 +118,45 @@ func TestCorpusSecrets(t *testing.T) {
 	assert.Zero(t, after, "secret occurrences that survived redaction")
 }
 
+// TestCorpusSecretsCut: each command of the corpus cut at every byte, as a
+// byte limit on argv cuts it (its last argument kept as far as the limit),
+// keeps no 4 bytes of a secret that the command around it does not hold.
+func TestCorpusSecretsCut(t *testing.T) {
+	r, err := New(Config{})
+	require.NoError(t, err)
+	for _, c := range readCorpus(t, "secrets.txt") {
+		around := strings.Join(c.want, "\x00")
+		for limit := 1; limit < len(strings.Join(c.args, "\x00"))+1; limit++ {
+			got, _ := r.CutArgs(cutArgv(c.args, limit))
+			out := strings.Join(got, "\x00")
+			for _, s := range c.secrets {
+				for k := 4; k <= len(s); k++ {
+					if strings.Contains(out, s[:k]) && !strings.Contains(around, s[:k]) {
+						t.Errorf("line %d (%s) cut at %d bytes: %q keeps %q of %q", c.line, c.source, limit, got, s[:k], s)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// cutArgv is args cut at limit bytes, each argument with its NUL.
+func cutArgv(args []string, limit int) []string {
+	var out []string
+	for _, a := range args {
+		if limit <= 0 {
+			break
+		}
+		if len(a) >= limit {
+			return append(out, a[:limit])
+		}
+		out = append(out, a)
+		limit -= len(a) + 1
+	}
+	return out
+}
+
 // TestCorpusOrdinary: ordinary commands come through unchanged.
 func TestCorpusOrdinary(t *testing.T) {
 	lines := readCorpus(t, "ordinary.txt")

@@ -29,7 +29,8 @@
 // The script of a shell's -c is split into words as a POSIX shell reads
 // them (splitWords) and the rules apply to the words, three levels deep.
 // Config.NamesOnly keeps argv[0] and flag names only. Line applies the
-// rules to the blank-separated words of a printed line.
+// rules to the blank-separated words of a printed line; CutArgs to an argv
+// cut short, whose last argument may end inside a secret.
 //
 // Secret-like names: a name, lower-cased with - and . read as _, ending in
 // password, passwd, passphrase, secret, token, api_key, apikey, access_key,
@@ -349,6 +350,37 @@ func urlCredentials(s string) (string, int) {
 		}
 		e.replace(plo, phi)
 	}
+}
+
+// cutSecret redacts what s, an argument cut short, ends in that would be
+// a secret had the cut come later: the user info of a URL whose authority
+// runs to the end without an @ (scheme://user:PASS, scheme://TOKEN, as
+// urlCredentials would with the @), a token of a known format shorter than
+// its format (tokens).
+func cutSecret(s string) (string, int) {
+	if i := strings.LastIndex(s, "://"); i >= 0 && !strings.ContainsAny(s[i+3:], "/?#@ \t\r\n\"'") {
+		lo := i + 3
+		if colon := strings.IndexByte(s[lo:], ':'); colon >= 0 {
+			lo += colon + 1
+		} else if loginScheme(s[:i]) {
+			lo = len(s)
+		}
+		if lo < len(s) && s[lo:] != Replacement {
+			return s[:lo] + Replacement, 1
+		}
+	}
+	for _, f := range tokenFormats {
+		lo := strings.LastIndex(s, f.prefix)
+		if lo < 0 || lo > 0 && isAlnum(s[lo-1]) {
+			continue
+		}
+		body := s[lo+len(f.prefix):]
+		if body == "" || len(body) >= f.min || strings.IndexFunc(body, func(c rune) bool { return c >= 0x80 || !f.ok(byte(c)) }) >= 0 {
+			continue
+		}
+		return s[:lo] + Replacement, 1
+	}
+	return s, 0
 }
 
 // loginScheme: the scheme that ends s takes a login name as its user.

@@ -203,6 +203,17 @@ func FuzzArgs(f *testing.F) {
 				t.Fatalf("%q grew to %q (%d bytes, bound %d)", args[i], got[i], len(got[i]), maxGrowth*len(args[i])+len(Replacement))
 			}
 		}
+		// Cut short (CutArgs): the same properties.
+		cut, cn := r.CutArgs(args)
+		if !slices.Equal(in, args) || len(cut) != len(args) || cn < n || cn == n && !slices.Equal(cut, got) {
+			t.Fatalf("cut: %q -> %q (%d, Args %d)", args, cut, cn, n)
+		}
+		if again, n2 := r.CutArgs(cut); n2 != 0 || !slices.Equal(again, cut) {
+			t.Fatalf("cut: not idempotent: %q -> %q -> %q", args, cut, again)
+		}
+		if last := len(cut) - 1; len(cut[last]) > maxGrowth*len(args[last])+len(Replacement) {
+			t.Fatalf("cut: %q grew to %q", args[last], cut[last])
+		}
 		// A printed line (execsnoop's argv joined by spaces): the same
 		// properties.
 		line := strings.Join(args, " ")

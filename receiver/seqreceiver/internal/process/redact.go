@@ -18,5 +18,9 @@ func Redact(r *redact.Redactor, ev *event.Event) {
 	if ev.Type != event.Exec && ev.Type != event.Snapshot {
 		return
 	}
+	if ev.ArgsTruncated() { // the last argument may end inside a secret
+		ev.Args, ev.Redacted = r.CutArgs(ev.Args)
+		return
+	}
 	ev.Args, ev.Redacted = r.Args(ev.Args)
 }

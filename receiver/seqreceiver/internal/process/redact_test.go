@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-seq/otelcol-seq/internal/event"
 	"github.com/otelcol-seq/otelcol-seq/internal/redact"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/cgroups"
 	"github.com/otelcol-seq/otelcol-seq/receiver/seqreceiver/internal/pdatamap"
@@ -82,4 +83,36 @@ func TestRedactedCountedForEvictedExec(t *testing.T) {
 	require.Equal(t, uint64(1), r.m.Stats().AfterEviction)
 	assert.Equal(t, []string{"mysql", "--password=REDACTED", "-pREDACTED"}, ev.Args, "the record's argv is redacted")
 	assert.Equal(t, uint64(2), r.m.Stats().Redacted, "and its values counted")
+}
+
+// An argv cut at max_args_bytes (by the kernel at an exec, by the snapshot's
+// read of /proc) may end inside a secret whose end is what marks it: the
+// user info of a URL cut before its @, a token cut short. Its last argument
+// is redacted as though the secret went on.
+func TestRedactCutArgv(t *testing.T) {
+	rd, err := redact.New(redact.Config{})
+	require.NoError(t, err)
+	for _, tc := range []struct{ last, want string }{
+		{"https://bob:hunter2", "https://bob:REDACTED"},
+		{"postgresql://app:PgUriPw", "postgresql://app:REDACTED"},
+		{"https://tok9f8e7d6c5b4", "https://REDACTED"},
+		{"--uri=mongodb+srv://backup:Mong", "--uri=mongodb+srv://backup:REDACTED"},
+		{"ghp_abcdefghijklmnopqrst", "REDACTED"},
+		{"ssh://git", "ssh://git"},                         // a login name, not a token
+		{"https://host/path?q=1", "https://host/path?q=1"}, // the authority ended before the cut
+	} {
+		for _, typ := range []event.Type{event.Exec, event.Snapshot} {
+			ev := execEv(9_000, pk{400, 9_000}, sshd, "git", "/usr/bin/git", "git", "clone", tc.last)
+			ev.Type = typ
+			ev.Flags |= event.FlagArgsTruncated
+			Redact(rd, ev)
+			assert.Equal(t, []string{"git", "clone", tc.want}, ev.Args, "%s cut at %q", typ, tc.last)
+			assert.Equal(t, b2i(tc.want != tc.last), ev.Redacted, "%s cut at %q", typ, tc.last)
+		}
+	}
+	// Whole, the same argument is an authority with a port: kept.
+	ev := execEv(9_000, pk{400, 9_000}, sshd, "curl", "/usr/bin/curl", "curl", "https://host:8080")
+	Redact(rd, ev)
+	assert.Equal(t, []string{"curl", "https://host:8080"}, ev.Args)
+	assert.Zero(t, ev.Redacted)
 }
