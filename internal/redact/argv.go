@@ -17,7 +17,7 @@ func (r *Redactor) Args(args []string) ([]string, int) {
 		return args, 0
 	}
 	if r.namesOnly {
-		return namesOnly(args)
+		return r.argsNamesOnly(args)
 	}
 	return r.args(args, maxScriptDepth)
 }
@@ -29,7 +29,7 @@ func (r *Redactor) Args(args []string) ([]string, int) {
 // replaced is over-redaction, of the one argument a cut leaves.
 func (r *Redactor) CutArgs(args []string) ([]string, int) {
 	out, n := r.Args(args)
-	if r == nil || r.namesOnly || len(out) == 0 {
+	if r == nil || len(out) == 0 {
 		return out, n
 	}
 	last, k := cutSecret(out[len(out)-1])
@@ -87,14 +87,17 @@ func (r *Redactor) Line(s string) (string, int) {
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// namesOnly keeps argv[0] and the names of flags, and replaces every
+// argsNamesOnly keeps argv[0] and the names of flags, and replaces every
 // value: each argument that is not a flag, the part after = of a flag, and
 // the rest of a single-dash word longer than two bytes (-pSECRET cannot be
 // told from -la or -storepass, so both lose all but their first letter).
-func namesOnly(args []string) ([]string, int) {
+// What it keeps gets the in-argument rules (scan), as Args would apply
+// them: argv[0] may be a whole command line (a process that set its own
+// title, read from /proc/PID/cmdline).
+func (r *Redactor) argsNamesOnly(args []string) ([]string, int) {
 	out := make([]string, len(args))
-	out[0] = args[0]
-	n := 0
+	var n int
+	out[0], n = r.scan(args[0])
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -111,7 +114,9 @@ func namesOnly(args []string) ([]string, int) {
 			} else if !strings.HasPrefix(a, "--") && len(a) > 2 && a[2:] != Replacement {
 				out[i] = a[:2] + Replacement
 			} else {
-				out[i] = a
+				var k int
+				out[i], k = r.scan(a)
+				n += k
 				continue
 			}
 		default:

@@ -215,6 +215,23 @@ func TestNamesOnly(t *testing.T) {
 			}
 		}
 	}
+	// What it keeps gets the in-argument rules: argv[0] (a process that
+	// set its own title, read from /proc/PID/cmdline at the snapshot, has
+	// its whole command line there) and flag names, never less redacted
+	// than the rules leave them.
+	rules, err := New(Config{})
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"myd --password=hunter2 --db-url=postgres://app:pw2@db/x"},
+		{"https://bob:hunter2@h/x"},
+		{"PGPASSWORD=hunter2"},
+		{"app", "--ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
+	} {
+		want, _ := rules.Args(args)
+		got, n := r.Args(args)
+		assert.Equal(t, want, got, "%q", args)
+		assert.Positive(t, n)
+	}
 }
 
 // TestLine: a printed line of argv joined by spaces (execsnoop) loses the

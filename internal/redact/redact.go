@@ -61,8 +61,9 @@ type Config struct {
 	ExtraKeys []string
 	// ExtraPatterns are regular expressions (RE2) of secrets.
 	ExtraPatterns []string
-	// NamesOnly keeps argv[0] and flag names and replaces every value
-	// (Args; Line applies the rules).
+	// NamesOnly keeps argv[0] and flag names, the in-argument rules
+	// applied to them, and replaces every value (Args; Line applies the
+	// rules).
 	NamesOnly bool
 }
 

@@ -117,7 +117,8 @@ type RedactionConfig struct {
 	ExtraPatterns []string `mapstructure:"extra_patterns"`
 	// Args is how argv is redacted: "rules" (the default, also when empty)
 	// replaces the values the rules find; "names_only" keeps argv[0] and the
-	// names of flags and replaces every other value (extra_* do not apply).
+	// names of flags (the in-argument rules applied to them) and replaces
+	// every other value.
 	Args string `mapstructure:"args"`
 
 	_ struct{}
