@@ -5,7 +5,10 @@
 # the last LINES (default 80) lines the test itself logged: a CI log shows
 # only its end, and parallel or long suites put a failing test's own lines
 # far above it. Lines are a test's from its `=== RUN`, `=== NAME` or
-# `=== CONT` marker to the next marker of any test.
+# `=== CONT` marker to the next marker of any test. Then, last of all (a CI
+# log's tail shows them even when a test dumps pages of diagnostics), each
+# failing test's testify assertions: "Error Trace:" to "Messages:" and its
+# continuation lines.
 set -euo pipefail
 log=$1
 lines=${2:-80}
@@ -21,4 +24,13 @@ for name in "${failed[@]}"; do
 		/^ *--- (PASS|FAIL|SKIP): / { if ($3 == name) print; next }
 		cur == name { print }
 	' "$log" | tail -n "$lines"
+done
+for name in "${failed[@]}"; do
+	awk -v name="$name" '
+		/^=== (RUN|NAME|CONT|PAUSE) / { cur = $3; inblock = 0; next }
+		cur != name { next }
+		/^ +\tError Trace:/ { if (!shown++) print "--- assertions of " name; print prev; inblock = 1; print; next }
+		inblock && /^ +\t/ { print; next }
+		{ inblock = 0; prev = $0 }
+	' "$log"
 done
