@@ -19,8 +19,9 @@
 # rounds. Per row the median and the spread (min..max) over the rounds of
 # RPS, p50 and p99, and for the receiver rows, per request: the collector's
 # CPU (user+system, /proc), the h2_* BPF programs' run time
-# (kernel.bpf_stats_enabled; client and server are both on this host, so it
-# is two ends' worth), the bytes the kernel copied (bytes_copied), the spans
+# (the kernel's BPF statistics, held on by scripts/lib/bench.sh's
+# bpf_stats_on; client and server are both on this host, so it is two
+# ends' worth), the bytes the kernel copied (bytes_copied), the spans
 # of the file exporter for the file asked (client and server: 2 a request)
 # and the share of server spans whose parent is their client span; and the
 # calls throttled (over their connection's share, max_capture_rate, and
@@ -44,6 +45,8 @@ HEY_VERSION=v0.1.4
 COLLECTOR=$ROOT/bin/otelcol-seq
 OUT=${BENCH_HTTP1_OUT:-$ROOT/bench-results/http1}
 mkdir -p "$CACHE/bin" "$OUT"
+# shellcheck source=scripts/lib/bench.sh
+. "$ROOT/scripts/lib/bench.sh"
 
 [ -x "$COLLECTOR" ] || { echo "bin/otelcol-seq is missing: make build" >&2; exit 1; }
 if [ ! -x "$CACHE/bin/hey" ]; then
@@ -58,7 +61,6 @@ www=$(mktemp -d)
 cleanup() {
 	for p in "${pids[@]}" $cpid; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	sysctl -qw kernel.bpf_stats_enabled=0
 	rm -rf "$www"
 }
 trap cleanup EXIT
@@ -161,7 +163,9 @@ stop_collector() {
 	cpid=
 }
 
-sysctl -qw kernel.bpf_stats_enabled=1
+rm -f "$OUT/bpf-stats"
+bpf_stats_on "$OUT/bpf-stats" || { echo "bench-http1: the BPF statistics did not turn on" >&2; exit 1; }
+pids+=("$bpf_stats_pid")
 hey_run 1024 0 /dev/null # warm-up
 
 # The collector's CPU with no requests (nginx idle, the hooks seeing only
@@ -184,7 +188,6 @@ for rate in $RATES; do
 	for row in baseline receiver; do
 		[ "$row" = receiver ] && {
 			start_collector
-			sysctl -qw kernel.bpf_stats_enabled=1 # others on the host may turn it off
 			bpf_snap "$cpid" "$OUT/bpf0.json"
 			t0=$(cpu_ticks "$cpid") b0=$(kernel bytes_copied)
 			th0=$(kernel throttled) tu0=$(kernel throttled_user) l0=$(lost)
@@ -197,14 +200,12 @@ for rate in $RATES; do
 			t1=$(cpu_ticks "$cpid") b1=$(kernel bytes_copied)
 			th1=$(kernel throttled) tu1=$(kernel throttled_user) l1=$(lost)
 			stop_collector # the batch and the file exporter flush
-			# The BPF time: the programs loaded at both snapshots; none
-			# ("-") when bpf_stats was turned off meanwhile.
-			stats_on=$(sysctl -n kernel.bpf_stats_enabled)
-			python3 - "$OUT/bpf0.json" "$OUT/bpf1.json" "$size" "$round" "$rate" "$OUT/hey.txt" "$progs" "$stats_on" >"$OUT/bpf.txt" <<'PY'
+			# The BPF time: the programs loaded at both snapshots.
+			python3 - "$OUT/bpf0.json" "$OUT/bpf1.json" "$size" "$round" "$rate" "$OUT/hey.txt" "$progs" >"$OUT/bpf.txt" <<'PY'
 import json, re, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 n = sum(int(c) for c in re.findall(r"\[\d+\]\s+(\d+) responses", open(sys.argv[6]).read()))
-if sys.argv[8] != "1" or not n:
+if not n:
     sys.exit(print("-"))
 by = {}
 for pid, (name, t, c) in b.items():

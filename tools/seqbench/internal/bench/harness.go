@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
 	"github.com/otelcol-seq/otelcol-seq/internal/bpfload"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring"
 	"github.com/otelcol-seq/otelcol-seq/internal/ring/transport"
@@ -131,10 +134,10 @@ func (c *Config) workloadOptions(cpus int) WorkloadOptions {
 func Run(c Config) ([]Result, error) {
 	restore, err := EnableBPFStats()
 	if err != nil {
-		return nil, fmt.Errorf("enable kernel.bpf_stats_enabled: %w", err)
+		return nil, fmt.Errorf("turn on the BPF run-time statistics (BPF_ENABLE_STATS): %w", err)
 	}
 	defer restore()
-	// Put the setting back on Ctrl-C too (the programs and maps go with the process).
+	// Let go of them on Ctrl-C too (the programs and maps go with the process).
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -394,16 +397,15 @@ func Write(dir string, results []Result, c Config) error {
 	return errors.Join(errs...)
 }
 
-// EnableBPFStats turns kernel.bpf_stats_enabled on and returns a function
-// that puts the old value back.
+// EnableBPFStats turns the kernel's BPF run-time statistics on
+// (BPF_ENABLE_STATS: they stay on while this process holds the file
+// descriptor, counted with every other holder's and with
+// kernel.bpf_stats_enabled, so another tool setting the sysctl meanwhile
+// neither stops them nor is undone) and returns a function that lets go.
 func EnableBPFStats() (restore func(), err error) {
-	const path = "/proc/sys/kernel/bpf_stats_enabled"
-	old, err := os.ReadFile(path)
+	c, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	if err != nil {
 		return func() {}, err
 	}
-	if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
-		return func() {}, err
-	}
-	return func() { _ = os.WriteFile(path, old, 0o644) }, nil
+	return func() { _ = c.Close() }, nil
 }
