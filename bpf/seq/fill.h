@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
  * Filling struct seq_event from a task: shared by every producer of the
- * event (seq.bpf.c's lifecycle programs and its snapshot iterator), so that
- * every transport carries the same record. Include after vmlinux.h, bpf_core_read.h
+ * event (seq.bpf.c's lifecycle programs and its snapshot iterator, and the
+ * benchmark's native ring and perf buffer programs), so that every
+ * transport carries the same record. Include after vmlinux.h, bpf_core_read.h
  * and seq/seq.h.
  */
 #ifndef SEQ_FILL_H
@@ -33,6 +34,21 @@ static __always_inline void seq_fill(struct seq_event *e, struct task_struct *ta
 	bpf_probe_read_kernel(e->comm, sizeof(e->comm), task->comm);
 	e->sid = BPF_CORE_READ(task, signal, pids[PIDTYPE_SID], numbers[0].nr);
 	e->_pad = 0;
+}
+
+/*
+ * Fills the benchmark's synthetic record (SEQ_EV_SYNTH) of the calling
+ * thread: only what is at hand without touching the task (the point is a
+ * transport's cost and capacity, not seq_fill's).
+ */
+static __always_inline void seq_fill_synth(struct seq_event *e, __u64 pid_tgid)
+{
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ktime_ns = bpf_ktime_get_boot_ns();
+	e->type = SEQ_EV_SYNTH;
+	e->cpu = bpf_get_smp_processor_id();
+	e->pid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
 }
 
 #endif

@@ -370,9 +370,7 @@ static __always_inline int do_exit(void *ctx, int tr, struct task_struct *p, boo
 
 /*
  * The synthetic producer (benchmark): every system call seq_synth_nr of the
- * target process is one fixed, one-slot event. Only what is at hand without
- * touching the task: the point is the transport's cost and capacity, not
- * seq_fill's.
+ * target process is one fixed, one-slot event (seq_fill_synth).
  */
 static __always_inline int do_synth(void *ctx, int tr, long id)
 {
@@ -391,12 +389,7 @@ static __always_inline int do_synth(void *ctx, int tr, long id)
 	if (!rec)
 		return 0;
 	e = (struct seq_event *)&rec->buf[seq_off(tr)];
-	__builtin_memset(e, 0, sizeof(*e));
-	e->ktime_ns = bpf_ktime_get_boot_ns();
-	e->type = SEQ_EV_SYNTH;
-	e->cpu = bpf_get_smp_processor_id();
-	e->pid = pid_tgid >> 32;
-	e->tid = (__u32)pid_tgid;
+	seq_fill_synth(e, pid_tgid);
 	seq_emit(ctx, tr, rec, sizeof(*e), SEQ_EV_SYNTH);
 	return 0;
 }

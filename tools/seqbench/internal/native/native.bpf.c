@@ -203,12 +203,7 @@ static __always_inline int native_synth(void *ctx, int tr, long id)
 	e = native_begin(tr, sizeof(*e), &st);
 	if (!e)
 		return 0;
-	__builtin_memset(e, 0, sizeof(*e));
-	e->ktime_ns = bpf_ktime_get_boot_ns();
-	e->type = SEQ_EV_SYNTH;
-	e->cpu = bpf_get_smp_processor_id();
-	e->pid = pid_tgid >> 32;
-	e->tid = (__u32)pid_tgid;
+	seq_fill_synth(e, pid_tgid);
 	native_end(ctx, tr, e, sizeof(*e), st);
 	return 0;
 }
