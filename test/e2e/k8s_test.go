@@ -7,9 +7,7 @@ package e2e
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -27,7 +25,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/otelcol-seq/otelcol-seq/test/testutil"
 )
@@ -48,30 +45,6 @@ func TestKubernetesDeploy(t *testing.T) {
 	t.Run("enrichment", func(t *testing.T) { testEnrichment(t, k, w) })
 	t.Run("in-cluster-auth", func(t *testing.T) { testInClusterAuth(t, k, w) })
 	t.Run("rbac-refused", func(t *testing.T) { testRBACRefused(t, k, w) })
-}
-
-// decodeYAMLDocs decodes a multi-document YAML stream into JSON-typed values
-// (numbers float64, as the API server's JSON reads back).
-func decodeYAMLDocs(t *testing.T, s string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	dec := yaml.NewDecoder(strings.NewReader(s))
-	for {
-		var doc map[string]any
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		require.NoError(t, err)
-		if doc == nil {
-			continue
-		}
-		b, err := json.Marshal(doc)
-		require.NoError(t, err)
-		var j map[string]any
-		require.NoError(t, json.Unmarshal(b, &j))
-		out = append(out, j)
-	}
 }
 
 // subsetDiff lists where got differs from want in what want sets: every map
