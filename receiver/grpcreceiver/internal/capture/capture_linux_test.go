@@ -467,14 +467,34 @@ func TestCaptureTLSOpenSSL(t *testing.T) {
 	}
 	require.Len(t, tlsConns, 2, "two TLS sessions: %+v", rec.opens)
 	sort.Slice(tlsConns, func(i, j int) bool { return tlsConns[i].Role < tlsConns[j].Role })
-	assert.Equal(t, h2.RoleClient, tlsConns[0].Role)
-	assert.Equal(t, cmd.Process.Pid, int(tlsConns[0].Proc.PID), "the client is curl")
-	assert.Equal(t, h2.RoleServer, tlsConns[1].Role)
 	// A call skipped and counted (busy: on PREEMPT_RT a program preempted
 	// mid-call holds the CPU's staging buffer; 6.12-rt's guest saw one) is
-	// the only gap allowed, one per counted call.
+	// the only gap allowed, one per counted call. When the skipped call was
+	// a session's first (its preface: what tells a TLS session's end), the
+	// session is taken up mid-stream from its next call, its role unknown
+	// (6.12-rt's guest saw that once too): at most one session per skip.
 	lost := int(cnt.Busy + cnt.ProgMisses)
+	var known []h2.ConnOpen
 	for _, o := range tlsConns {
+		if o.Role == h2.RoleUnknown {
+			t.Logf("session %d (pid %d): role unknown, its first call skipped (busy %d, misses %d)", o.Conn, o.Proc.PID, cnt.Busy, cnt.ProgMisses)
+			continue
+		}
+		known = append(known, o)
+	}
+	require.LessOrEqual(t, len(tlsConns)-len(known), lost, "sessions of unknown role: at most one per skipped call")
+	for _, o := range known {
+		if o.Role == h2.RoleClient {
+			assert.Equal(t, cmd.Process.Pid, int(o.Proc.PID), "the client is curl")
+		} else {
+			assert.Equal(t, os.Getpid(), int(o.Proc.PID), "the server is this process")
+		}
+	}
+	if len(known) == 2 {
+		assert.Equal(t, h2.RoleClient, known[0].Role)
+		assert.Equal(t, h2.RoleServer, known[1].Role)
+	}
+	for _, o := range known {
 		_, _, exact := checkSession(t, rec, o, calls, lost)
 		assert.True(t, exact || lost > 0, "every call, none skipped")
 	}
