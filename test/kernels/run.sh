@@ -117,9 +117,16 @@ selection() {
 	# No BPF atomic fetch (5.12) nor bpf_task_pt_regs (5.15): the h2nf
 	# programs on raw_syscalls, the bounded walk (no bpf_loop), each TLS
 	# probe kind, the ia32 check; asking for the other hooks is refused.
-	5.10*:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32)$' ;;
-	# RT's additions to 6.12's: the staging on each hook and probe kind.
+	# As on 6.1 and 6.12, the loads and captures run once per version, on
+	# its RT build (the same verifier and helpers, and preemption inside
+	# the programs besides); the stock build the preflight, which reads
+	# the kernel's configuration.
+	5.10-rt:capture) echo '^(TestLayoutMatchesBPF|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32)$' ;;
+	5.10:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF)$' ;;
+	# 6.12's RT build: the loads, and the staging on each hook and probe kind.
 	*-rt:capture) echo '^(TestLayoutMatchesBPF|TestLoadHooks|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32)$' ;;
+	# Its stock build: what the RT build does not run.
+	6.12:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF|TestSyscallHookRefused|TestCaptureNetNS)$' ;;
 	*:seqreceiver) echo '^(TestShellTreeForkExecExit|TestTransportsWithoutAtomics|TestSignalExitAndThreads|TestThreadCasesOneProcessExit|TestForkStormAccounting|TestForkStormEveryTransport|TestShutdownLeavesNothingLoaded|TestShellTreeSpans)$' ;;
 	*:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF|TestLoadHooks|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32|TestSyscallHookRefused|TestCaptureNetNS)$' ;;
 	*) echo "" ;;
