@@ -70,16 +70,7 @@ run: deps $(COLLECTOR)
 # (they need root: CI runs as root, and they never skip there), end-to-end
 # tests of the built collector, and the kernel integration tests again inside
 # other kernels (test-kernels).
-test: deps prebuild $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short test-bpftrace-versions e2e test-user-manifest test-k8s test-kernels
-
-# The Go builds of a cold make test that need no apt, side by side: on two
-# cores one build's module downloads and single-threaded link overlap the
-# others' compiling (cold, the collector, Jaeger, Loki and Kubernetes are
-# about 19 of make test's minutes built one after another). Warm, each
-# returns at once.
-.PHONY: prebuild
-prebuild: deps
-	$(MAKE) -j3 $(COLLECTOR) $(JAEGER) $(LOKI) $(K8S)
+test: deps $(COLLECTOR) jaeger loki ebpf-exporter python-grpc lint drift unit fuzz-short test-bpftrace-versions e2e test-user-manifest test-k8s test-kernels
 
 # OTHER_ARCH: amd64 on arm64, else arm64; vetting its build keeps both building.
 OTHER_ARCH := $(if $(filter arm64,$(shell $(GO) env GOARCH)),amd64,arm64)
