@@ -17,7 +17,7 @@ COLLECTOR := bin/otelcol-seq
 # Kept outside the clone so that later clones (CI) reuse it.
 JAEGER_CACHE ?= $(HOME)/.cache/otelcol-seq/jaeger
 JAEGER := $(JAEGER_CACHE)/jaeger
-# Grafana Loki, likewise (scripts/loki.sh), for the logs e2e test: about 17
+# Grafana Loki, likewise (scripts/loki.sh), for the logs e2e test: about 4
 # minutes to build cold on 2 cores, then reused.
 LOKI_CACHE ?= $(HOME)/.cache/otelcol-seq/loki
 LOKI := $(LOKI_CACHE)/loki

@@ -56,7 +56,7 @@ drop_push_replace() {
 }
 
 build() {
-	backend_build github.com/grafana/loki/v3 "$LOKI_MODULE" ./cmd/loki "about 17" drop_push_replace
+	backend_build github.com/grafana/loki/v3 "$LOKI_MODULE" ./cmd/loki "about 4" drop_push_replace
 }
 
 start() {
