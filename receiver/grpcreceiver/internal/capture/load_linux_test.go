@@ -8,6 +8,8 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -26,7 +28,29 @@ var loadOpts = Options{RingSlots: 1024, MaxConns: 1024, HeaderCap: 16384}
 // tracepoints (no kernel of the matrix does since the programs read the
 // right record; PREEMPT_RT 6.1 did before), where asking for it must fail
 // with ErrSyscallHookRefused, which names the fix; raw_syscalls always.
+//
+// The kernel does not change while the test binary runs: the first call
+// probes it and the others reuse what it found. Each probe opens the
+// syscalls hook, one program per system call: in a PREEMPT_RT guest under
+// TCG that took 24 s, and a dozen tests ask (test/kernels).
 func hooksHere(t *testing.T) []Hook {
+	t.Helper()
+	hooksProbe.Lock()
+	defer hooksProbe.Unlock()
+	if hooksProbe.hooks == nil {
+		hooksProbe.hooks = probeHooks(t)
+	} else {
+		t.Logf("hooks here (probed by an earlier test): %v", hooksProbe.hooks)
+	}
+	return slices.Clone(hooksProbe.hooks)
+}
+
+var hooksProbe struct {
+	sync.Mutex
+	hooks []Hook
+}
+
+func probeHooks(t *testing.T) []Hook {
 	t.Helper()
 	var hooks []Hook
 	if _, err := Preflight(HookSocket, false); err != nil {
