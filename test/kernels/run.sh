@@ -75,19 +75,21 @@ TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-30m}
 # none of the package's tests (the guest does not run its binary). Each guest
 # runs what its kernel can break, and no test twice where a kernel cannot
 # tell the runs apart, so that seven guests fit the matrix's time:
-#   - every stock kernel: the program loads and attaches (every grpc hook and
-#     TLS probe kind, the ebpf_exporter attach kinds, kprobes and fentry
-#     beside ebpf_exporter), the lifecycle and thread-exit cases, the fork
-#     storm's accounting on every transport, each hook's capture once;
+#   - every stock kernel: the program loads and attaches (the ebpf_exporter
+#     attach kinds, kprobes and fentry beside ebpf_exporter), the lifecycle
+#     and thread-exit cases, the fork storm's accounting on every transport,
+#     the grpc preflight; the grpc loads and captures (every hook and TLS
+#     probe kind, each hook's capture) run once per version, on its RT
+#     build (the same verifier and helpers), and on the arm64 guest;
 #   - 6.1 (Debian 12's kernel, the oldest with every feature): the grpc
 #     capture's kernel-bound cases its RT build does not run (the LRU before
 #     6.16 under an HTTP/1 flood, a connection that predates the capture, pid
 #     and network namespaces, the older verifier's stack, the OpenSSL _ex
-#     probes), container identity, and bpftrace; its program loads and each
-#     hook's capture run on the RT build of the same version;
+#     probes), container identity, and bpftrace;
 #   - the RT builds: what preemption inside a program can break: the
 #     sequencer's order and accounting under storms, lapping and pressure
-#     (6.1-rt: the whole seq package), the capture's per-CPU staging on each
+#     (6.1-rt: the whole seq package; the sequencer's lapping stress runs
+#     on the RT builds and the arm64 guest only), the capture's per-CPU staging on each
 #     hook and TLS probe kind, the LRU flood, the uprobes' detach under load
 #     (RT waits out a grace period per close), and the program loads (an RT
 #     verifier refuses some map kinds to tracing programs).
@@ -99,7 +101,7 @@ selection() {
 	6.1-rt:capture | rt:capture) echo '^(TestLayoutMatchesBPF|TestLoadHooks|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32|TestCaptureConnectionFlood|TestTLSShutdownUnderLoad)$' ;;
 	# The stock 6.1 guest: what its RT build (the same kernel version, its
 	# programs loaded and run on every hook and probe kind there) does not run.
-	6.1:capture | stock:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF|TestStackFitsOlderVerifiers|TestShareSettingsLoaded|TestSyscallHookRefused|TestCaptureTLSOpenSSLEx|TestCaptureNetNS|TestCaptureSkipsSelfInPIDNamespace|TestCaptureHTTP1FloodKeepsHTTP2|TestCapturePredatingConnection)$' ;;
+	6.1:capture | stock:capture) echo '^(TestPreflightNamesWhatIsMissing|TestStackFitsOlderVerifiers|TestShareSettingsLoaded|TestSyscallHookRefused|TestCaptureTLSOpenSSLEx|TestCaptureNetNS|TestCaptureSkipsSelfInPIDNamespace|TestCaptureHTTP1FloodKeepsHTTP2|TestCapturePredatingConnection)$' ;;
 	6.1-rt:seqreceiver | rt:seqreceiver) echo "" ;;
 	6.1:seqreceiver | stock:seqreceiver) echo '^(TestShellTreeForkExecExit|TestTransportsWithoutAtomics|TestSignalExitAndThreads|TestThreadCasesOneProcessExit|TestForkStormAccounting|TestForkStormEveryTransport|TestShutdownLeavesNothingLoaded|TestShellTreeSpans|TestPodmanContainerIdentity|TestSpoofedCgroupNoIdentity)$' ;;
 	# bpftrace's receiver supervises a process and parses its output; what a
@@ -122,11 +124,11 @@ selection() {
 	# the programs besides); the stock build the preflight, which reads
 	# the kernel's configuration.
 	5.10-rt:capture) echo '^(TestLayoutMatchesBPF|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32)$' ;;
-	5.10:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF)$' ;;
+	5.10:capture) echo '^(TestPreflightNamesWhatIsMissing)$' ;;
 	# 6.12's RT build: the loads, and the staging on each hook and probe kind.
 	*-rt:capture) echo '^(TestLayoutMatchesBPF|TestLoadHooks|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32)$' ;;
 	# Its stock build: what the RT build does not run.
-	6.12:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF|TestSyscallHookRefused|TestCaptureNetNS)$' ;;
+	6.12:capture) echo '^(TestPreflightNamesWhatIsMissing|TestSyscallHookRefused|TestCaptureNetNS)$' ;;
 	*:seqreceiver) echo '^(TestShellTreeForkExecExit|TestTransportsWithoutAtomics|TestSignalExitAndThreads|TestThreadCasesOneProcessExit|TestForkStormAccounting|TestForkStormEveryTransport|TestShutdownLeavesNothingLoaded|TestShellTreeSpans)$' ;;
 	*:capture) echo '^(TestPreflightNamesWhatIsMissing|TestLayoutMatchesBPF|TestLoadHooks|TestCaptureGRPCGo|TestCaptureHTTP1|TestCaptureTLSGo|TestCaptureTLSOpenSSL|TestRawSyscallsSkipsIA32|TestSyscallHookRefused|TestCaptureNetNS)$' ;;
 	*) echo "" ;;
@@ -142,6 +144,11 @@ skipped() {
 	# The side-by-side benchmark's fixture fills its maps in one bpf_loop
 	# (Linux 5.17); 5.10 refuses it, as it should.
 	5.10*:ebpfexporter) echo '^(TestIntegrationBenchFixture|TestLabelCacheChurnIsBounded)$'; return ;;
+	# The sequencer lapped by its producers: order and accounting under
+	# preemption inside the programs (the RT builds) and under arm64's
+	# weaker memory order; a stock amd64 kernel tells nothing its RT build
+	# of the same version does not (26-32 s each in a guest).
+	6.1:sequencer | 6.12:sequencer | 5.10:sequencer | stock:sequencer) echo '^TestLappedAccountingStress$'; return ;;
 	# Container identity is cgroup paths, not preemption: the stock 6.1
 	# guest runs it, not its RT build.
 	*-rt:seqreceiver | rt:seqreceiver) echo '^(TestFake|TestParallelMapping|TestForkStormWithContainerAccounting|TestPodmanContainerIdentity)'; return ;;
