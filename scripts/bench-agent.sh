@@ -83,9 +83,7 @@ cleanup() {
 	iptables -D "${rule[@]}" 2>/dev/null || true
 }
 trap cleanup EXIT
-rm -f "$OUT/bpf-stats"
-bpf_stats_on "$OUT/bpf-stats" || { echo "bench-agent: the BPF statistics did not turn on" >&2; exit 1; }
-pids+=("$bpf_stats_pid")
+bpf_stats_start bench-agent "$OUT/bpf-stats"
 
 # The DaemonSet's literal environment values.
 mapfile -t dsenv < <(awk '/- name:/ {n = $3} /^ *value:/ && n {v = $2; gsub(/"/, "", v); print n "=" v; n = ""}' \
@@ -148,14 +146,11 @@ PY
 metric() { curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | prom_sum "$1"; }
 # procs PID: PID and its children (the stock variant's bpftrace).
 procs() { echo "$1"; pgrep -P "$1" || true; }
-# cpu_ticks PID: user + system ticks of PID and its children.
-cpu_ticks() {
-	local p s=0 t
-	for p in $(procs "$1"); do
-		t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null) || t=0
-		s=$((s + ${t:-0}))
-	done
-	echo "$s"
+# agent_ticks: the CPU ticks of the agent and its children (cpu_ticks).
+agent_ticks() {
+	local p
+	mapfile -t p < <(procs "$agent")
+	cpu_ticks "${p[@]}"
 }
 hz=$(getconf CLK_TCK)
 # bpf_ns PID: the run time, in ns, of every BPF program PID and its children hold.
@@ -206,9 +201,9 @@ one() {
 	done
 	sleep 2 # the start-up snapshot and its first batches
 	local c0 c1
-	c0=$(cpu_ticks "$agent")
+	c0=$(agent_ticks)
 	sleep "$IDLE"
-	c1=$(cpu_ticks "$agent")
+	c1=$(agent_ticks)
 	local idle
 	idle=$(awk -v d=$((c1 - c0)) -v hz="$hz" -v s="$IDLE" 'BEGIN {printf "%.2f", 100 * d / hz / s}')
 
@@ -217,7 +212,7 @@ one() {
 	s0=$(metric otelcol_exporter_sent_log_records)
 	b0=$(bpf_ns "$agent")
 	w0=$(wire_bytes)
-	c0=$(cpu_ticks "$agent")
+	c0=$(agent_ticks)
 	local loads=()
 	for w in $(seq "$WORKERS"); do
 		python3 "$OUT/load.py" "$SECONDS_LOAD" "$((round * 100 + w))" >"$OUT/load-$w.out" &
@@ -237,7 +232,7 @@ one() {
 		[ "$now" = "$last" ] && break
 		last=$now
 	done
-	c1=$(cpu_ticks "$agent")
+	c1=$(agent_ticks)
 	local s1 b1 w1 failed refused lost hwm
 	s1=$(metric otelcol_exporter_sent_log_records)
 	b1=$(bpf_ns "$agent")

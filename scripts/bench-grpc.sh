@@ -169,7 +169,6 @@ ghz_run() { # TARGET JSONFILE [ghz options]
 }
 
 copied() { curl -s "$M" | prom_sum otelcol_receiver_grpc_kernel 'counter="bytes_copied"'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # start_collector CONFIG: the collector in the background (cpid), once it is
 # ready.
@@ -225,9 +224,7 @@ if [ -n "${BENCH_GRPC_RATES:-}" ]; then
 		done
 		return 1
 	}
-	rm -f "$OUT/bpf-stats"
-	bpf_stats_on "$OUT/bpf-stats" || { echo "bench-grpc: the BPF statistics did not turn on" >&2; exit 1; }
-	pids+=("$bpf_stats_pid")
+	bpf_stats_start bench-grpc "$OUT/bpf-stats"
 	for arm in $ARMS; do collector_config "$arm" "$OUT/collector-$arm.yaml"; done
 	gateway_config "$OUT/gateway.yaml" "$GW_PORT" "$GW_METRICS_PORT"
 	"$COLLECTOR" --config "$OUT/gateway.yaml" >"$OUT/gateway.log" 2>&1 &

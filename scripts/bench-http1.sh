@@ -20,7 +20,7 @@
 # RPS, p50 and p99, and for the receiver rows, per request: the collector's
 # CPU (user+system, /proc), the h2_* BPF programs' run time
 # (the kernel's BPF statistics, held on by scripts/lib/bench.sh's
-# bpf_stats_on; client and server are both on this host, so it is two
+# bpf_stats_start; client and server are both on this host, so it is two
 # ends' worth), the bytes the kernel copied (bytes_copied), the spans
 # of the file exporter for the file asked (client and server: 2 a request)
 # and the share of server spans whose parent is their client span; and the
@@ -121,12 +121,8 @@ hey_run() {
 
 # kernel NAME: the receiver's kernel counter NAME (receiver_grpc_kernel);
 # lost: the records lost (receiver_grpc_records_lost).
-kernel() {
-	curl -s "http://$METRICS/metrics" |
-		awk -v c="counter=\"$1\"" '/^otelcol_receiver_grpc_kernel/ && index($0, c) {s += $2} END {printf "%d\n", s}'
-}
-lost() { curl -s "http://$METRICS/metrics" | awk '/^otelcol_receiver_grpc_records_lost/ {s += $2} END {printf "%d\n", s}'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+kernel() { curl -s "http://$METRICS/metrics" | prom_sum otelcol_receiver_grpc_kernel "counter=\"$1\""; }
+lost() { curl -s "http://$METRICS/metrics" | prom_sum otelcol_receiver_grpc_records_lost; }
 
 # bpf_snap PID FILE: the run time and run count so far of each h2_*
 # program PID holds (its file descriptors' prog_id: other collectors on the
@@ -163,9 +159,7 @@ stop_collector() {
 	cpid=
 }
 
-rm -f "$OUT/bpf-stats"
-bpf_stats_on "$OUT/bpf-stats" || { echo "bench-http1: the BPF statistics did not turn on" >&2; exit 1; }
-pids+=("$bpf_stats_pid")
+bpf_stats_start bench-http1 "$OUT/bpf-stats"
 hey_run 1024 0 /dev/null # warm-up
 
 # The collector's CPU with no requests (nginx idle, the hooks seeing only

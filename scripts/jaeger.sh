@@ -42,7 +42,7 @@ BIN_ENV=JAEGER_BIN
 . "$ROOT/scripts/backend.sh"
 
 build() {
-	backend_build github.com/jaegertracing/jaeger "$JAEGER_MODULE" ./cmd/jaeger "5 to 11"
+	backend_build github.com/jaegertracing/jaeger "$JAEGER_MODULE" ./cmd/jaeger "about 3"
 }
 
 start() {

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -136,17 +134,9 @@ func Run(c Config) ([]Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("turn on the BPF run-time statistics (BPF_ENABLE_STATS): %w", err)
 	}
+	// The statistics stay on while the descriptor is open; the kernel
+	// closes it when the process ends, Ctrl-C included.
 	defer restore()
-	// Let go of them on Ctrl-C too (the programs and maps go with the process).
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	go func() {
-		if _, ok := <-sig; ok {
-			restore()
-			os.Exit(130)
-		}
-	}()
 	var results []Result
 	for _, w := range c.Workloads {
 		for _, n := range c.CPUs {
