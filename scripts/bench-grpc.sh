@@ -265,6 +265,8 @@ if [ -n "${BENCH_GRPC_RATES:-}" ]; then
 				kill -0 "$cpid" 2>/dev/null || err=collector-exited
 				t1=$(cpu_ticks "$cpid")
 				ticks=$((t1 - t0))
+				# An ended process counts 0 ticks: no CPU figure then.
+				[ "$err" != collector-exited ] || ticks=-
 				after=$(counts)
 				[ "$row" != otlp ] || g1=$(gateway_spans)
 				curl -s "$M" >"$OUT/metrics-$round-$rate-$row.txt"

@@ -512,8 +512,9 @@ func TestAgentBackendDown(t *testing.T) {
 	// polls from a goroutine of its own, which may outlive a timeout: what
 	// it saw is shared under a lock.
 	var (
-		seen     sync.Mutex
-		lastSeen string
+		seen      sync.Mutex
+		lastSeen  string
+		settledAt map[string]float64
 	)
 	settled := func() bool {
 		mm, err := promMetrics(telemetry)
@@ -528,7 +529,7 @@ func TestAgentBackendDown(t *testing.T) {
 		if q != 0 || inFlight != 0 {
 			return false
 		}
-		m = mm
+		settledAt = mm
 		return true
 	}
 	if !assert.Eventually(t, settled, time.Minute, 50*time.Millisecond, "a moment with empty queues") {
@@ -537,7 +538,7 @@ func TestAgentBackendDown(t *testing.T) {
 		seen.Unlock()
 	}
 	seen.Lock()
-	final := m
+	final := settledAt // nil when the wait timed out: stopRun reads them then
 	seen.Unlock()
 	second, log2 := stopRun(c, final)
 	cancel()
@@ -622,8 +623,9 @@ func TestAgentBackendDown(t *testing.T) {
 	// stopping stays queued (its send was interrupted) and is sent again
 	// after the restart, and a send that timed out on a loaded host after
 	// the backend took it is retried: the backend may hold such a batch
-	// twice. At most the batches in flight at the stop (num_consumers x
-	// batch max_size) and one batch per retry of a timed-out send.
+	// twice. At most the batches in flight at a stop (num_consumers x
+	// batch max_size: the collector's restart, the sink's stop at the
+	// outage's start) and one batch per retry of a timed-out send.
 	twice := float64(sink.records.Load()) - (first.sentLogs + second.sentLogs)
 	retries := logRetries(log1+log2, "logs")
 	t.Logf("records the backend got beyond what the exporter counts sent (re-sent after the restart or a timeout; %d retries of timed-out sends logged): %.0f", retries, twice)
@@ -637,9 +639,12 @@ func TestAgentBackendDown(t *testing.T) {
 
 // logRetries counts the lines of a collector's log in which an exporter of
 // the signal's pipeline retries a send that timed out (exporterhelper's
-// "Exporting failed. Will retry the request after interval." with gRPC's
-// DeadlineExceeded): the backend may have taken the batch all the same. A
-// refused connection (the backend down) sends nothing twice.
+// "Exporting failed. Will retry the request after interval." with "context
+// deadline exceeded": the agent's otlp_http client's timeout; gRPC's
+// DeadlineExceeded for an otlp exporter): the backend may have taken the
+// batch all the same. A refused connection (the backend down) sends
+// nothing twice; a batch the sink counted as it was stopped (its answer
+// lost) is one of those in flight at a stop.
 func logRetries(log, signal string) int {
 	n := 0
 	for _, line := range strings.Split(log, "\n") {

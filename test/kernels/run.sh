@@ -89,7 +89,8 @@ TEST_TIMEOUT=${KERNELS_TEST_TIMEOUT:-30m}
 #   - the RT builds: what preemption inside a program can break: the
 #     sequencer's order and accounting under storms, lapping and pressure
 #     (6.1-rt: the whole seq package; the sequencer's lapping stress runs
-#     on the RT builds and the arm64 guest only), the capture's per-CPU staging on each
+#     on 6.1-rt, 6.12-rt and arm64: 5.10 has no BPF atomics, and the
+#     test skips itself there), the capture's per-CPU staging on each
 #     hook and TLS probe kind, the LRU flood, the uprobes' detach under load
 #     (RT waits out a grace period per close), and the program loads (an RT
 #     verifier refuses some map kinds to tracing programs).
@@ -136,18 +137,20 @@ selection() {
 }
 
 # skipped KERNEL PKG: a -test.skip pattern: tests whose fixture the kernel
-# cannot have, and, in packages a guest runs whole, the tests of pure Go and
+# cannot have; in packages a guest runs whole, the tests of pure Go and
 # those that measure time against the wall clock (the host runs them): under
-# TCG their producers and readers run at other speeds than they assume.
+# TCG their producers and readers run at other speeds than they assume; and
+# tests another guest runs where they can break more.
 skipped() {
 	case $1:$2 in
 	# The side-by-side benchmark's fixture fills its maps in one bpf_loop
 	# (Linux 5.17); 5.10 refuses it, as it should.
 	5.10*:ebpfexporter) echo '^(TestIntegrationBenchFixture|TestLabelCacheChurnIsBounded)$'; return ;;
 	# The sequencer lapped by its producers: order and accounting under
-	# preemption inside the programs (the RT builds) and under arm64's
-	# weaker memory order; a stock amd64 kernel tells nothing its RT build
-	# of the same version does not (26-32 s each in a guest).
+	# preemption inside the programs (6.1-rt, 6.12-rt; 5.10 has no BPF
+	# atomics) and under arm64's weaker memory order; a stock amd64 kernel
+	# tells nothing its RT build of the same version does not (26-32 s
+	# each in a guest).
 	6.1:sequencer | 6.12:sequencer | 5.10:sequencer | stock:sequencer) echo '^TestLappedAccountingStress$'; return ;;
 	# Container identity is cgroup paths, not preemption: the stock 6.1
 	# guest runs it, not its RT build.
