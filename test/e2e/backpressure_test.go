@@ -646,14 +646,10 @@ func TestAgentBackendDown(t *testing.T) {
 // nothing twice; a batch the sink counted as it was stopped (its answer
 // lost) is one of those in flight at a stop.
 func logRetries(log, signal string) int {
-	n := 0
-	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, "Will retry the request") && strings.Contains(line, `"`+signal+`"`) &&
-			(strings.Contains(line, "DeadlineExceeded") || strings.Contains(line, "deadline exceeded")) {
-			n++
-		}
-	}
-	return n
+	return countLogLines(log, signal, func(line string) bool {
+		return strings.Contains(line, "Will retry the request") &&
+			(strings.Contains(line, "DeadlineExceeded") || strings.Contains(line, "deadline exceeded"))
+	})
 }
 
 // shutdownDrops counts the lines of a collector's log in which the logs or
@@ -662,10 +658,17 @@ func logRetries(log, signal string) int {
 // interrupted) and a full sending queue's refusal (the batch processor's
 // flush at shutdown).
 func shutdownDrops(log, signal string) int {
+	return countLogLines(log, signal, func(line string) bool {
+		return strings.Contains(line, "Dropping data.") || strings.Contains(line, "queue is full")
+	})
+}
+
+// countLogLines counts the lines of a collector's log that name the
+// signal's pipeline ("logs", "traces": the otelcol.signal field) and match.
+func countLogLines(log, signal string, match func(line string) bool) int {
 	n := 0
 	for _, line := range strings.Split(log, "\n") {
-		if (strings.Contains(line, "Dropping data.") || strings.Contains(line, "queue is full")) &&
-			strings.Contains(line, `"`+signal+`"`) {
+		if strings.Contains(line, `"`+signal+`"`) && match(line) {
 			n++
 		}
 	}
